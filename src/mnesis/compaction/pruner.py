@@ -1,0 +1,94 @@
+"""``ToolOutputPruner``: tombstones stale tool outputs before summarising.
+
+Backward scan over the raw messages after the last summary in the context:
+the two most recent user turns are protected, then tool outputs accumulate into
+a protect window of ``prune_protect_tokens``; completed, unprotected tool parts
+beyond it are candidates. Nothing is written unless the candidates add up to
+more than ``prune_minimum_tokens``. A tombstone only sets ``compacted_at``:
+the output stays in the store and the builder renders a one-line stand-in.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from mnesis.config import MnesisConfig
+from mnesis.models.message import MessageWithParts
+from mnesis.models.parts import ToolPart
+from mnesis.store.base import ImmutableStore
+from mnesis.tokens.estimator import TokenEstimator
+
+__all__ = ["PruneResult", "ToolOutputPruner"]
+
+
+@dataclass(slots=True)
+class PruneResult:
+    """What a prune pass did."""
+
+    pruned_count: int = 0
+    pruned_tokens: int = 0
+    candidate_tokens: int = 0
+
+
+class ToolOutputPruner:
+    """Tombstones tool outputs outside the protect window."""
+
+    def __init__(self, store: ImmutableStore, estimator: TokenEstimator, config: MnesisConfig):
+        self.store = store
+        self.estimator = estimator
+        self.config = config
+
+    async def prune(self, session_id: str) -> PruneResult:
+        """Run one prune pass over the session's current context."""
+        cfg = self.config.compaction
+        items = await self.store.get_context_items(session_id)
+        last_summary = max((i.position for i in items if i.item_type == "summary"), default=-1)
+        ids = [i.item_id for i in items if i.item_type == "message" and i.position > last_summary]
+        messages = await self.store.get_messages_by_ids(ids)
+        protected = set(cfg.protected_tools)
+        candidates: list[tuple[MessageWithParts, ToolPart, int]] = []
+        user_turns = 0
+        window = 0
+        candidate_tokens = 0
+        for message in reversed(messages):
+            if message.role == "user":
+                user_turns += 1
+            if user_turns < 2:
+                continue
+            stop = False
+            for part in reversed(message.parts):
+                if not isinstance(part, ToolPart):
+                    continue
+                if part.status.compacted_at is not None:
+                    stop = True
+                    break
+                if part.status.state != "completed" or part.tool_name in protected:
+                    continue
+                cost = self.estimator.estimate_part(part)
+                window += cost
+                if window > cfg.prune_protect_tokens:
+                    candidates.append((message, part, cost))
+                    candidate_tokens += cost
+            if stop:
+                break
+        result = PruneResult(candidate_tokens=candidate_tokens)
+        if candidate_tokens <= cfg.prune_minimum_tokens:
+            return result
+        now = int(time.time() * 1000)
+        touched: dict[str, MessageWithParts] = {}
+        for message, part, cost in candidates:
+            assert part.id is not None
+            part.status.compacted_at = now
+            tombstone_cost = self.estimator.estimate_part(part)
+            await self.store.update_part_status(
+                part.id, compacted_at=now, token_estimate=tombstone_cost
+            )
+            touched[message.id] = message
+            result.pruned_count += 1
+            result.pruned_tokens += max(0, cost - tombstone_cost)
+        for message in touched.values():
+            await self.store.update_message_tokens(
+                message.id, token_estimate=self.estimator.estimate_message(message)
+            )
+        return result

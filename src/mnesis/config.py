@@ -1,0 +1,251 @@
+"""Configuration: one object, from defaults, then the environment, then code.
+
+``MnesisConfig()`` gives the documented defaults; ``MnesisConfig.from_env()``
+applies the ``LCM_*`` (and ``MNESIS_*``) variables on top. Any invalid value
+raises :class:`~mnesis.errors.MnesisConfigError` naming the key and the value.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
+
+from mnesis.errors import MnesisConfigError
+
+__all__ = [
+    "DEFAULT_DB_PATH",
+    "CompactionConfig",
+    "FileConfig",
+    "MnesisConfig",
+    "OperatorConfig",
+    "RetrievalConfig",
+    "SessionConfig",
+    "StoreConfig",
+]
+
+DEFAULT_DB_PATH = str(Path("~/.mnesis/sessions.db").expanduser())
+
+
+def _raise_config_error(exc: ValidationError, prefix: str) -> None:
+    err = exc.errors()[0]
+    inner = err.get("ctx", {}).get("error")
+    if isinstance(inner, MnesisConfigError):
+        raise MnesisConfigError(inner.key, inner.value, inner.reason) from None
+    key = ".".join(str(p) for p in (prefix, *err["loc"]) if p != "")
+    raise MnesisConfigError(key or prefix, err.get("input"), err["msg"]) from None
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=False)
+    _section: str = ""
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            _raise_config_error(exc, self._section_name())
+
+    @classmethod
+    def _section_name(cls) -> str:
+        names = {
+            "CompactionConfig": "compaction",
+            "FileConfig": "file",
+            "StoreConfig": "store",
+            "OperatorConfig": "operators",
+            "SessionConfig": "session",
+            "RetrievalConfig": "retrieval",
+        }
+        return names.get(cls.__name__, "")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        try:
+            super().__setattr__(name, value)
+        except ValidationError as exc:
+            _raise_config_error(exc, self._section_name())
+
+
+class CompactionConfig(_Config):
+    """How and when the context is compacted."""
+
+    auto: bool = True
+    compaction_output_budget: int = Field(default=20_000, ge=0)
+    prune: bool = True
+    prune_protect_tokens: int = Field(default=40_000, ge=0)
+    prune_minimum_tokens: int = Field(default=20_000, ge=0)
+    protected_tools: list[str] = Field(default_factory=lambda: ["skill"])
+    compaction_model: str | None = None
+    """Model used for summaries; ``None`` uses the session's model, ``"extractive"``
+    the offline extractive summariser."""
+    level2_enabled: bool = True
+    compaction_prompt: str | None = None
+    condense_prompt: str | None = None
+    soft_threshold_fraction: float = Field(default=0.6, gt=0.0, le=1.0)
+    max_compaction_rounds: int = Field(default=10, ge=1, le=1000)
+    condensation_enabled: bool = True
+    fresh_tail_count: int = Field(default=8, ge=0)
+    leaf_target_tokens: int = Field(default=600, ge=64)
+    condensed_target_tokens: int = Field(default=900, ge=64)
+    file_ids_footer_cap: int = Field(default=40, ge=1)
+    model_timeout_seconds: float = Field(default=120.0, gt=0)
+    failure_cooldown_seconds: float = Field(default=300.0, ge=0)
+    max_consecutive_model_failures: int = Field(default=3, ge=1)
+    min_seconds_between_compactions: float = Field(default=0.0, ge=0)
+
+
+class FileConfig(_Config):
+    """Large-file handling."""
+
+    inline_threshold: int = Field(default=10_000, ge=1)
+    storage_dir: str | None = None
+
+
+class StoreConfig(_Config):
+    """Where and how sessions are stored."""
+
+    db_path: str = DEFAULT_DB_PATH
+    database_url: str | None = None
+    """``postgresql://...`` selects the PostgreSQL backend (extra ``postgres``)."""
+    wal_mode: bool = True
+    connection_timeout: float = Field(default=30.0, gt=0)
+    synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = "NORMAL"
+
+    @field_validator("db_path")
+    @classmethod
+    def _check_path(cls, value: str) -> str:
+        if not value.strip() or "\x00" in value:
+            raise ValueError("db_path must be a non-empty path without NUL bytes")
+        return value
+
+
+class OperatorConfig(_Config):
+    """Concurrency and retries of LLMMap / AgenticMap."""
+
+    llm_map_concurrency: int = Field(default=16, ge=1, le=1024)
+    agentic_map_concurrency: int = Field(default=4, ge=1, le=256)
+    max_retries: int = Field(default=3, ge=0, le=100)
+
+
+class SessionConfig(_Config):
+    """Per-session behaviour."""
+
+    doom_loop_threshold: int = Field(default=3, ge=2)
+    model_timeout_seconds: float = Field(default=300.0, gt=0)
+    max_tool_rounds: int = Field(default=8, ge=1)
+
+
+class RetrievalConfig(_Config):
+    """Limits of describe / grep / expand."""
+
+    max_expand_tokens: int = Field(default=4_000, ge=1)
+    grep_default_limit: int = Field(default=20, ge=1)
+    grep_max_limit: int = Field(default=500, ge=1)
+    regex_timeout_seconds: float = Field(default=2.0, gt=0)
+
+
+class MnesisConfig(_Config):
+    """All of mnesis' configuration."""
+
+    compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    file: FileConfig = Field(default_factory=FileConfig)
+    store: StoreConfig = Field(default_factory=StoreConfig)
+    operators: OperatorConfig = Field(default_factory=OperatorConfig)
+    session: SessionConfig = Field(default_factory=SessionConfig)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    model_overrides: dict[str, int] | None = None
+    """Keys ``context_limit`` and ``max_output_tokens`` override the model table."""
+
+    @field_validator("model_overrides")
+    @classmethod
+    def _check_overrides(cls, value: dict[str, int] | None) -> dict[str, int] | None:
+        if value:
+            allowed = {"context_limit", "max_output_tokens"}
+            for key, number in value.items():
+                if key not in allowed:
+                    raise ValueError(f"unknown key {key!r}; allowed: {sorted(allowed)}")
+                if number < (1 if key == "context_limit" else 0):
+                    raise ValueError(f"{key} must be positive, got {number}")
+        return value
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> MnesisConfig:
+        """Build a config from defaults, then ``LCM_*``/``MNESIS_*`` variables, then kwargs.
+
+        Variables: ``LCM_ENABLED``, ``LCM_AUTOCOMPACT_DISABLED``, ``LCM_CONTEXT_THRESHOLD``,
+        ``LCM_FRESH_TAIL_COUNT``, ``LCM_LEAF_TARGET_TOKENS``, ``LCM_CONDENSED_TARGET_TOKENS``,
+        ``LCM_MAX_EXPAND_TOKENS``, ``LCM_DATABASE_URL``, ``MNESIS_DB_PATH``.
+        """
+        env = os.environ if environ is None else environ
+        data: dict[str, dict[str, Any]] = {
+            "compaction": {},
+            "store": {},
+            "retrieval": {},
+        }
+        for var, (section, key, kind) in _ENV_MAP.items():
+            raw = env.get(var)
+            if raw is None or raw == "":
+                continue
+            value = _parse_env(var, raw, kind)
+            if var == "LCM_ENABLED":
+                if not value:
+                    data["compaction"]["auto"] = False
+                    data["compaction"]["prune"] = False
+                continue
+            if var == "LCM_AUTOCOMPACT_DISABLED":
+                if value:
+                    data["compaction"]["auto"] = False
+                continue
+            if var == "LCM_DATABASE_URL":
+                url = str(value)
+                if url.startswith(("postgres://", "postgresql://")):
+                    data["store"]["database_url"] = url
+                else:
+                    data["store"]["db_path"] = url.removeprefix("sqlite:///")
+                continue
+            data[section][key] = value
+        kwargs: dict[str, Any] = {k: v for k, v in data.items() if v}
+        kwargs.update(overrides)
+        return cls(**kwargs)
+
+
+_ENV_MAP: dict[str, tuple[str, str, str]] = {
+    "LCM_ENABLED": ("compaction", "auto", "bool"),
+    "LCM_AUTOCOMPACT_DISABLED": ("compaction", "auto", "bool"),
+    "LCM_CONTEXT_THRESHOLD": ("compaction", "soft_threshold_fraction", "float"),
+    "LCM_FRESH_TAIL_COUNT": ("compaction", "fresh_tail_count", "int"),
+    "LCM_LEAF_TARGET_TOKENS": ("compaction", "leaf_target_tokens", "int"),
+    "LCM_CONDENSED_TARGET_TOKENS": ("compaction", "condensed_target_tokens", "int"),
+    "LCM_MAX_EXPAND_TOKENS": ("retrieval", "max_expand_tokens", "int"),
+    "LCM_DATABASE_URL": ("store", "database_url", "str"),
+    "MNESIS_DB_PATH": ("store", "db_path", "str"),
+}
+
+
+def _parse_env(var: str, raw: str, kind: str) -> Any:
+    if kind == "bool":
+        lowered = raw.strip().lower()
+        if lowered in {"1", "true", "yes", "on"}:
+            return True
+        if lowered in {"0", "false", "no", "off"}:
+            return False
+        raise MnesisConfigError(var, raw, "expected a boolean (true/false/1/0)")
+    if kind == "int":
+        try:
+            return int(raw)
+        except ValueError:
+            raise MnesisConfigError(var, raw, "expected an integer") from None
+    if kind == "float":
+        try:
+            return float(raw)
+        except ValueError:
+            raise MnesisConfigError(var, raw, "expected a number") from None
+    return raw

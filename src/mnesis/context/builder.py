@@ -1,0 +1,292 @@
+"""Context assembly: the exact message list sent to the model on each turn.
+
+Invariants:
+
+1. The newest raw message is always included (or :class:`ContextOverflowError`
+   is raised when it alone exceeds the budget).
+2. Only ``context_items`` are read: compacted spans appear as their summaries.
+3. Tombstoned tool outputs are rendered as one-line tombstone strings.
+4. File references are rendered as ``[FILE: ...]`` blocks.
+5. The assembled context (system prompt included) fits ``ContextBudget.usable``.
+6. A tool call and its result are never separated: they live in one
+   :class:`~mnesis.models.parts.ToolPart`, and a ``tool``-role message is kept or
+   dropped together with the message before it.
+
+Cost: summary items are read with one indexed query; message items are read
+newest-first, page by page, only until the budget is full, so assembly cost
+depends on what fits the window, never on the length of the history. Rendered
+messages are cached by ``(message_id, token_estimate)``: history is immutable,
+and a tombstone changes the estimate, which invalidates the entry.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from mnesis.config import MnesisConfig
+from mnesis.errors import ContextOverflowError
+from mnesis.models.message import MessageWithParts
+from mnesis.models.model_info import ModelInfo
+from mnesis.models.parts import ToolPart
+from mnesis.models.render import render_message_text, render_summary
+from mnesis.store.base import ContextItem, ImmutableStore
+from mnesis.store.dag import SummaryDAGStore
+from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
+
+__all__ = ["BuiltContext", "ContextBudget", "ContextBuilder", "LLMMessage"]
+
+_FIRST_PAGE = 128
+_CACHE_SIZE = 8192
+
+
+@dataclass(slots=True)
+class LLMMessage:
+    """A single message formatted for a provider API."""
+
+    role: str
+    content: str | list[dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"role": ..., "content": ...}``."""
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True, slots=True)
+class ContextBudget:
+    """Token budget of one model.
+
+    ``usable = context_limit - reserved_output_tokens - compaction_buffer``, but never
+    below a quarter of the window: small models get a proportionally smaller buffer.
+    """
+
+    context_limit: int
+    reserved_output_tokens: int
+    compaction_buffer: int
+    usable: int
+
+    @classmethod
+    def compute(cls, model: ModelInfo, config: MnesisConfig) -> ContextBudget:
+        """The budget of ``model`` under ``config``."""
+        limit = model.context_limit
+        reserved = min(model.max_output_tokens, limit // 2)
+        buffer = min(config.compaction.compaction_output_budget, max(0, limit - reserved) // 2)
+        usable = max(limit - reserved - buffer, limit // 4, 1)
+        return cls(limit, reserved, buffer, usable)
+
+
+@dataclass(slots=True)
+class BuiltContext:
+    """The assembled context window ready for a model call."""
+
+    messages: list[LLMMessage]
+    system_prompt: str
+    token_estimate: int
+    budget: ContextBudget
+    has_summary: bool
+    oldest_included_message_id: str | None = None
+    summary_token_count: int = 0
+    raw_message_tokens: int = 0
+    """Tokens of raw (non-summary) messages included."""
+    tool_output_tokens: int = 0
+    """Subset of ``raw_message_tokens`` spent on tool parts."""
+    system_prompt_tokens: int = 0
+    item_ids: list[str] = field(default_factory=list)
+    """IDs of the included context items (messages and summaries), in order."""
+    dropped_summary_ids: list[str] = field(default_factory=list)
+
+    def to_dicts(self, *, include_system: bool = True) -> list[dict[str, Any]]:
+        """Provider-ready ``{"role", "content"}`` dicts, system prompt first."""
+        out = [{"role": "system", "content": self.system_prompt}] if include_system else []
+        out.extend(m.to_dict() for m in self.messages)
+        return out
+
+
+@dataclass(slots=True)
+class _Rendered:
+    message: LLMMessage
+    tool_tokens: int
+
+
+class ContextBuilder:
+    """Assembles the message list sent to the model on each turn."""
+
+    def __init__(
+        self,
+        store: ImmutableStore,
+        dag_store: SummaryDAGStore | None = None,
+        token_estimator: TokenEstimator | None = None,
+    ) -> None:
+        self.store = store
+        self.dag_store = dag_store or SummaryDAGStore(store)
+        self.estimator = token_estimator or TokenEstimator()
+        self._cache: OrderedDict[tuple[str, int], _Rendered] = OrderedDict()
+
+    async def build(
+        self,
+        session_id: str,
+        model: ModelInfo,
+        system_prompt: str,
+        config: MnesisConfig,
+    ) -> BuiltContext:
+        """Build the context window for the next model call.
+
+        Raises :class:`~mnesis.errors.ContextOverflowError` when the newest message
+        alone does not fit the budget.
+        """
+        budget = ContextBudget.compute(model, config)
+        system_tokens = self.estimator.estimate(system_prompt) + MESSAGE_OVERHEAD_TOKENS
+        available = budget.usable - system_tokens
+
+        summaries = await self.store.get_context_items(session_id, item_type="summary")
+        summary_tokens = sum(s.tokens for s in summaries)
+        selected = await self._select_messages(session_id, available - summary_tokens)
+        dropped: list[ContextItem] = []
+        if selected is None:
+            # The newest message does not fit next to the summaries: drop the
+            # oldest summaries (they stay reachable through retrieval) until it does.
+            newest = await self._newest_unit(session_id)
+            needed = sum(i.tokens for i in newest)
+            while summaries and needed > available - summary_tokens:
+                gone = summaries.pop(0)
+                dropped.append(gone)
+                summary_tokens -= gone.tokens
+            if needed > available - summary_tokens:
+                raise ContextOverflowError(needed + system_tokens, budget.usable)
+            selected = await self._select_messages(session_id, available - summary_tokens) or []
+
+        rendered = await self._render_messages(selected)
+        summary_text = await self._render_summaries([s.item_id for s in summaries])
+
+        items = sorted([*summaries, *selected], key=lambda i: i.position)
+        messages: list[LLMMessage] = []
+        raw_tokens = 0
+        tool_tokens = 0
+        oldest: str | None = None
+        for item in items:
+            if item.item_type == "summary":
+                text = summary_text.get(item.item_id)
+                if text is not None:
+                    messages.append(LLMMessage("user", text))
+                continue
+            r = rendered[item.item_id]
+            messages.append(r.message)
+            raw_tokens += item.tokens
+            tool_tokens += r.tool_tokens
+            if oldest is None:
+                oldest = item.item_id
+        return BuiltContext(
+            messages=messages,
+            system_prompt=system_prompt,
+            token_estimate=system_tokens + summary_tokens + raw_tokens,
+            budget=budget,
+            has_summary=bool(summaries),
+            oldest_included_message_id=oldest,
+            summary_token_count=summary_tokens,
+            raw_message_tokens=raw_tokens,
+            tool_output_tokens=tool_tokens,
+            system_prompt_tokens=system_tokens,
+            item_ids=[i.item_id for i in items],
+            dropped_summary_ids=[d.item_id for d in dropped],
+        )
+
+    async def _newest_unit(self, session_id: str) -> list[ContextItem]:
+        unit: list[ContextItem] = []
+        before: int | None = None
+        while True:
+            page = await self.store.get_context_items(
+                session_id,
+                item_type="message",
+                newest_first=True,
+                before_position=before,
+                limit=16,
+            )
+            if not page:
+                return unit
+            for item in page:
+                unit.append(item)
+                if item.role != "tool":
+                    return unit
+            before = page[-1].position
+
+    async def _select_messages(self, session_id: str, budget: int) -> list[ContextItem] | None:
+        """Newest-first fill; None when not even the newest unit fits."""
+        chosen: list[ContextItem] = []
+        unit: list[ContextItem] = []
+        used = 0
+        before: int | None = None
+        page_size = _FIRST_PAGE
+        while True:
+            page = await self.store.get_context_items(
+                session_id,
+                item_type="message",
+                newest_first=True,
+                before_position=before,
+                limit=page_size,
+            )
+            for item in page:
+                unit.append(item)
+                if item.role == "tool":
+                    continue
+                cost = sum(i.tokens for i in unit)
+                if used + cost > budget:
+                    return chosen if chosen else None
+                chosen.extend(unit)
+                used += cost
+                unit = []
+            if len(page) < page_size:
+                return chosen if chosen or not unit else None
+            before = page[-1].position
+            page_size *= 2
+
+    async def _render_messages(self, items: list[ContextItem]) -> dict[str, _Rendered]:
+        out: dict[str, _Rendered] = {}
+        missing: list[ContextItem] = []
+        for item in items:
+            key = (item.item_id, item.tokens)
+            hit = self._cache.get(key)
+            if hit is None:
+                missing.append(item)
+            else:
+                self._cache.move_to_end(key)
+                out[item.item_id] = hit
+        if missing:
+            loaded = await self.store.get_messages_by_ids([i.item_id for i in missing])
+            by_id = {m.id: m for m in loaded}
+            for item in missing:
+                mwp = by_id.get(item.item_id)
+                if mwp is None:
+                    continue
+                rendered = self._render(mwp)
+                out[item.item_id] = rendered
+                self._cache[(item.item_id, item.tokens)] = rendered
+            while len(self._cache) > _CACHE_SIZE:
+                self._cache.popitem(last=False)
+        return out
+
+    def _render(self, mwp: MessageWithParts) -> _Rendered:
+        role = mwp.role if mwp.role in ("user", "assistant", "system") else "user"
+        tool_tokens = sum(
+            self.estimator.estimate_part(p) for p in mwp.parts if isinstance(p, ToolPart)
+        )
+        return _Rendered(LLMMessage(role, render_message_text(mwp)), tool_tokens)
+
+    async def _render_summaries(self, summary_ids: list[str]) -> dict[str, str]:
+        records = await self.store.get_summaries(summary_ids)
+        return {
+            s.id: render_summary(
+                s.id,
+                s.kind,
+                s.depth,
+                s.source_message_count,
+                s.span_start_message_id,
+                s.span_end_message_id,
+                s.content,
+            )
+            for s in records
+        }
+
+    def invalidate(self) -> None:
+        """Forget cached renderings (after tombstoning outside this builder's view)."""
+        self._cache.clear()

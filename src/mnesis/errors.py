@@ -1,0 +1,184 @@
+"""Exceptions raised by mnesis.
+
+Every error mnesis raises derives from :class:`MnesisError`, so one ``except``
+clause catches them all. Errors a caller would naturally catch with a builtin
+also subclass that builtin::
+
+    MnesisError
+    ├── MnesisConfigError            (also ValueError)  invalid configuration value
+    ├── InvalidArgumentError         (also ValueError)  bad argument to a public call
+    ├── MissingDependencyError       (also ImportError) an optional extra is not installed
+    ├── SessionClosedError                              the session was closed
+    ├── ContextOverflowError                            the newest turn alone exceeds the budget
+    ├── LLMError                                        the model call failed
+    │   ├── LLMTimeoutError          (also TimeoutError)
+    │   └── LLMResponseError                            unusable response
+    ├── CompactionError                                 compaction could not run
+    │   └── CompactionLockedError                       another task/process holds the lock
+    └── MnesisStoreError                                the store could not do what was asked
+        ├── NotFoundError            (also KeyError)
+        │   ├── SessionNotFoundError
+        │   ├── MessageNotFoundError
+        │   ├── PartNotFoundError
+        │   └── SummaryNotFoundError
+        ├── AppendOnlyViolationError                    an attempt to rewrite history
+        ├── StoreCorruptError                           not a mnesis/SQLite database
+        ├── StoreReadOnlyError
+        ├── StoreFullError
+        └── StoreBusyError                              lock timeout from another process
+
+Driver exceptions (``sqlite3``, ``asyncpg``) never leave the store raw: they are
+translated at the backend boundary and chained with ``raise ... from exc``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AppendOnlyViolationError",
+    "CompactionError",
+    "CompactionLockedError",
+    "ContextOverflowError",
+    "InvalidArgumentError",
+    "LLMError",
+    "LLMResponseError",
+    "LLMTimeoutError",
+    "MessageNotFoundError",
+    "MissingDependencyError",
+    "MnesisConfigError",
+    "MnesisError",
+    "MnesisStoreError",
+    "NotFoundError",
+    "PartNotFoundError",
+    "SessionClosedError",
+    "SessionNotFoundError",
+    "StoreBusyError",
+    "StoreCorruptError",
+    "StoreFullError",
+    "StoreReadOnlyError",
+    "SummaryNotFoundError",
+]
+
+
+class MnesisError(Exception):
+    """Base class of every exception raised by mnesis."""
+
+
+class MnesisConfigError(MnesisError, ValueError):
+    """A configuration value is invalid. The message names the key and the value."""
+
+    def __init__(self, key: str, value: object, reason: str) -> None:
+        self.key = key
+        self.value = value
+        self.reason = reason
+        super().__init__(f"invalid config {key}={value!r}: {reason}")
+
+
+class InvalidArgumentError(MnesisError, ValueError):
+    """A public call received an argument it cannot accept."""
+
+
+class MissingDependencyError(MnesisError, ImportError):
+    """An optional extra is needed; the message says what to install."""
+
+    def __init__(self, feature: str, extra: str) -> None:
+        self.extra = extra
+        super().__init__(
+            f"{feature} needs the optional extra '{extra}': pip install 'mnesis-lcm[{extra}]'"
+        )
+
+
+class SessionClosedError(MnesisError):
+    """The session was closed; open or load it again to continue."""
+
+
+class ContextOverflowError(MnesisError):
+    """The newest turn alone does not fit the model's usable context budget."""
+
+    def __init__(self, needed: int, available: int) -> None:
+        self.needed = needed
+        self.available = available
+        super().__init__(
+            f"the newest turn needs ~{needed} tokens but only {available} fit the context "
+            "budget; split the message or store large content as a file reference"
+        )
+
+
+class LLMError(MnesisError):
+    """The language model call failed."""
+
+
+class LLMTimeoutError(LLMError, TimeoutError):
+    """The language model did not answer within the timeout."""
+
+
+class LLMResponseError(LLMError):
+    """The language model returned something that cannot be used."""
+
+
+class CompactionError(MnesisError):
+    """Compaction could not run."""
+
+
+class CompactionLockedError(CompactionError):
+    """Another task or process is compacting this session; retry later."""
+
+
+class MnesisStoreError(MnesisError):
+    """The store could not complete an operation."""
+
+
+class NotFoundError(MnesisStoreError, KeyError):
+    """An object looked up by ID does not exist (also a ``KeyError``)."""
+
+    kind = "object"
+
+    def __init__(self, object_id: str) -> None:
+        self.object_id = object_id
+        super().__init__(object_id)
+
+    def __str__(self) -> str:
+        return f"{self.kind} not found: {self.object_id!r}"
+
+
+class SessionNotFoundError(NotFoundError):
+    """No session with this ID exists in the store."""
+
+    kind = "session"
+
+
+class MessageNotFoundError(NotFoundError):
+    """No message with this ID exists in the session."""
+
+    kind = "message"
+
+
+class PartNotFoundError(NotFoundError):
+    """No message part with this ID exists."""
+
+    kind = "part"
+
+
+class SummaryNotFoundError(NotFoundError):
+    """No summary with this ID exists in the session."""
+
+    kind = "summary"
+
+
+class AppendOnlyViolationError(MnesisStoreError):
+    """Something tried to update or delete history, which the store forbids."""
+
+
+class StoreCorruptError(MnesisStoreError):
+    """The database file is not a database, or its schema is not one mnesis knows."""
+
+
+class StoreReadOnlyError(MnesisStoreError):
+    """The database cannot be written (read-only file, directory or filesystem)."""
+
+
+class StoreFullError(MnesisStoreError):
+    """The disk holding the database is full."""
+
+
+class StoreBusyError(MnesisStoreError):
+    """Another process held the database lock for longer than ``connection_timeout``."""

@@ -1,0 +1,183 @@
+"""A deterministic fake model for tests and offline demos.
+
+By default it answers every request with a reply derived from the last user
+message (same input, same output). Scripted behaviours make it fail, hang,
+return nothing, return garbage, return a fixed text, or call tools::
+
+    llm = FakeLLM()
+    llm.script(Fail("rate limited"), Hang(), Garbage(), Respond("ok"))
+
+Each call consumes the next scripted behaviour; when the script is empty the
+default reply is used. ``calls`` records every request; ``max_in_flight``
+counts the highest number of concurrent calls seen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mnesis.errors import LLMError
+from mnesis.llm.base import LLMChunk, LLMRequest, ToolCall
+from mnesis.models.tokens import TokenUsage
+from mnesis.tokens.estimator import heuristic_token_count
+
+__all__ = ["Empty", "Fail", "FakeBehaviour", "FakeLLM", "Garbage", "Hang", "Respond"]
+
+
+@dataclass(frozen=True, slots=True)
+class Respond:
+    """Answer with ``text`` (and optionally tool calls)."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    """Raise :class:`~mnesis.errors.LLMError` (after streaming ``after_chars`` characters)."""
+
+    message: str = "fake model failure"
+    after_chars: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Hang:
+    """Never answer (the caller's timeout must fire)."""
+
+    seconds: float = 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class Empty:
+    """Answer with an empty string."""
+
+
+@dataclass(frozen=True, slots=True)
+class Garbage:
+    """Answer with deterministic junk of ``chars`` characters."""
+
+    chars: int = 4000
+    seed: int = 0
+
+
+FakeBehaviour = Respond | Fail | Hang | Empty | Garbage
+
+
+def _last_user_text(request: LLMRequest) -> str:
+    for message in reversed(request.messages):
+        if message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            if isinstance(content, list):
+                return " ".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
+    return ""
+
+
+def default_reply(request: LLMRequest) -> str:
+    """The fake's answer when nothing is scripted: short and deterministic."""
+    text = _last_user_text(request)
+    digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:8]
+    words = text.split()
+    limit = 40 if request.purpose == "turn" else 120
+    if request.max_tokens:
+        limit = max(4, min(limit, request.max_tokens // 2))
+    head = " ".join(words[:limit])
+    return f"[fake {digest}] Noted: {head}"
+
+
+@dataclass
+class FakeLLM:
+    """Deterministic stand-in for a model. Implements :class:`~mnesis.llm.base.LLMClient`."""
+
+    reply: Callable[[LLMRequest], str] = default_reply
+    chunk_chars: int = 24
+    delay_seconds: float = 0.0
+    calls: list[LLMRequest] = field(default_factory=list)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    _script: deque[FakeBehaviour] = field(default_factory=deque)
+
+    def script(self, *behaviours: FakeBehaviour) -> FakeLLM:
+        """Queue behaviours for the next calls (in order)."""
+        self._script.extend(behaviours)
+        return self
+
+    def always(self, behaviour: FakeBehaviour, times: int = 1000) -> FakeLLM:
+        """Queue the same behaviour ``times`` times."""
+        self._script.extend([behaviour] * times)
+        return self
+
+    def clear(self) -> None:
+        """Drop any queued behaviours."""
+        self._script.clear()
+
+    @property
+    def pending(self) -> int:
+        """Number of queued behaviours."""
+        return len(self._script)
+
+    async def stream(self, request: LLMRequest) -> AsyncIterator[LLMChunk]:
+        """Stream the next behaviour's response."""
+        self.calls.append(request)
+        behaviour: FakeBehaviour | None = self._script.popleft() if self._script else None
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            async for chunk in self._run(request, behaviour):
+                yield chunk
+        finally:
+            self.in_flight -= 1
+
+    async def _run(
+        self, request: LLMRequest, behaviour: FakeBehaviour | None
+    ) -> AsyncIterator[LLMChunk]:
+        if isinstance(behaviour, Hang):
+            await asyncio.sleep(behaviour.seconds)
+            raise LLMError("fake model hung and was not cancelled")
+        if isinstance(behaviour, Fail):
+            if behaviour.after_chars:
+                yield LLMChunk(text="x" * behaviour.after_chars)
+            raise LLMError(behaviour.message)
+        tool_calls: list[ToolCall] = []
+        finish = "stop"
+        if isinstance(behaviour, Respond):
+            text = behaviour.text
+            tool_calls = list(behaviour.tool_calls)
+            finish = behaviour.finish_reason or ("tool_calls" if tool_calls else "stop")
+        elif isinstance(behaviour, Empty):
+            text = ""
+        elif isinstance(behaviour, Garbage):
+            rng = random.Random(behaviour.seed)
+            alphabet = "\x00\x07{}[]<>\"'\\#$%&*@~^|`\ufffd\u202e\u200bλЖ漢😀 \n\t"
+            text = "".join(rng.choice(alphabet) for _ in range(behaviour.chars))
+        else:
+            text = self.reply(request)
+        step = max(1, self.chunk_chars)
+        for start in range(0, len(text), step):
+            if self.delay_seconds:
+                await asyncio.sleep(self.delay_seconds)
+            else:
+                await asyncio.sleep(0)
+            yield LLMChunk(text=text[start : start + step])
+        prompt_tokens = sum(
+            heuristic_token_count(m["content"]) if isinstance(m.get("content"), str) else 0
+            for m in request.messages
+        )
+        usage = TokenUsage(
+            input=prompt_tokens,
+            output=heuristic_token_count(text),
+            total=prompt_tokens + heuristic_token_count(text),
+        )
+        yield LLMChunk(tool_calls=tool_calls, finish_reason=finish, usage=usage)
+
+    # A fake accepts any keyword its real counterparts take.
+    def __call__(self, **_: Any) -> FakeLLM:
+        return self

@@ -1,0 +1,54 @@
+"""Sortable, prefixed identifiers (``sess_``, ``msg_``, ``part_``, ``sum_``, ``file_``).
+
+An ID is the prefix followed by 26 Crockford base32 characters: 48 bits of
+millisecond timestamp then 80 bits that are random for the first ID of a
+millisecond and incremented for the next ones, so IDs made by one process sort
+in creation order (the ULID "monotonic" scheme).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+
+__all__ = ["ID_PREFIXES", "is_valid_id", "new_id"]
+
+ID_PREFIXES = ("sess", "msg", "part", "sum", "file", "run")
+_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_ID_RE = re.compile(r"^(sess|msg|part|sum|file|run)_[0-9A-HJKMNP-TV-Z]{26}$")
+
+_lock = threading.Lock()
+_last_ms = -1
+_last_rand = 0
+
+
+def _encode(value: int, length: int) -> str:
+    chars = []
+    for _ in range(length):
+        chars.append(_ALPHABET[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def new_id(prefix: str) -> str:
+    """Return a new ID with ``prefix`` (one of :data:`ID_PREFIXES`)."""
+    global _last_ms, _last_rand
+    with _lock:
+        now = time.time_ns() // 1_000_000
+        if now <= _last_ms:
+            now = _last_ms
+            _last_rand = (_last_rand + 1) & ((1 << 80) - 1)
+        else:
+            _last_ms = now
+            _last_rand = int.from_bytes(os.urandom(10), "big") >> 1
+        value = (now << 80) | _last_rand
+    return f"{prefix}_{_encode(value, 26)}"
+
+
+def is_valid_id(value: object, prefix: str | None = None) -> bool:
+    """Return True if ``value`` is a well-formed mnesis ID (with ``prefix`` if given)."""
+    if not isinstance(value, str) or _ID_RE.match(value) is None:
+        return False
+    return prefix is None or value.startswith(prefix + "_")

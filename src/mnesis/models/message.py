@@ -1,0 +1,164 @@
+"""Messages and the results of session calls."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from mnesis.models.parts import MessagePart, TextPart, ToolPart
+from mnesis.models.tokens import TokenUsage
+
+__all__ = [
+    "CompactionResult",
+    "ContextBreakdown",
+    "FinishReason",
+    "Message",
+    "MessageWithParts",
+    "RecordResult",
+    "Role",
+    "TextDelta",
+    "TurnComplete",
+    "TurnResult",
+    "TurnSnapshot",
+]
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class FinishReason(StrEnum):
+    """Why the model stopped."""
+
+    STOP = "stop"
+    MAX_TOKENS = "max_tokens"
+    TOOL_CALLS = "tool_calls"
+    LENGTH = "length"
+    ERROR = "error"
+
+
+class Message(BaseModel):
+    """One stored message (a user turn, an assistant turn or a summary)."""
+
+    id: str
+    session_id: str
+    role: Role
+    created_at: int
+    """Unix milliseconds."""
+    agent: str = "default"
+    model_id: str | None = None
+    provider_id: str | None = None
+    is_summary: bool = False
+    parent_id: str | None = None
+    tokens: TokenUsage | None = None
+    cost: float = 0.0
+    finish_reason: str | None = None
+    token_estimate: int = 0
+    """Estimated tokens of the message as rendered into a context."""
+
+
+class MessageWithParts(BaseModel):
+    """A message together with its ordered parts."""
+
+    message: Message
+    parts: list[MessagePart] = Field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        """The message ID."""
+        return self.message.id
+
+    @property
+    def role(self) -> Role:
+        """The message role."""
+        return self.message.role
+
+    @property
+    def text(self) -> str:
+        """The concatenated text parts."""
+        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    @property
+    def tool_parts(self) -> list[ToolPart]:
+        """The tool parts, in order."""
+        return [p for p in self.parts if isinstance(p, ToolPart)]
+
+
+class CompactionResult(BaseModel):
+    """What a compaction run did. ``level_used`` is 0 when nothing was committed."""
+
+    session_id: str
+    summary_message_id: str | None = None
+    summary_id: str | None = None
+    level_used: int = 0
+    compacted_message_count: int = 0
+    summary_token_count: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    elapsed_ms: float = 0.0
+    pruned_tool_outputs: int = 0
+    pruned_tokens: int = 0
+    condensed_count: int = 0
+    rounds: int = 0
+    error: str | None = None
+
+
+class TurnResult(BaseModel):
+    """The result of :meth:`MnesisSession.send`."""
+
+    message_id: str
+    user_message_id: str | None = None
+    text: str
+    finish_reason: FinishReason | str = FinishReason.STOP
+    tokens: TokenUsage = Field(default_factory=TokenUsage)
+    cost: float = 0.0
+    compaction_triggered: bool = False
+    compaction_result: CompactionResult | None = None
+    doom_loop_detected: bool = False
+    tool_calls: list[ToolPart] = Field(default_factory=list)
+
+
+class RecordResult(BaseModel):
+    """The result of :meth:`MnesisSession.record`."""
+
+    user_message_id: str
+    assistant_message_id: str
+    tokens: TokenUsage = Field(default_factory=TokenUsage)
+    compaction_triggered: bool = False
+    doom_loop_detected: bool = False
+
+
+class ContextBreakdown(BaseModel):
+    """Where the tokens of an assembled context go."""
+
+    system_prompt: int = 0
+    summaries: int = 0
+    messages: int = 0
+    tool_outputs: int = 0
+    total: int = 0
+    budget: int = 0
+
+
+class TurnSnapshot(BaseModel):
+    """One turn as seen by :meth:`MnesisSession.history`."""
+
+    turn_index: int
+    user_message_id: str
+    assistant_message_id: str
+    context: ContextBreakdown
+    tokens: TokenUsage = Field(default_factory=TokenUsage)
+    compaction_triggered: bool = False
+    created_at: int = 0
+
+
+class TextDelta(BaseModel):
+    """A piece of streamed assistant text."""
+
+    message_id: str
+    text: str
+
+
+class TurnComplete(BaseModel):
+    """The last item of :meth:`MnesisSession.stream`: the finished turn."""
+
+    result: TurnResult

@@ -1,0 +1,209 @@
+"""Message parts: the typed pieces a message is made of.
+
+``MessagePart`` is a union discriminated on ``type``. Parts are immutable
+history; the only field that changes after a part is stored is the lifecycle of
+a tool call (:class:`ToolStatus`), including its ``compacted_at`` tombstone.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from mnesis.models.tokens import TokenUsage
+
+__all__ = [
+    "PART_TYPES",
+    "AgentPart",
+    "CompactionPart",
+    "FilePart",
+    "FileRefPart",
+    "MessagePart",
+    "PatchPart",
+    "ReasoningPart",
+    "RetryPart",
+    "SnapshotPart",
+    "StepFinishPart",
+    "StepStartPart",
+    "SubtaskPart",
+    "TextPart",
+    "ToolPart",
+    "ToolState",
+    "ToolStatus",
+    "part_adapter",
+]
+
+ToolState = Literal["pending", "running", "completed", "error"]
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(validate_assignment=False)
+
+    id: str | None = None
+    """Assigned by the store when the part is appended."""
+
+
+class TextPart(_Part):
+    """Plain text written by the user or the model."""
+
+    type: Literal["text"] = "text"
+    text: str
+    synthetic: bool = False
+    ignored: bool = False
+
+
+class ReasoningPart(_Part):
+    """Model reasoning; stored for audit, not sent back to the model."""
+
+    type: Literal["reasoning"] = "reasoning"
+    text: str
+
+
+class ToolStatus(BaseModel):
+    """Lifecycle of a tool call. ``compacted_at`` (Unix ms) marks a tombstone."""
+
+    state: ToolState = "completed"
+    compacted_at: int | None = None
+    started_at: int | None = None
+    completed_at: int | None = None
+
+
+class ToolPart(_Part):
+    """A tool call together with its result, so the two can never be separated."""
+
+    type: Literal["tool"] = "tool"
+    tool_name: str = Field(min_length=1)
+    tool_call_id: str = Field(min_length=1)
+    input: dict[str, Any] = Field(default_factory=dict)
+    output: str | None = None
+    error_message: str | None = None
+    title: str | None = None
+    status: ToolStatus = Field(default_factory=ToolStatus)
+
+    @property
+    def compacted_at(self) -> int | None:
+        """Unix ms at which the output was tombstoned, or None."""
+        return self.status.compacted_at
+
+
+class PatchPart(_Part):
+    """A code change: content hash and the files it touched."""
+
+    type: Literal["patch"] = "patch"
+    hash: str
+    files: list[str] = Field(default_factory=list)
+
+
+class FilePart(_Part):
+    """An attachment referenced by URL (image, PDF, ...)."""
+
+    type: Literal["file"] = "file"
+    mime: str
+    filename: str | None = None
+    url: str
+
+
+class FileRefPart(_Part):
+    """A large file kept out of context: content hash plus a structural summary."""
+
+    type: Literal["file_ref"] = "file_ref"
+    content_id: str
+    file_id: str | None = None
+    path: str
+    file_type: str = "unknown"
+    token_count: int = Field(default=0, ge=0)
+    exploration_summary: str = ""
+
+
+class SubtaskPart(_Part):
+    """A task delegated to a sub-agent."""
+
+    type: Literal["subtask"] = "subtask"
+    prompt: str
+    description: str = ""
+    agent: str = "default"
+
+
+class CompactionPart(_Part):
+    """Marker written with every compaction commit."""
+
+    type: Literal["compaction"] = "compaction"
+    summary_id: str
+    level: int = Field(ge=1, le=3)
+    auto: bool = True
+    compacted_message_count: int = 0
+
+
+class StepStartPart(_Part):
+    """Start of a model step."""
+
+    type: Literal["step_start"] = "step_start"
+    snapshot: str | None = None
+
+
+class StepFinishPart(_Part):
+    """End of a model step, with its cost and usage."""
+
+    type: Literal["step_finish"] = "step_finish"
+    reason: str = "stop"
+    cost: float = 0.0
+    tokens: TokenUsage = Field(default_factory=TokenUsage)
+
+
+class SnapshotPart(_Part):
+    """A workspace snapshot reference."""
+
+    type: Literal["snapshot"] = "snapshot"
+    snapshot: str
+
+
+class AgentPart(_Part):
+    """Names the agent that produced the message."""
+
+    type: Literal["agent"] = "agent"
+    name: str
+
+
+class RetryPart(_Part):
+    """A failed model attempt that was retried (or gave up)."""
+
+    type: Literal["retry"] = "retry"
+    attempt: int = Field(default=1, ge=1)
+    error: str
+
+
+MessagePart = Annotated[
+    TextPart
+    | ReasoningPart
+    | ToolPart
+    | PatchPart
+    | FilePart
+    | FileRefPart
+    | SubtaskPart
+    | CompactionPart
+    | StepStartPart
+    | StepFinishPart
+    | SnapshotPart
+    | AgentPart
+    | RetryPart,
+    Field(discriminator="type"),
+]
+
+part_adapter: TypeAdapter[MessagePart] = TypeAdapter(MessagePart)
+
+PART_TYPES: tuple[type[_Part], ...] = (
+    TextPart,
+    ReasoningPart,
+    ToolPart,
+    PatchPart,
+    FilePart,
+    FileRefPart,
+    SubtaskPart,
+    CompactionPart,
+    StepStartPart,
+    StepFinishPart,
+    SnapshotPart,
+    AgentPart,
+    RetryPart,
+)

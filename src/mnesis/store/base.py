@@ -1,0 +1,319 @@
+"""The store interface every backend implements.
+
+Invariants the store keeps (and the SQLite backend also enforces with triggers):
+
+* ``messages`` and ``message_parts`` are append-only. The only mutations are
+  :meth:`ImmutableStore.update_message_tokens` (token counts, cost, finish
+  reason) and :meth:`ImmutableStore.update_part_status` (tool lifecycle and the
+  ``compacted_at`` tombstone).
+* Appending a message and its ``context_items`` row happens in one transaction.
+* A compaction commit (summary row, lineage, the ``context_items`` swap and the
+  compaction marker message) happens in one transaction.
+
+Core logic (context assembly, compaction, retrieval) talks only to this
+interface, never to a driver.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from mnesis.models.message import Message, MessageWithParts
+from mnesis.models.parts import MessagePart, ToolState
+from mnesis.models.tokens import TokenUsage
+
+__all__ = [
+    "AppendedMessage",
+    "CompactionCommit",
+    "ContextItem",
+    "FileReference",
+    "ImmutableStore",
+    "NewMessage",
+    "SessionRecord",
+    "SummaryRecord",
+]
+
+SummaryKind = Literal["leaf", "condensed"]
+
+
+@dataclass(slots=True)
+class SessionRecord:
+    """One row of ``sessions``."""
+
+    id: str
+    model: str
+    agent: str = "default"
+    parent_id: str | None = None
+    system_prompt: str = ""
+    title: str | None = None
+    status: Literal["active", "closed"] = "active"
+    created_at: int = 0
+    updated_at: int = 0
+
+
+@dataclass(slots=True)
+class NewMessage:
+    """A message to append, with its parts and their token estimates."""
+
+    message: Message
+    parts: Sequence[MessagePart] = ()
+    part_tokens: Sequence[int] | None = None
+    in_context: bool = True
+
+
+@dataclass(slots=True, frozen=True)
+class AppendedMessage:
+    """Where an appended message landed."""
+
+    message_id: str
+    seq: int
+    position: int | None
+    part_ids: tuple[str, ...]
+
+
+@dataclass(slots=True, frozen=True)
+class ContextItem:
+    """One row of the ordered ``context_items`` view."""
+
+    position: int
+    item_type: Literal["message", "summary"]
+    item_id: str
+    tokens: int
+    role: str | None = None
+
+
+@dataclass(slots=True)
+class SummaryRecord:
+    """A node of the summary DAG."""
+
+    id: str
+    session_id: str
+    kind: SummaryKind
+    depth: int
+    level: int
+    content: str
+    token_count: int
+    file_ids: list[str] = field(default_factory=list)
+    message_id: str | None = None
+    span_start_message_id: str | None = None
+    span_end_message_id: str | None = None
+    source_message_count: int = 0
+    created_at: int = 0
+
+
+@dataclass(slots=True)
+class CompactionCommit:
+    """Everything one compaction round writes, atomically.
+
+    ``replaced`` lists the ``(position, item_id)`` pairs the summary replaces; the
+    commit fails with :class:`~mnesis.errors.CompactionLockedError` if any of them
+    changed since they were read (another compactor won the race).
+    """
+
+    summary: SummaryRecord
+    source_message_ids: Sequence[str]
+    parent_summary_ids: Sequence[str]
+    replaced: Sequence[tuple[int, str]]
+    context_tokens: int
+    marker: NewMessage
+
+
+@dataclass(slots=True)
+class FileReference:
+    """A content-addressed large file (the raw content is not stored)."""
+
+    content_id: str
+    file_id: str
+    path: str
+    file_type: str
+    token_count: int
+    exploration_summary: str = ""
+    byte_size: int | None = None
+    session_id: str | None = None
+    created_at: int = 0
+
+
+class ImmutableStore(ABC):
+    """Async, append-only storage of sessions, messages, summaries and context."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Release this store's hold on its database (the pool may keep it open)."""
+
+    # sessions -------------------------------------------------------------
+    @abstractmethod
+    async def create_session(self, record: SessionRecord) -> None:
+        """Insert a session row."""
+
+    @abstractmethod
+    async def get_session(self, session_id: str) -> SessionRecord:
+        """Return a session; raises :class:`~mnesis.errors.SessionNotFoundError`."""
+
+    @abstractmethod
+    async def list_sessions(self, *, limit: int = 100, offset: int = 0) -> list[SessionRecord]:
+        """Sessions, newest first."""
+
+    @abstractmethod
+    async def set_session_status(
+        self, session_id: str, status: Literal["active", "closed"]
+    ) -> None:
+        """Mark a session active or closed."""
+
+    # messages -------------------------------------------------------------
+    @abstractmethod
+    async def append_messages(self, batch: Sequence[NewMessage]) -> list[AppendedMessage]:
+        """Append messages with their parts and context rows in one transaction."""
+
+    async def append_message(
+        self,
+        message: Message,
+        parts: Sequence[MessagePart] = (),
+        *,
+        part_tokens: Sequence[int] | None = None,
+        in_context: bool = True,
+    ) -> AppendedMessage:
+        """Append one message (and its ``context_items`` row) atomically."""
+        (result,) = await self.append_messages(
+            [NewMessage(message, parts, part_tokens, in_context)]
+        )
+        return result
+
+    @abstractmethod
+    async def append_parts(
+        self,
+        message_id: str,
+        parts: Sequence[MessagePart],
+        *,
+        part_tokens: Sequence[int] | None = None,
+    ) -> list[str]:
+        """Append parts to an existing message in one transaction; returns their IDs."""
+
+    async def append_part(
+        self, message_id: str, part: MessagePart, *, token_estimate: int = 0
+    ) -> str:
+        """Append one part to an existing message; returns the part ID."""
+        (part_id,) = await self.append_parts(message_id, [part], part_tokens=[token_estimate])
+        return part_id
+
+    @abstractmethod
+    async def update_message_tokens(
+        self,
+        message_id: str,
+        *,
+        tokens: TokenUsage | None = None,
+        cost: float | None = None,
+        finish_reason: str | None = None,
+        token_estimate: int | None = None,
+    ) -> None:
+        """The one permitted mutation of a message row."""
+
+    @abstractmethod
+    async def update_part_status(
+        self,
+        part_id: str,
+        *,
+        state: ToolState | None = None,
+        compacted_at: int | None = None,
+        output: str | None = None,
+        error_message: str | None = None,
+        started_at: int | None = None,
+        completed_at: int | None = None,
+        token_estimate: int | None = None,
+    ) -> None:
+        """The one permitted mutation of a part: tool lifecycle and tombstone."""
+
+    @abstractmethod
+    async def get_message(self, message_id: str) -> MessageWithParts:
+        """One message with its parts; raises :class:`~mnesis.errors.MessageNotFoundError`."""
+
+    @abstractmethod
+    async def get_messages(
+        self,
+        session_id: str,
+        *,
+        include_summaries: bool = True,
+        after_seq: int = 0,
+        limit: int | None = None,
+    ) -> list[MessageWithParts]:
+        """Messages of a session in order (``seq > after_seq``)."""
+
+    @abstractmethod
+    async def get_messages_by_ids(self, message_ids: Sequence[str]) -> list[MessageWithParts]:
+        """Messages with parts for the given IDs, in the order given (missing IDs skipped)."""
+
+    @abstractmethod
+    async def count_messages(self, session_id: str) -> int:
+        """Number of stored messages of a session (summaries included)."""
+
+    @abstractmethod
+    async def session_token_usage(self, session_id: str) -> TokenUsage:
+        """Sum of recorded model token usage over a session."""
+
+    @abstractmethod
+    async def find_tool_part(self, session_id: str, tool_call_id: str) -> tuple[str, str]:
+        """``(part_id, message_id)`` of a tool call; raises ``PartNotFoundError``."""
+
+    # context --------------------------------------------------------------
+    @abstractmethod
+    async def get_context_items(
+        self,
+        session_id: str,
+        *,
+        item_type: Literal["message", "summary"] | None = None,
+        newest_first: bool = False,
+        before_position: int | None = None,
+        limit: int | None = None,
+    ) -> list[ContextItem]:
+        """The ordered context view (optionally one page of it)."""
+
+    @abstractmethod
+    async def context_token_total(self, session_id: str) -> int:
+        """Sum of the token estimates of the current context items."""
+
+    # summaries ------------------------------------------------------------
+    @abstractmethod
+    async def commit_compaction(self, commit: CompactionCommit) -> AppendedMessage:
+        """Write a summary, its lineage, the context swap and the marker atomically."""
+
+    @abstractmethod
+    async def get_summaries(self, summary_ids: Sequence[str]) -> list[SummaryRecord]:
+        """Summaries for the IDs given, in that order (missing IDs skipped)."""
+
+    async def get_summary(self, summary_id: str) -> SummaryRecord:
+        """One summary; raises :class:`~mnesis.errors.SummaryNotFoundError`."""
+        found = await self.get_summaries([summary_id])
+        if not found:
+            from mnesis.errors import SummaryNotFoundError
+
+            raise SummaryNotFoundError(summary_id)
+        return found[0]
+
+    @abstractmethod
+    async def get_summary_source_ids(self, summary_id: str) -> list[str]:
+        """Message IDs a leaf summary covers, in order."""
+
+    @abstractmethod
+    async def get_summary_parent_ids(self, summary_id: str) -> list[str]:
+        """Summary IDs a condensed summary merges, in order."""
+
+    @abstractmethod
+    async def acquire_compaction_lock(
+        self, session_id: str, owner: str, ttl_seconds: float
+    ) -> bool:
+        """Take the database-level compaction lock of a session (False if held)."""
+
+    @abstractmethod
+    async def release_compaction_lock(self, session_id: str, owner: str) -> None:
+        """Release the lock if ``owner`` holds it."""
+
+    # files ----------------------------------------------------------------
+    @abstractmethod
+    async def store_file_reference(self, ref: FileReference) -> FileReference:
+        """Insert a file reference; returns the existing one for known content."""
+
+    @abstractmethod
+    async def get_file_reference(self, content_or_file_id: str) -> FileReference | None:
+        """Look a file reference up by content ID or file ID."""

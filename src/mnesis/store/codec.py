@@ -1,0 +1,156 @@
+"""Row encoding shared by the store backends.
+
+A part is stored as its JSON (without ``id``) plus a few columns the database
+queries on (type, tool name/call/state, tombstone, searchable text). Decoding
+goes through one module-level ``TypeAdapter``: no per-row schema building.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, cast
+
+from mnesis.models.message import Message, Role
+from mnesis.models.parts import (
+    FileRefPart,
+    MessagePart,
+    ReasoningPart,
+    TextPart,
+    ToolPart,
+    part_adapter,
+)
+from mnesis.models.tokens import TokenUsage
+
+__all__ = ["decode_part", "dumps", "encode_part", "make_message", "searchable_text"]
+
+
+def dumps(obj: Any) -> str:
+    """JSON that SQLite/PostgreSQL can store: lone surrogates are \\u-escaped."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(obj, ensure_ascii=True, separators=(",", ":"))
+    return text
+
+
+def _clean(text: str) -> str:
+    """Text safe for an index: lone surrogates become U+FFFD, NUL a space."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text.replace("\x00", " ")
+
+
+def searchable_text(part: MessagePart) -> str | None:
+    """The text the full-text index holds for a part (None: not indexed)."""
+    if isinstance(part, TextPart | ReasoningPart):
+        return _clean(part.text)
+    if isinstance(part, ToolPart):
+        pieces = [part.tool_name, dumps(part.input)]
+        if part.output:
+            pieces.append(part.output)
+        if part.error_message:
+            pieces.append(part.error_message)
+        return _clean("\n".join(pieces))
+    if isinstance(part, FileRefPart):
+        return _clean(f"{part.path}\n{part.exploration_summary}")
+    return None
+
+
+def encode_part(part: MessagePart) -> dict[str, Any]:
+    """Columns of a ``message_parts`` row (without ids, ordinals and timestamps)."""
+    data = part.model_dump(exclude={"id"})
+    row: dict[str, Any] = {
+        "part_type": part.type,
+        "content": dumps(data),
+        "text_content": searchable_text(part),
+        "tool_name": None,
+        "tool_call_id": None,
+        "tool_state": None,
+        "compacted_at": None,
+        "started_at": None,
+        "completed_at": None,
+    }
+    if isinstance(part, ToolPart):
+        row.update(
+            tool_name=part.tool_name,
+            tool_call_id=part.tool_call_id,
+            tool_state=part.status.state,
+            compacted_at=part.status.compacted_at,
+            started_at=part.status.started_at,
+            completed_at=part.status.completed_at,
+        )
+    return row
+
+
+def decode_part(
+    part_id: str,
+    content: str,
+    tool_state: str | None,
+    compacted_at: int | None,
+    started_at: int | None,
+    completed_at: int | None,
+) -> MessagePart:
+    """Rebuild a part; the status columns are authoritative over the JSON."""
+    part = part_adapter.validate_python(json.loads(content))
+    part.id = part_id
+    if isinstance(part, ToolPart):
+        status = part.status
+        if tool_state is not None:
+            status.state = tool_state  # type: ignore[assignment]
+        status.compacted_at = compacted_at
+        status.started_at = started_at
+        status.completed_at = completed_at
+    return part
+
+
+def make_message(
+    *,
+    id: str,
+    session_id: str,
+    role: str,
+    created_at: int,
+    agent: str,
+    model_id: str | None,
+    provider_id: str | None,
+    is_summary: Any,
+    parent_id: str | None,
+    tokens_input: int,
+    tokens_output: int,
+    tokens_cache_read: int,
+    tokens_cache_write: int,
+    tokens_total: int,
+    cost: float,
+    finish_reason: str | None,
+    token_estimate: int,
+) -> Message:
+    """Build a :class:`Message` from trusted row values without re-validation."""
+    has_tokens = tokens_input or tokens_output or tokens_cache_read or tokens_cache_write
+    tokens = (
+        TokenUsage.model_construct(
+            input=tokens_input,
+            output=tokens_output,
+            cache_read=tokens_cache_read,
+            cache_write=tokens_cache_write,
+            total=tokens_total,
+        )
+        if has_tokens or tokens_total
+        else None
+    )
+    return Message.model_construct(
+        id=id,
+        session_id=session_id,
+        role=cast(Role, role),
+        created_at=created_at,
+        agent=agent,
+        model_id=model_id,
+        provider_id=provider_id,
+        is_summary=bool(is_summary),
+        parent_id=parent_id,
+        tokens=tokens,
+        cost=cost,
+        finish_reason=finish_reason,
+        token_estimate=token_estimate,
+    )

@@ -1,0 +1,1 @@
+"""Named, ordered schema migrations, one transaction each, recorded in ``_mnesis_migrations``."""

@@ -1,0 +1,825 @@
+"""The SQLite backend of :class:`~mnesis.store.base.ImmutableStore` (the embedded default)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from mnesis.errors import (
+    CompactionLockedError,
+    InvalidArgumentError,
+    MessageNotFoundError,
+    PartNotFoundError,
+    SessionNotFoundError,
+)
+from mnesis.models.ids import new_id
+from mnesis.models.message import MessageWithParts
+from mnesis.models.parts import MessagePart, ToolPart, ToolState
+from mnesis.models.tokens import TokenUsage
+from mnesis.store.base import (
+    AppendedMessage,
+    CompactionCommit,
+    ContextItem,
+    FileReference,
+    ImmutableStore,
+    NewMessage,
+    SessionRecord,
+    SummaryRecord,
+)
+from mnesis.store.codec import decode_part, dumps, encode_part, make_message, searchable_text
+
+if TYPE_CHECKING:
+    from mnesis.store.pool import StorePool
+    from mnesis.store.sqlite_db import SQLiteDatabase
+
+__all__ = ["SQLiteStore"]
+
+_MSG_COLS = (
+    "id, session_id, role, created_at, agent, model_id, provider_id, is_summary, parent_id, "
+    "tokens_input, tokens_output, tokens_cache_read, tokens_cache_write, tokens_total, cost, "
+    "finish_reason, token_estimate"
+)
+_MSG_KEYS = [c.strip() for c in _MSG_COLS.split(",")]
+_PART_COLS = "id, message_id, content, tool_state, compacted_at, started_at, completed_at"
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _session(row: Sequence[Any]) -> SessionRecord:
+    return SessionRecord(
+        id=row[0],
+        model=row[1],
+        agent=row[2],
+        parent_id=row[3],
+        system_prompt=row[4],
+        title=row[5],
+        status=row[6],
+        created_at=row[7],
+        updated_at=row[8],
+    )
+
+
+def _summary(row: Sequence[Any]) -> SummaryRecord:
+    return SummaryRecord(
+        id=row[0],
+        session_id=row[1],
+        kind=row[2],
+        depth=row[3],
+        level=row[4],
+        content=row[5],
+        token_count=row[6],
+        file_ids=json.loads(row[7]),
+        message_id=row[8],
+        span_start_message_id=row[9],
+        span_end_message_id=row[10],
+        source_message_count=row[11],
+        created_at=row[12],
+    )
+
+
+_SESSION_COLS = "id, model, agent, parent_id, system_prompt, title, status, created_at, updated_at"
+_SUMMARY_COLS = (
+    "id, session_id, kind, depth, level, content, token_count, file_ids, message_id, "
+    "span_start_message_id, span_end_message_id, source_message_count, created_at"
+)
+
+
+def _load_messages(
+    conn: sqlite3.Connection, msg_rows: list[Any], part_sql: str, part_args: Sequence[Any]
+) -> list[MessageWithParts]:
+    by_id: dict[str, MessageWithParts] = {}
+    ordered: list[MessageWithParts] = []
+    for row in msg_rows:
+        mwp = MessageWithParts.model_construct(
+            message=make_message(**dict(zip(_MSG_KEYS, row, strict=True))), parts=[]
+        )
+        by_id[row[0]] = mwp
+        ordered.append(mwp)
+    if ordered:
+        for prow in conn.execute(part_sql, part_args):
+            target = by_id.get(prow[1])
+            if target is not None:
+                target.parts.append(decode_part(prow[0], prow[2], *prow[3:7]))
+    return ordered
+
+
+class SQLiteStore(ImmutableStore):
+    """Stores sessions in one SQLite file (WAL, foreign keys, append-only triggers)."""
+
+    def __init__(self, db: SQLiteDatabase, *, pool: StorePool | None, pool_key: str) -> None:
+        self.db = db
+        self.pool = pool
+        self.pool_key = pool_key
+        self._released = False
+
+    @classmethod
+    async def open(cls, path: str, pool: StorePool | None = None) -> SQLiteStore:
+        """Open (creating and migrating if needed) the database at ``path``."""
+        from mnesis.store.pool import StorePool
+
+        return await (pool or StorePool.default()).acquire_sqlite(path)
+
+    @property
+    def path(self) -> str:
+        """The database file path."""
+        return self.db.path
+
+    async def close(self) -> None:
+        if self._released:
+            return
+        self._released = True
+        if self.pool is not None:
+            await self.pool.release(self)
+        else:
+            await self.db.close()
+
+    # sessions -------------------------------------------------------------
+    async def create_session(self, record: SessionRecord) -> None:
+        now = _now_ms()
+        record.created_at = record.created_at or now
+        record.updated_at = record.updated_at or now
+
+        def _insert(conn: sqlite3.Connection) -> None:
+            if (
+                record.parent_id is not None
+                and not conn.execute(
+                    "SELECT 1 FROM sessions WHERE id = ?", (record.parent_id,)
+                ).fetchone()
+            ):
+                raise SessionNotFoundError(record.parent_id)
+            conn.execute(
+                f"INSERT INTO sessions ({_SESSION_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    record.id,
+                    record.model,
+                    record.agent,
+                    record.parent_id,
+                    record.system_prompt,
+                    record.title,
+                    record.status,
+                    record.created_at,
+                    record.updated_at,
+                ),
+            )
+
+        await self.db.write(_insert)
+
+    async def get_session(self, session_id: str) -> SessionRecord:
+        def _get(conn: sqlite3.Connection) -> SessionRecord:
+            row = conn.execute(
+                f"SELECT {_SESSION_COLS} FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise SessionNotFoundError(session_id)
+            return _session(row)
+
+        return await self.db.read(_get)
+
+    async def list_sessions(self, *, limit: int = 100, offset: int = 0) -> list[SessionRecord]:
+        def _list(conn: sqlite3.Connection) -> list[SessionRecord]:
+            rows = conn.execute(
+                f"SELECT {_SESSION_COLS} FROM sessions ORDER BY created_at DESC, id DESC "
+                "LIMIT ? OFFSET ?",
+                (limit, offset),
+            )
+            return [_session(r) for r in rows]
+
+        return await self.db.read(_list)
+
+    async def set_session_status(
+        self, session_id: str, status: Literal["active", "closed"]
+    ) -> None:
+        def _set(conn: sqlite3.Connection) -> None:
+            cur = conn.execute(
+                "UPDATE sessions SET status = ?, updated_at = ? WHERE id = ?",
+                (status, _now_ms(), session_id),
+            )
+            if cur.rowcount == 0:
+                raise SessionNotFoundError(session_id)
+
+        await self.db.write(_set)
+
+    # messages -------------------------------------------------------------
+    async def append_messages(self, batch: Sequence[NewMessage]) -> list[AppendedMessage]:
+        prepared: list[tuple[NewMessage, list[tuple[str, int, dict[str, Any]]]]] = []
+        for item in batch:
+            tokens = list(item.part_tokens) if item.part_tokens is not None else []
+            rows = []
+            for index, part in enumerate(item.parts):
+                if part.id is None:
+                    part.id = new_id("part")
+                est = tokens[index] if index < len(tokens) else 0
+                rows.append((part.id, est, encode_part(part)))
+            prepared.append((item, rows))
+        now = _now_ms()
+
+        def _append(conn: sqlite3.Connection) -> list[AppendedMessage]:
+            out: list[AppendedMessage] = []
+            for item, rows in prepared:
+                m = item.message
+                seq = conn.execute(
+                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?",
+                    (m.session_id,),
+                ).fetchone()[0]
+                t = m.tokens or TokenUsage()
+                try:
+                    conn.execute(
+                        f"INSERT INTO messages ({_MSG_COLS}, seq) VALUES "
+                        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (
+                            m.id,
+                            m.session_id,
+                            m.role,
+                            m.created_at,
+                            m.agent,
+                            m.model_id,
+                            m.provider_id,
+                            int(m.is_summary),
+                            m.parent_id,
+                            t.input,
+                            t.output,
+                            t.cache_read,
+                            t.cache_write,
+                            t.total,
+                            m.cost,
+                            m.finish_reason,
+                            m.token_estimate,
+                            seq,
+                        ),
+                    )
+                except sqlite3.IntegrityError as exc:
+                    if "FOREIGN KEY" in str(exc):
+                        raise SessionNotFoundError(m.session_id) from exc
+                    raise
+                conn.executemany(
+                    "INSERT INTO message_parts (id, message_id, session_id, ordinal, part_type, "
+                    "content, text_content, tool_name, tool_call_id, tool_state, compacted_at, "
+                    "started_at, completed_at, token_estimate, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        (
+                            pid,
+                            m.id,
+                            m.session_id,
+                            ordinal,
+                            r["part_type"],
+                            r["content"],
+                            r["text_content"],
+                            r["tool_name"],
+                            r["tool_call_id"],
+                            r["tool_state"],
+                            r["compacted_at"],
+                            r["started_at"],
+                            r["completed_at"],
+                            est,
+                            now,
+                        )
+                        for ordinal, (pid, est, r) in enumerate(rows)
+                    ],
+                )
+                position = None
+                if item.in_context:
+                    position = conn.execute(
+                        "SELECT COALESCE(MAX(position), 0) + 1 FROM context_items "
+                        "WHERE session_id = ?",
+                        (m.session_id,),
+                    ).fetchone()[0]
+                    conn.execute(
+                        "INSERT INTO context_items (session_id, position, item_type, message_id, "
+                        "tokens, created_at) VALUES (?, ?, 'message', ?, ?, ?)",
+                        (m.session_id, position, m.id, m.token_estimate, now),
+                    )
+                out.append(AppendedMessage(m.id, seq, position, tuple(r[0] for r in rows)))
+            return out
+
+        return await self.db.write(_append)
+
+    async def append_parts(
+        self,
+        message_id: str,
+        parts: Sequence[MessagePart],
+        *,
+        part_tokens: Sequence[int] | None = None,
+    ) -> list[str]:
+        tokens = list(part_tokens or [])
+        rows = []
+        for index, part in enumerate(parts):
+            if part.id is None:
+                part.id = new_id("part")
+            rows.append((part.id, tokens[index] if index < len(tokens) else 0, encode_part(part)))
+        now = _now_ms()
+
+        def _append(conn: sqlite3.Connection) -> list[str]:
+            found = conn.execute(
+                "SELECT session_id FROM messages WHERE id = ?", (message_id,)
+            ).fetchone()
+            if found is None:
+                raise MessageNotFoundError(message_id)
+            first = conn.execute(
+                "SELECT COALESCE(MAX(ordinal), -1) + 1 FROM message_parts WHERE message_id = ?",
+                (message_id,),
+            ).fetchone()[0]
+            conn.executemany(
+                "INSERT INTO message_parts (id, message_id, session_id, ordinal, part_type, "
+                "content, text_content, tool_name, tool_call_id, tool_state, compacted_at, "
+                "started_at, completed_at, token_estimate, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        pid,
+                        message_id,
+                        found[0],
+                        first + offset,
+                        r["part_type"],
+                        r["content"],
+                        r["text_content"],
+                        r["tool_name"],
+                        r["tool_call_id"],
+                        r["tool_state"],
+                        r["compacted_at"],
+                        r["started_at"],
+                        r["completed_at"],
+                        est,
+                        now,
+                    )
+                    for offset, (pid, est, r) in enumerate(rows)
+                ],
+            )
+            return [r[0] for r in rows]
+
+        return await self.db.write(_append)
+
+    async def update_message_tokens(
+        self,
+        message_id: str,
+        *,
+        tokens: TokenUsage | None = None,
+        cost: float | None = None,
+        finish_reason: str | None = None,
+        token_estimate: int | None = None,
+    ) -> None:
+        sets: list[str] = []
+        args: list[Any] = []
+        if tokens is not None:
+            sets.append(
+                "tokens_input = ?, tokens_output = ?, tokens_cache_read = ?, "
+                "tokens_cache_write = ?, tokens_total = ?"
+            )
+            args += [
+                tokens.input,
+                tokens.output,
+                tokens.cache_read,
+                tokens.cache_write,
+                tokens.effective_total(),
+            ]
+        if cost is not None:
+            sets.append("cost = ?")
+            args.append(cost)
+        if finish_reason is not None:
+            sets.append("finish_reason = ?")
+            args.append(str(finish_reason))
+        if token_estimate is not None:
+            sets.append("token_estimate = ?")
+            args.append(token_estimate)
+        if not sets:
+            return
+
+        def _update(conn: sqlite3.Connection) -> None:
+            cur = conn.execute(
+                f"UPDATE messages SET {', '.join(sets)} WHERE id = ?", (*args, message_id)
+            )
+            if cur.rowcount == 0:
+                raise MessageNotFoundError(message_id)
+            if token_estimate is not None:
+                conn.execute(
+                    "UPDATE context_items SET tokens = ? WHERE message_id = ?",
+                    (token_estimate, message_id),
+                )
+
+        await self.db.write(_update)
+
+    async def update_part_status(
+        self,
+        part_id: str,
+        *,
+        state: ToolState | None = None,
+        compacted_at: int | None = None,
+        output: str | None = None,
+        error_message: str | None = None,
+        started_at: int | None = None,
+        completed_at: int | None = None,
+        token_estimate: int | None = None,
+    ) -> None:
+        def _update(conn: sqlite3.Connection) -> None:
+            row = conn.execute(
+                "SELECT content, part_type, tool_state, compacted_at, started_at, completed_at "
+                "FROM message_parts WHERE id = ?",
+                (part_id,),
+            ).fetchone()
+            if row is None:
+                raise PartNotFoundError(part_id)
+            content, part_type, old_state, old_compacted, old_started, old_completed = row
+            if part_type != "tool":
+                raise InvalidArgumentError(
+                    f"part {part_id} is a {part_type!r} part; only tool parts have a status"
+                )
+            new_state = state or old_state
+            new_content = content
+            text_content: str | None = None
+            if output is not None or error_message is not None or state is not None:
+                part = decode_part(
+                    part_id, content, old_state, old_compacted, old_started, old_completed
+                )
+                assert isinstance(part, ToolPart)
+                if output is not None:
+                    part.output = output
+                if error_message is not None:
+                    part.error_message = error_message
+                part.status.state = new_state
+                data = part.model_dump(exclude={"id"})
+                new_content = dumps(data)
+                text_content = searchable_text(part)
+            conn.execute(
+                "UPDATE message_parts SET tool_state = ?, compacted_at = ?, started_at = ?, "
+                "completed_at = ?, content = ?, text_content = COALESCE(?, text_content), "
+                "token_estimate = COALESCE(?, token_estimate) WHERE id = ?",
+                (
+                    new_state,
+                    compacted_at if compacted_at is not None else old_compacted,
+                    started_at if started_at is not None else old_started,
+                    completed_at if completed_at is not None else old_completed,
+                    new_content,
+                    text_content if new_content != content else None,
+                    token_estimate,
+                    part_id,
+                ),
+            )
+
+        await self.db.write(_update)
+
+    async def get_message(self, message_id: str) -> MessageWithParts:
+        found = await self.get_messages_by_ids([message_id])
+        if not found:
+            raise MessageNotFoundError(message_id)
+        return found[0]
+
+    async def get_messages(
+        self,
+        session_id: str,
+        *,
+        include_summaries: bool = True,
+        after_seq: int = 0,
+        limit: int | None = None,
+    ) -> list[MessageWithParts]:
+        summary_clause = "" if include_summaries else " AND is_summary = 0"
+        lim = -1 if limit is None else int(limit)
+
+        def _get(conn: sqlite3.Connection) -> list[MessageWithParts]:
+            rows = conn.execute(
+                f"SELECT {_MSG_COLS} FROM messages WHERE session_id = ? AND seq > ?"
+                f"{summary_clause} ORDER BY seq LIMIT ?",
+                (session_id, after_seq, lim),
+            ).fetchall()
+            if not rows:
+                return []
+            ids = dumps([r[0] for r in rows])
+            return _load_messages(
+                conn,
+                rows,
+                f"SELECT {_PART_COLS} FROM message_parts WHERE message_id IN "
+                "(SELECT value FROM json_each(?)) ORDER BY message_id, ordinal",
+                (ids,),
+            )
+
+        return await self.db.read(_get)
+
+    async def get_messages_by_ids(self, message_ids: Sequence[str]) -> list[MessageWithParts]:
+        if not message_ids:
+            return []
+        ids = dumps(list(message_ids))
+
+        def _get(conn: sqlite3.Connection) -> list[MessageWithParts]:
+            rows = conn.execute(
+                f"SELECT {_MSG_COLS} FROM messages WHERE id IN (SELECT value FROM json_each(?))",
+                (ids,),
+            ).fetchall()
+            found = _load_messages(
+                conn,
+                rows,
+                f"SELECT {_PART_COLS} FROM message_parts WHERE message_id IN "
+                "(SELECT value FROM json_each(?)) ORDER BY message_id, ordinal",
+                (ids,),
+            )
+            by_id = {m.message.id: m for m in found}
+            return [by_id[i] for i in message_ids if i in by_id]
+
+        return await self.db.read(_get)
+
+    async def count_messages(self, session_id: str) -> int:
+        def _count(conn: sqlite3.Connection) -> int:
+            row = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            return int(row[0])
+
+        return await self.db.read(_count)
+
+    async def session_token_usage(self, session_id: str) -> TokenUsage:
+        def _sum(conn: sqlite3.Connection) -> TokenUsage:
+            row = conn.execute(
+                "SELECT COALESCE(SUM(tokens_input), 0), COALESCE(SUM(tokens_output), 0), "
+                "COALESCE(SUM(tokens_cache_read), 0), COALESCE(SUM(tokens_cache_write), 0), "
+                "COALESCE(SUM(tokens_total), 0) FROM messages WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
+            return TokenUsage(
+                input=row[0], output=row[1], cache_read=row[2], cache_write=row[3], total=row[4]
+            )
+
+        return await self.db.read(_sum)
+
+    async def find_tool_part(self, session_id: str, tool_call_id: str) -> tuple[str, str]:
+        def _find(conn: sqlite3.Connection) -> tuple[str, str]:
+            row = conn.execute(
+                "SELECT id, message_id FROM message_parts WHERE session_id = ? "
+                "AND tool_call_id = ? ORDER BY rowid DESC LIMIT 1",
+                (session_id, tool_call_id),
+            ).fetchone()
+            if row is None:
+                raise PartNotFoundError(tool_call_id)
+            return row[0], row[1]
+
+        return await self.db.read(_find)
+
+    # context --------------------------------------------------------------
+    async def get_context_items(
+        self,
+        session_id: str,
+        *,
+        item_type: Literal["message", "summary"] | None = None,
+        newest_first: bool = False,
+        before_position: int | None = None,
+        limit: int | None = None,
+    ) -> list[ContextItem]:
+        where = ["ci.session_id = ?"]
+        args: list[Any] = [session_id]
+        if item_type is not None:
+            where.append("ci.item_type = ?")
+            args.append(item_type)
+        if before_position is not None:
+            where.append("ci.position < ?")
+            args.append(before_position)
+        args.append(-1 if limit is None else int(limit))
+        sql = (
+            "SELECT ci.position, ci.item_type, COALESCE(ci.message_id, ci.summary_id), "
+            "ci.tokens, m.role FROM context_items ci "
+            "LEFT JOIN messages m ON m.id = ci.message_id "
+            f"WHERE {' AND '.join(where)} ORDER BY ci.position "
+            f"{'DESC' if newest_first else 'ASC'} LIMIT ?"
+        )
+
+        def _get(conn: sqlite3.Connection) -> list[ContextItem]:
+            return [ContextItem(r[0], r[1], r[2], r[3], r[4]) for r in conn.execute(sql, args)]
+
+        return await self.db.read(_get)
+
+    async def context_token_total(self, session_id: str) -> int:
+        def _sum(conn: sqlite3.Connection) -> int:
+            row = conn.execute(
+                "SELECT COALESCE(SUM(tokens), 0) FROM context_items WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
+            return int(row[0])
+
+        return await self.db.read(_sum)
+
+    # summaries ------------------------------------------------------------
+    async def commit_compaction(self, commit: CompactionCommit) -> AppendedMessage:
+        s = commit.summary
+        marker = commit.marker
+        marker_rows = []
+        tokens = list(marker.part_tokens or [])
+        for index, part in enumerate(marker.parts):
+            if part.id is None:
+                part.id = new_id("part")
+            marker_rows.append(
+                (part.id, tokens[index] if index < len(tokens) else 0, encode_part(part))
+            )
+        now = _now_ms()
+        if not commit.replaced:
+            raise InvalidArgumentError("a compaction must replace at least one context item")
+
+        def _commit(conn: sqlite3.Connection) -> AppendedMessage:
+            for position, item_id in commit.replaced:
+                row = conn.execute(
+                    "SELECT COALESCE(message_id, summary_id) FROM context_items "
+                    "WHERE session_id = ? AND position = ?",
+                    (s.session_id, position),
+                ).fetchone()
+                if row is None or row[0] != item_id:
+                    raise CompactionLockedError(
+                        f"context of session {s.session_id} changed during compaction "
+                        f"(position {position}); another compactor won, retry"
+                    )
+            m = marker.message
+            seq = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?",
+                (m.session_id,),
+            ).fetchone()[0]
+            conn.execute(
+                f"INSERT INTO messages ({_MSG_COLS}, seq) VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0, 0, 0, NULL, ?, ?)",
+                (
+                    m.id,
+                    m.session_id,
+                    m.role,
+                    m.created_at,
+                    m.agent,
+                    m.model_id,
+                    m.provider_id,
+                    1,
+                    m.parent_id,
+                    m.token_estimate,
+                    seq,
+                ),
+            )
+            conn.executemany(
+                "INSERT INTO message_parts (id, message_id, session_id, ordinal, part_type, "
+                "content, text_content, tool_name, tool_call_id, tool_state, compacted_at, "
+                "started_at, completed_at, token_estimate, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        pid,
+                        m.id,
+                        m.session_id,
+                        ordinal,
+                        r["part_type"],
+                        r["content"],
+                        r["text_content"],
+                        None,
+                        None,
+                        None,
+                        None,
+                        None,
+                        None,
+                        est,
+                        now,
+                    )
+                    for ordinal, (pid, est, r) in enumerate(marker_rows)
+                ],
+            )
+            conn.execute(
+                f"INSERT INTO summaries ({_SUMMARY_COLS}) VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    s.id,
+                    s.session_id,
+                    s.kind,
+                    s.depth,
+                    s.level,
+                    s.content,
+                    s.token_count,
+                    dumps(s.file_ids),
+                    m.id,
+                    s.span_start_message_id,
+                    s.span_end_message_id,
+                    s.source_message_count,
+                    s.created_at or now,
+                ),
+            )
+            conn.executemany(
+                "INSERT INTO summary_messages (summary_id, message_id, ordinal) VALUES (?, ?, ?)",
+                [(s.id, mid, i) for i, mid in enumerate(commit.source_message_ids)],
+            )
+            conn.executemany(
+                "INSERT INTO summary_parents (summary_id, parent_summary_id, ordinal) "
+                "VALUES (?, ?, ?)",
+                [(s.id, pid, i) for i, pid in enumerate(commit.parent_summary_ids)],
+            )
+            positions = [p for p, _ in commit.replaced]
+            conn.executemany(
+                "DELETE FROM context_items WHERE session_id = ? AND position = ?",
+                [(s.session_id, p) for p in positions],
+            )
+            conn.execute(
+                "INSERT INTO context_items (session_id, position, item_type, summary_id, tokens, "
+                "created_at) VALUES (?, ?, 'summary', ?, ?, ?)",
+                (s.session_id, min(positions), s.id, commit.context_tokens, now),
+            )
+            return AppendedMessage(m.id, seq, None, tuple(r[0] for r in marker_rows))
+
+        return await self.db.write(_commit)
+
+    async def get_summaries(self, summary_ids: Sequence[str]) -> list[SummaryRecord]:
+        if not summary_ids:
+            return []
+        ids = dumps(list(summary_ids))
+
+        def _get(conn: sqlite3.Connection) -> list[SummaryRecord]:
+            rows = conn.execute(
+                f"SELECT {_SUMMARY_COLS} FROM summaries WHERE id IN "
+                "(SELECT value FROM json_each(?))",
+                (ids,),
+            )
+            by_id = {r[0]: _summary(r) for r in rows}
+            return [by_id[i] for i in summary_ids if i in by_id]
+
+        return await self.db.read(_get)
+
+    async def get_summary_source_ids(self, summary_id: str) -> list[str]:
+        def _get(conn: sqlite3.Connection) -> list[str]:
+            return [
+                r[0]
+                for r in conn.execute(
+                    "SELECT message_id FROM summary_messages WHERE summary_id = ? ORDER BY ordinal",
+                    (summary_id,),
+                )
+            ]
+
+        return await self.db.read(_get)
+
+    async def get_summary_parent_ids(self, summary_id: str) -> list[str]:
+        def _get(conn: sqlite3.Connection) -> list[str]:
+            return [
+                r[0]
+                for r in conn.execute(
+                    "SELECT parent_summary_id FROM summary_parents WHERE summary_id = ? "
+                    "ORDER BY ordinal",
+                    (summary_id,),
+                )
+            ]
+
+        return await self.db.read(_get)
+
+    async def acquire_compaction_lock(
+        self, session_id: str, owner: str, ttl_seconds: float
+    ) -> bool:
+        def _acquire(conn: sqlite3.Connection) -> bool:
+            now = _now_ms()
+            cur = conn.execute(
+                "INSERT INTO compaction_locks (session_id, owner, expires_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, "
+                "expires_at = excluded.expires_at "
+                "WHERE compaction_locks.expires_at < ? OR compaction_locks.owner = excluded.owner",
+                (session_id, owner, now + int(ttl_seconds * 1000), now),
+            )
+            return cur.rowcount == 1
+
+        return await self.db.write(_acquire)
+
+    async def release_compaction_lock(self, session_id: str, owner: str) -> None:
+        def _release(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "DELETE FROM compaction_locks WHERE session_id = ? AND owner = ?",
+                (session_id, owner),
+            )
+
+        await self.db.write(_release)
+
+    # files ----------------------------------------------------------------
+    async def store_file_reference(self, ref: FileReference) -> FileReference:
+        ref.created_at = ref.created_at or _now_ms()
+
+        def _store(conn: sqlite3.Connection) -> FileReference:
+            conn.execute(
+                "INSERT OR IGNORE INTO file_references (content_id, file_id, path, file_type, "
+                "token_count, byte_size, exploration_summary, session_id, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    ref.content_id,
+                    ref.file_id,
+                    ref.path,
+                    ref.file_type,
+                    ref.token_count,
+                    ref.byte_size,
+                    ref.exploration_summary,
+                    ref.session_id,
+                    ref.created_at,
+                ),
+            )
+            found = _get_file(conn, ref.content_id)
+            assert found is not None
+            return found
+
+        return await self.db.write(_store)
+
+    async def get_file_reference(self, content_or_file_id: str) -> FileReference | None:
+        return await self.db.read(lambda conn: _get_file(conn, content_or_file_id))
+
+
+def _get_file(conn: sqlite3.Connection, key: str) -> FileReference | None:
+    row = conn.execute(
+        "SELECT content_id, file_id, path, file_type, token_count, exploration_summary, "
+        "byte_size, session_id, created_at FROM file_references "
+        "WHERE content_id = ? OR file_id = ?",
+        (key, key),
+    ).fetchone()
+    if row is None:
+        return None
+    return FileReference(*row)

@@ -1,0 +1,240 @@
+"""One SQLite database file: one connection, one writer thread, migrations.
+
+Every operation on a file runs on the file's single worker thread, so all the
+sessions of a process that share a file share one connection and never see
+"database is locked" from each other. Other processes are serialised by
+SQLite's own lock (``BEGIN IMMEDIATE`` plus ``busy_timeout``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sqlite3
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+from mnesis.config import StoreConfig
+from mnesis.errors import (
+    AppendOnlyViolationError,
+    MnesisError,
+    MnesisStoreError,
+    StoreBusyError,
+    StoreCorruptError,
+    StoreFullError,
+    StoreReadOnlyError,
+)
+from mnesis.store.migrations.sqlite import MIGRATIONS
+
+__all__ = ["SQLiteDatabase", "translate_sqlite_error"]
+
+logger = logging.getLogger("mnesis.store")
+T = TypeVar("T")
+
+
+def translate_sqlite_error(exc: sqlite3.Error, path: str) -> MnesisStoreError:
+    """Map a driver error to the mnesis error a caller can act on."""
+    msg = str(exc)
+    low = msg.lower()
+    if "mnesis append-only" in low:
+        return AppendOnlyViolationError(msg)
+    if "locked" in low or "busy" in low:
+        return StoreBusyError(f"database {path} stayed locked by another process: {msg}")
+    if "readonly" in low or "read-only" in low:
+        return StoreReadOnlyError(f"database {path} is read-only: {msg}")
+    if "disk is full" in low or "database or disk is full" in low:
+        return StoreFullError(f"disk full while writing {path}: {msg}")
+    if "not a database" in low or "malformed" in low or "file is encrypted" in low:
+        return StoreCorruptError(f"{path} is not a usable mnesis database: {msg}")
+    if "unable to open" in low:
+        return StoreReadOnlyError(f"cannot open database {path}: {msg}")
+    return MnesisStoreError(f"database error on {path}: {msg}")
+
+
+def _prepare_path(path: str) -> str:
+    if path == ":memory:":
+        return path
+    full = os.path.abspath(os.path.expanduser(path))
+    parent = os.path.dirname(full)
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except OSError as exc:
+        raise StoreReadOnlyError(f"cannot create directory {parent} for {full}: {exc}") from exc
+    if os.path.isdir(full):
+        raise StoreCorruptError(f"{full} is a directory, not a database file")
+    return full
+
+
+class SQLiteDatabase:
+    """A database file with its single connection and worker thread."""
+
+    def __init__(self, path: str, config: StoreConfig | None = None) -> None:
+        self.path = _prepare_path(path)
+        self.config = config or StoreConfig(db_path=path)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnesis-sqlite")
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+
+    # -- worker-thread side -------------------------------------------------
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self._conn = self._connect()
+        return self._conn
+
+    def _connect(self) -> sqlite3.Connection:
+        cfg = self.config
+        conn = sqlite3.connect(
+            self.path,
+            timeout=cfg.connection_timeout,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(cfg.connection_timeout * 1000)}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            if cfg.wal_mode and self.path != ":memory:":
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    logger.warning("could not enable WAL on %s (mode=%s)", self.path, mode)
+            conn.execute(f"PRAGMA synchronous = {cfg.synchronous}")
+            conn.execute("PRAGMA temp_store = MEMORY")
+            self._migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS _mnesis_migrations ("
+            "name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)"
+        )
+        applied = {row[0] for row in conn.execute("SELECT name FROM _mnesis_migrations")}
+        known = {name for name, _ in MIGRATIONS}
+        unknown = applied - known
+        if unknown:
+            raise StoreCorruptError(
+                f"{self.path} was written by a newer mnesis (migrations {sorted(unknown)}); "
+                "upgrade mnesis-lcm"
+            )
+        for name, sql in MIGRATIONS:
+            if name in applied:
+                continue
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                # Another process may have applied it while we waited for the lock.
+                if conn.execute(
+                    "SELECT 1 FROM _mnesis_migrations WHERE name = ?", (name,)
+                ).fetchone():
+                    conn.execute("COMMIT")
+                    continue
+                for statement in _split_sql(sql):
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO _mnesis_migrations (name, applied_at) VALUES (?, ?)",
+                    (name, int(time.time() * 1000)),
+                )
+                conn.execute("COMMIT")
+                logger.info("applied migration %s to %s", name, self.path)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def _run_read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        try:
+            return fn(self._connection())
+        except sqlite3.Error as exc:
+            raise translate_sqlite_error(exc, self.path) from exc
+
+    def _run_write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        try:
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise translate_sqlite_error(exc, self.path) from exc
+        try:
+            result = fn(conn)
+            conn.execute("COMMIT")
+            return result
+        except BaseException as exc:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                logger.debug("rollback failed on %s", self.path, exc_info=True)
+            if isinstance(exc, sqlite3.Error):
+                raise translate_sqlite_error(exc, self.path) from exc
+            raise
+
+    # -- event-loop side ----------------------------------------------------
+    async def _submit(self, fn: Callable[[], T]) -> T:
+        if self._closed:
+            raise MnesisStoreError(f"database {self.path} is closed")
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._executor, fn)
+        except RuntimeError as exc:
+            if isinstance(exc, MnesisError):
+                raise
+            if "shutdown" in str(exc):
+                raise MnesisStoreError(f"database {self.path} is closed") from exc
+            raise
+
+    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn(conn)`` on the worker thread (no explicit transaction)."""
+        return await self._submit(lambda: self._run_read(fn))
+
+    async def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn(conn)`` on the worker thread inside ``BEGIN IMMEDIATE``/``COMMIT``.
+
+        The transaction finishes on the worker thread even if the awaiting task is
+        cancelled, so a cancelled write is either fully committed or rolled back.
+        """
+        return await self._submit(lambda: self._run_write(fn))
+
+    async def open(self) -> None:
+        """Connect and migrate now (otherwise done by the first operation)."""
+        await self.read(lambda conn: None)
+
+    async def close(self) -> None:
+        """Close the connection and stop the worker thread (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, self._close_sync)
+        self._executor.shutdown(wait=True)
+
+    def close_sync(self) -> None:
+        """Close from synchronous code (interpreter exit, tests)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._executor.submit(self._close_sync).result()
+        self._executor.shutdown(wait=True)
+
+    def _close_sync(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            finally:
+                self._conn = None
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration script into statements (trigger bodies kept whole)."""
+    statements: list[str] = []
+    buf: list[str] = []
+    for line in script.splitlines():
+        if line.strip().startswith("--") or not line.strip():
+            continue
+        buf.append(line)
+        candidate = "\n".join(buf)
+        if sqlite3.complete_statement(candidate):
+            statements.append(candidate.strip())
+            buf = []
+    if buf and "\n".join(buf).strip():
+        statements.append("\n".join(buf).strip())
+    return statements

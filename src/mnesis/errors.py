@@ -9,6 +9,7 @@ also subclass that builtin::
     ├── InvalidArgumentError         (also ValueError)  bad argument to a public call
     ├── MissingDependencyError       (also ImportError) an optional extra is not installed
     ├── SessionClosedError                              the session was closed
+    ├── OutOfScopeError          (also PermissionError) an ID of a session not granted
     ├── ContextOverflowError                            the newest turn alone exceeds the budget
     ├── LLMError                                        the model call failed
     │   ├── LLMTimeoutError          (also TimeoutError)
@@ -20,7 +21,8 @@ also subclass that builtin::
         │   ├── SessionNotFoundError
         │   ├── MessageNotFoundError
         │   ├── PartNotFoundError
-        │   └── SummaryNotFoundError
+        │   ├── SummaryNotFoundError
+        │   └── FileReferenceNotFoundError
         ├── AppendOnlyViolationError                    an attempt to rewrite history
         ├── StoreCorruptError                           not a mnesis/SQLite database
         ├── StoreReadOnlyError
@@ -38,6 +40,7 @@ __all__ = [
     "CompactionError",
     "CompactionLockedError",
     "ContextOverflowError",
+    "FileReferenceNotFoundError",
     "InvalidArgumentError",
     "LLMError",
     "LLMResponseError",
@@ -48,6 +51,7 @@ __all__ = [
     "MnesisError",
     "MnesisStoreError",
     "NotFoundError",
+    "OutOfScopeError",
     "PartNotFoundError",
     "SessionClosedError",
     "SessionNotFoundError",
@@ -89,6 +93,10 @@ class MissingDependencyError(MnesisError, ImportError):
 
 class SessionClosedError(MnesisError):
     """The session was closed; open or load it again to continue."""
+
+
+class OutOfScopeError(MnesisError, PermissionError):
+    """The ID belongs to a session this caller was not granted."""
 
 
 class ContextOverflowError(MnesisError):
@@ -182,3 +190,9 @@ class StoreFullError(MnesisStoreError):
 
 class StoreBusyError(MnesisStoreError):
     """Another process held the database lock for longer than ``connection_timeout``."""
+
+
+class FileReferenceNotFoundError(NotFoundError):
+    """No file reference with this file ID or content ID exists."""
+
+    kind = "file reference"

@@ -65,6 +65,8 @@ from mnesis.models.parts import (
     part_adapter,
 )
 from mnesis.models.tokens import TokenUsage
+from mnesis.retrieval.engine import RetrievalEngine
+from mnesis.retrieval.results import DescribeResult, ExpandResult, GrepResult
 from mnesis.store.base import ImmutableStore, NewMessage, SessionRecord
 from mnesis.store.dag import SummaryDAGStore
 from mnesis.store.pool import StorePool
@@ -147,6 +149,9 @@ class MnesisSession:
         self._dag = SummaryDAGStore(store)
         self._builder = ContextBuilder(store, self._dag, self._estimator)
         self._bus = EventBus()
+        self._retrieval = RetrievalEngine(
+            store, record.id, estimator=self._estimator, config=config.retrieval
+        )
         self._engine = CompactionEngine(
             store,
             self._dag,
@@ -346,6 +351,35 @@ class MnesisSession:
     def closed(self) -> bool:
         """True once :meth:`close` was called."""
         return self._closed
+
+    @property
+    def retrieval(self) -> RetrievalEngine:
+        """The session's retrieval engine (describe / grep / expand)."""
+        return self._retrieval
+
+    async def describe(self, object_id: str) -> DescribeResult:
+        """Describe a summary, message or file ID (see :meth:`RetrievalEngine.describe`)."""
+        self._check_open()
+        return await self._retrieval.describe(object_id)
+
+    async def grep(self, query: str, **kwargs: Any) -> GrepResult:
+        """Search this session's history (see :meth:`RetrievalEngine.grep`)."""
+        self._check_open()
+        return await self._retrieval.grep(query, **kwargs)
+
+    async def expand(
+        self,
+        summary_id: str,
+        *,
+        depth: int = 1,
+        include_messages: bool = True,
+        token_cap: int | None = None,
+    ) -> ExpandResult:
+        """Open a summary (see :meth:`RetrievalEngine.expand`)."""
+        self._check_open()
+        return await self._retrieval.expand(
+            summary_id, depth=depth, include_messages=include_messages, token_cap=token_cap
+        )
 
     def subscribe(self, event: MnesisEvent | None, handler: EventHandler) -> None:
         """Call ``handler(event, payload)`` for ``event`` (``None``: all events)."""

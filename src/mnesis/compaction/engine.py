@@ -376,7 +376,7 @@ class CompactionEngine:
             source_message_count=len(covered),
             created_at=_now_ms(),
         )
-        await self._commit(
+        result.summary_message_id = await self._commit(
             record,
             source_ids=[m.id for m in covered],
             parent_ids=[],
@@ -523,7 +523,7 @@ class CompactionEngine:
             source_message_count=sum(c.source_message_count for c in children),
             created_at=_now_ms(),
         )
-        await self._commit(
+        result.summary_message_id = await self._commit(
             record,
             source_ids=[],
             parent_ids=[c.id for c in children],
@@ -542,7 +542,7 @@ class CompactionEngine:
         source_ids: list[str],
         parent_ids: list[str],
         replaced: list[tuple[int, str]],
-    ) -> None:
+    ) -> str:
         rendered = render_summary(
             record.id,
             record.kind,
@@ -581,3 +581,4 @@ class CompactionEngine:
                 marker=NewMessage(marker, parts, [record.token_count, 0], in_context=False),
             )
         )
+        return marker.id

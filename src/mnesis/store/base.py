@@ -32,6 +32,8 @@ __all__ = [
     "FileReference",
     "ImmutableStore",
     "NewMessage",
+    "SearchFilter",
+    "SearchHit",
     "SessionRecord",
     "SummaryRecord",
 ]
@@ -134,6 +136,35 @@ class FileReference:
     byte_size: int | None = None
     session_id: str | None = None
     created_at: int = 0
+
+
+@dataclass(slots=True)
+class SearchHit:
+    """A stored text that matched a search: a message part or a summary."""
+
+    kind: Literal["message", "summary"]
+    id: str
+    """Message ID or summary ID."""
+    session_id: str
+    text: str
+    created_at: int
+    part_id: str | None = None
+    role: str | None = None
+    rank: float = 0.0
+    key: int = 0
+    """Backend row key; ``scan_text`` pages continue below it."""
+
+
+@dataclass(slots=True)
+class SearchFilter:
+    """Restrictions shared by full-text and regex searches."""
+
+    session_ids: Sequence[str] | None = None
+    """None: every session (only for explicitly cross-session callers)."""
+    since: int | None = None
+    until: int | None = None
+    under_summary: str | None = None
+    """Only messages covered (at any depth) by this summary."""
 
 
 class ImmutableStore(ABC):
@@ -308,6 +339,53 @@ class ImmutableStore(ABC):
     @abstractmethod
     async def release_compaction_lock(self, session_id: str, owner: str) -> None:
         """Release the lock if ``owner`` holds it."""
+
+    @abstractmethod
+    async def get_summaries_merging(self, summary_id: str) -> list[str]:
+        """IDs of the condensed summaries that merged ``summary_id``."""
+
+    @abstractmethod
+    async def get_leaf_summaries_of_message(self, message_id: str) -> list[str]:
+        """IDs of the leaf summaries that cover a message."""
+
+    @abstractmethod
+    async def get_source_message_ids_deep(self, summary_id: str) -> list[str]:
+        """Every message a summary covers, through all levels, in conversation order."""
+
+    @abstractmethod
+    async def covering_context_summaries(
+        self, session_id: str, message_ids: Sequence[str]
+    ) -> dict[str, str | None]:
+        """For each message: the summary in the current context that covers it (None if
+        the message is in the context raw, or not covered)."""
+
+    @abstractmethod
+    async def messages_in_context(self, session_id: str, message_ids: Sequence[str]) -> set[str]:
+        """The subset of ``message_ids`` that are raw items of the session's context."""
+
+    # search ---------------------------------------------------------------
+    @abstractmethod
+    async def search_text(
+        self,
+        *,
+        fts_query: str,
+        scope: Literal["messages", "summaries"],
+        where: SearchFilter,
+        limit: int,
+        offset: int = 0,
+    ) -> list[SearchHit]:
+        """Full-text search (backend query syntax), best rank first."""
+
+    @abstractmethod
+    async def scan_text(
+        self,
+        *,
+        scope: Literal["messages", "summaries"],
+        where: SearchFilter,
+        before_key: int | None,
+        limit: int,
+    ) -> list[SearchHit]:
+        """Stored texts newest first, one page (for regex search)."""
 
     # files ----------------------------------------------------------------
     @abstractmethod

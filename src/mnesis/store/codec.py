@@ -20,6 +20,7 @@ from mnesis.models.parts import (
     part_adapter,
 )
 from mnesis.models.tokens import TokenUsage
+from mnesis.store.search_text import index_text
 
 __all__ = ["decode_part", "dumps", "encode_part", "make_message", "searchable_text"]
 
@@ -35,12 +36,12 @@ def dumps(obj: Any) -> str:
 
 
 def _clean(text: str) -> str:
-    """Text safe for an index: lone surrogates become U+FFFD, NUL a space."""
+    """Text safe for an index: lone surrogates become U+FFFD, NUL a space, CJK bigrams added."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         text = text.encode("utf-8", "replace").decode("utf-8")
-    return text.replace("\x00", " ")
+    return index_text(text.replace("\x00", " "))
 
 
 def searchable_text(part: MessagePart) -> str | None:

@@ -26,10 +26,13 @@ from mnesis.store.base import (
     FileReference,
     ImmutableStore,
     NewMessage,
+    SearchFilter,
+    SearchHit,
     SessionRecord,
     SummaryRecord,
 )
 from mnesis.store.codec import decode_part, dumps, encode_part, make_message, searchable_text
+from mnesis.store.search_text import index_text
 
 if TYPE_CHECKING:
     from mnesis.store.pool import StorePool
@@ -675,8 +678,8 @@ class SQLiteStore(ImmutableStore):
                 ],
             )
             conn.execute(
-                f"INSERT INTO summaries ({_SUMMARY_COLS}) VALUES "
-                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO summaries ({_SUMMARY_COLS}, search_text) VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     s.id,
                     s.session_id,
@@ -691,6 +694,7 @@ class SQLiteStore(ImmutableStore):
                     s.span_end_message_id,
                     s.source_message_count,
                     s.created_at or now,
+                    index_text(s.content),
                 ),
             )
             conn.executemany(
@@ -782,6 +786,188 @@ class SQLiteStore(ImmutableStore):
 
         await self.db.write(_release)
 
+    async def get_summaries_merging(self, summary_id: str) -> list[str]:
+        def _get(conn: sqlite3.Connection) -> list[str]:
+            return [
+                r[0]
+                for r in conn.execute(
+                    "SELECT summary_id FROM summary_parents WHERE parent_summary_id = ? "
+                    "ORDER BY summary_id",
+                    (summary_id,),
+                )
+            ]
+
+        return await self.db.read(_get)
+
+    async def get_leaf_summaries_of_message(self, message_id: str) -> list[str]:
+        def _get(conn: sqlite3.Connection) -> list[str]:
+            return [
+                r[0]
+                for r in conn.execute(
+                    "SELECT summary_id FROM summary_messages WHERE message_id = ? "
+                    "ORDER BY summary_id",
+                    (message_id,),
+                )
+            ]
+
+        return await self.db.read(_get)
+
+    async def get_source_message_ids_deep(self, summary_id: str) -> list[str]:
+        def _get(conn: sqlite3.Connection) -> list[str]:
+            return [
+                r[0]
+                for r in conn.execute(
+                    f"{_DOWN_CTE} SELECT m.id FROM messages m WHERE m.id IN "
+                    "(SELECT sm.message_id FROM summary_messages sm JOIN down "
+                    "ON sm.summary_id = down.id) ORDER BY m.seq",
+                    (summary_id,),
+                )
+            ]
+
+        return await self.db.read(_get)
+
+    async def covering_context_summaries(
+        self, session_id: str, message_ids: Sequence[str]
+    ) -> dict[str, str | None]:
+        def _get(conn: sqlite3.Connection) -> dict[str, str | None]:
+            out: dict[str, str | None] = {}
+            for mid in message_ids:
+                row = conn.execute(
+                    "WITH RECURSIVE up(id) AS ("
+                    "SELECT summary_id FROM summary_messages WHERE message_id = ? "
+                    "UNION SELECT sp.summary_id FROM summary_parents sp "
+                    "JOIN up ON sp.parent_summary_id = up.id) "
+                    "SELECT ci.summary_id FROM context_items ci JOIN up "
+                    "ON ci.summary_id = up.id WHERE ci.session_id = ? LIMIT 1",
+                    (mid, session_id),
+                ).fetchone()
+                out[mid] = row[0] if row else None
+            return out
+
+        return await self.db.read(_get)
+
+    async def messages_in_context(self, session_id: str, message_ids: Sequence[str]) -> set[str]:
+        if not message_ids:
+            return set()
+        ids = dumps(list(message_ids))
+
+        def _get(conn: sqlite3.Connection) -> set[str]:
+            return {
+                r[0]
+                for r in conn.execute(
+                    "SELECT message_id FROM context_items WHERE session_id = ? AND message_id IN "
+                    "(SELECT value FROM json_each(?))",
+                    (session_id, ids),
+                )
+            }
+
+        return await self.db.read(_get)
+
+    # search ---------------------------------------------------------------
+    async def search_text(
+        self,
+        *,
+        fts_query: str,
+        scope: Literal["messages", "summaries"],
+        where: SearchFilter,
+        limit: int,
+        offset: int = 0,
+    ) -> list[SearchHit]:
+        column = "text_content" if scope == "messages" else "search_text"
+        match = f"{column} : ({fts_query})"
+        if where.session_ids is not None:
+            if not where.session_ids:
+                return []
+            tokens = " OR ".join(
+                '"' + sid[5:].replace('"', '""') + '"' for sid in where.session_ids
+            )
+            match = f"session_id : ({tokens}) AND {match}"
+        clauses, args = _filter_sql(where, scope)
+        if scope == "messages":
+            sql = (
+                f"{_DOWN_CTE if where.under_summary else ''} "
+                "SELECT p.rowid, p.id, p.message_id, p.session_id, p.text_content, m.role, "
+                "m.created_at, f.rank FROM message_parts_fts f "
+                "JOIN message_parts p ON p.rowid = f.rowid "
+                "JOIN messages m ON m.id = p.message_id "
+                f"WHERE message_parts_fts MATCH ? AND m.is_summary = 0 {clauses} "
+                "ORDER BY f.rank LIMIT ? OFFSET ?"
+            )
+        else:
+            sql = (
+                "SELECT s.rowid, NULL, s.id, s.session_id, s.content, NULL, s.created_at, f.rank "
+                "FROM summaries_fts f JOIN summaries s ON s.rowid = f.rowid "
+                f"WHERE summaries_fts MATCH ? {clauses} ORDER BY f.rank LIMIT ? OFFSET ?"
+            )
+        params: list[Any] = []
+        if where.under_summary and scope == "messages":
+            params.append(where.under_summary)
+        params += [match, *args, limit, offset]
+        kind: Literal["message", "summary"] = "message" if scope == "messages" else "summary"
+
+        def _search(conn: sqlite3.Connection) -> list[SearchHit]:
+            return [
+                SearchHit(kind, r[2], r[3], r[4] or "", r[6], r[1], r[5], float(r[7]), r[0])
+                for r in conn.execute(sql, params)
+            ]
+
+        return await self.db.read(_search)
+
+    async def scan_text(
+        self,
+        *,
+        scope: Literal["messages", "summaries"],
+        where: SearchFilter,
+        before_key: int | None,
+        limit: int,
+    ) -> list[SearchHit]:
+        clauses, args = _filter_sql(where, scope)
+        sessions = ""
+        if where.session_ids is not None:
+            if not where.session_ids:
+                return []
+            alias = "p" if scope == "messages" else "s"
+            if len(where.session_ids) == 1:
+                # Equality lets SQLite walk the (session_id, rowid) index in order.
+                sessions = f" AND {alias}.session_id = ?"
+                args = [where.session_ids[0], *args]
+            else:
+                sessions = f" AND {alias}.session_id IN (SELECT value FROM json_each(?))"
+                args = [dumps(list(where.session_ids)), *args]
+        if scope == "messages":
+            key = " AND p.rowid < ?" if before_key is not None else ""
+            sql = (
+                f"{_DOWN_CTE if where.under_summary else ''} "
+                "SELECT p.rowid, p.id, p.message_id, p.session_id, p.text_content, m.role, "
+                "m.created_at FROM message_parts p JOIN messages m ON m.id = p.message_id "
+                f"WHERE p.text_content IS NOT NULL AND m.is_summary = 0{sessions}{key} {clauses} "
+                "ORDER BY p.rowid DESC LIMIT ?"
+            )
+        else:
+            key = " AND s.rowid < ?" if before_key is not None else ""
+            sql = (
+                "SELECT s.rowid, NULL, s.id, s.session_id, s.content, NULL, s.created_at "
+                f"FROM summaries s WHERE 1 = 1{sessions}{key} {clauses} "
+                "ORDER BY s.rowid DESC LIMIT ?"
+            )
+        params: list[Any] = []
+        if where.under_summary and scope == "messages":
+            params.append(where.under_summary)
+        params += args[:1] if sessions else []
+        if before_key is not None:
+            params.append(before_key)
+        params += args[1:] if sessions else args
+        params.append(limit)
+        kind: Literal["message", "summary"] = "message" if scope == "messages" else "summary"
+
+        def _scan(conn: sqlite3.Connection) -> list[SearchHit]:
+            return [
+                SearchHit(kind, r[2], r[3], r[4] or "", r[6], r[1], r[5], 0.0, r[0])
+                for r in conn.execute(sql, params)
+            ]
+
+        return await self.db.read(_scan)
+
     # files ----------------------------------------------------------------
     async def store_file_reference(self, ref: FileReference) -> FileReference:
         ref.created_at = ref.created_at or _now_ms()
@@ -811,6 +997,34 @@ class SQLiteStore(ImmutableStore):
 
     async def get_file_reference(self, content_or_file_id: str) -> FileReference | None:
         return await self.db.read(lambda conn: _get_file(conn, content_or_file_id))
+
+
+_DOWN_CTE = (
+    "WITH RECURSIVE down(id) AS (SELECT ? UNION SELECT sp.parent_summary_id "
+    "FROM summary_parents sp JOIN down ON sp.summary_id = down.id)"
+)
+
+
+def _filter_sql(where: SearchFilter, scope: str) -> tuple[str, list[Any]]:
+    """Time-range and lineage clauses (not the session filter) for a search."""
+    clauses: list[str] = []
+    args: list[Any] = []
+    created = "m.created_at" if scope == "messages" else "s.created_at"
+    if where.since is not None:
+        clauses.append(f"AND {created} >= ?")
+        args.append(where.since)
+    if where.until is not None:
+        clauses.append(f"AND {created} < ?")
+        args.append(where.until)
+    if where.under_summary is not None:
+        if scope == "messages":
+            clauses.append(
+                "AND p.message_id IN (SELECT sm.message_id FROM summary_messages sm "
+                "JOIN down ON sm.summary_id = down.id)"
+            )
+        else:
+            clauses.append("AND 0")
+    return " ".join(clauses), args
 
 
 def _get_file(conn: sqlite3.Connection, key: str) -> FileReference | None:

@@ -64,6 +64,7 @@ CREATE TABLE message_parts (
     created_at INTEGER NOT NULL,
     UNIQUE (message_id, ordinal)
 );
+CREATE INDEX message_parts_session_idx ON message_parts (session_id);
 CREATE INDEX message_parts_tool_call_idx ON message_parts (session_id, tool_call_id)
     WHERE tool_call_id IS NOT NULL;
 
@@ -80,6 +81,7 @@ CREATE TABLE summaries (
     span_start_message_id TEXT REFERENCES messages(id),
     span_end_message_id TEXT REFERENCES messages(id),
     source_message_count INTEGER NOT NULL DEFAULT 0,
+    search_text TEXT NOT NULL,
     created_at INTEGER NOT NULL
 );
 CREATE INDEX summaries_session_idx ON summaries (session_id, created_at);
@@ -138,28 +140,36 @@ CREATE TABLE compaction_locks (
     expires_at INTEGER NOT NULL
 );
 
--- Full-text indexes: external content, kept in sync by the triggers below.
+-- Full-text indexes: external content, kept in sync by the triggers below. The
+-- session_id column is indexed as one token (the ID without its 'sess_' prefix), so
+-- a per-session search intersects posting lists instead of filtering every match.
+-- Porter stemming for English; CJK text is indexed with extra bigrams appended by
+-- the store (see store/search_text.py).
 CREATE VIRTUAL TABLE message_parts_fts USING fts5(
-    text_content, content='message_parts', content_rowid='rowid',
-    tokenize='unicode61 remove_diacritics 2'
+    text_content, session_id, content='message_parts', content_rowid='rowid',
+    tokenize='porter unicode61 remove_diacritics 2'
 );
 CREATE VIRTUAL TABLE summaries_fts USING fts5(
-    content, content='summaries', content_rowid='rowid',
-    tokenize='unicode61 remove_diacritics 2'
+    search_text, session_id, content='summaries', content_rowid='rowid',
+    tokenize='porter unicode61 remove_diacritics 2'
 );
 CREATE TRIGGER message_parts_fts_insert AFTER INSERT ON message_parts
 WHEN NEW.text_content IS NOT NULL BEGIN
-    INSERT INTO message_parts_fts (rowid, text_content) VALUES (NEW.rowid, NEW.text_content);
+    INSERT INTO message_parts_fts (rowid, text_content, session_id)
+        VALUES (NEW.rowid, NEW.text_content, substr(NEW.session_id, 6));
 END;
 CREATE TRIGGER message_parts_fts_update AFTER UPDATE OF text_content ON message_parts
 WHEN OLD.text_content IS NOT NEW.text_content BEGIN
-    INSERT INTO message_parts_fts (message_parts_fts, rowid, text_content)
-        SELECT 'delete', OLD.rowid, OLD.text_content WHERE OLD.text_content IS NOT NULL;
-    INSERT INTO message_parts_fts (rowid, text_content)
-        SELECT NEW.rowid, NEW.text_content WHERE NEW.text_content IS NOT NULL;
+    INSERT INTO message_parts_fts (message_parts_fts, rowid, text_content, session_id)
+        SELECT 'delete', OLD.rowid, OLD.text_content, substr(OLD.session_id, 6)
+        WHERE OLD.text_content IS NOT NULL;
+    INSERT INTO message_parts_fts (rowid, text_content, session_id)
+        SELECT NEW.rowid, NEW.text_content, substr(NEW.session_id, 6)
+        WHERE NEW.text_content IS NOT NULL;
 END;
 CREATE TRIGGER summaries_fts_insert AFTER INSERT ON summaries BEGIN
-    INSERT INTO summaries_fts (rowid, content) VALUES (NEW.rowid, NEW.content);
+    INSERT INTO summaries_fts (rowid, search_text, session_id)
+        VALUES (NEW.rowid, NEW.search_text, substr(NEW.session_id, 6));
 END;
 
 -- History is append-only: the database itself rejects rewrites.

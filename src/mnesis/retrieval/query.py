@@ -1,0 +1,105 @@
+"""Turning what users and models type into a safe, ranked full-text query.
+
+"which port did we move the API to?" must find "the API moved to port 8443".
+Plain FTS syntax would AND every word (including "which" and "did") and find
+nothing, and a stray quote or ``NEAR`` would be a syntax error. So:
+
+* quoted ``"phrases"`` are kept as required phrases;
+* other words lose stop words and become an OR of terms, ranked by BM25;
+* words with inner punctuation (``db-staging-7.internal``) become phrases;
+* CJK words become phrases of the bigrams the store indexes;
+* every term is quoted, so no user input can form an operator.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from mnesis.store.search_text import cjk_bigrams
+
+__all__ = ["ParsedQuery", "parse_query"]
+
+_STOP_WORDS = frozenset(
+    """a about above after again all am an and any are as at be been before being below
+    between both but by can could did do does doing down during each few for from further
+    had has have having he her here hers him his how i if in into is it its itself just
+    me more most my no nor not now of off on once only or other our ours out over own same
+    she should so some such than that the their them then there these they this those
+    through to too under until up very was we were what when where which while who whom
+    why will with would you your yours""".split()
+)
+_PHRASE_RE = re.compile(r'"([^"]*)"')
+_WORD_RE = re.compile(r"\w+", re.UNICODE)
+_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+@dataclass(slots=True)
+class ParsedQuery:
+    """A parsed user query."""
+
+    required: list[str] = field(default_factory=list)
+    """Phrases that must all match (already FTS-quoted)."""
+    optional: list[str] = field(default_factory=list)
+    """Terms of which any may match (already FTS-quoted)."""
+    highlights: list[str] = field(default_factory=list)
+    """Plain strings to look for when cutting a snippet."""
+
+    @property
+    def fts(self) -> str | None:
+        """The FTS5 expression, or None when nothing searchable remains."""
+        parts = list(self.required)
+        if self.optional:
+            parts.append("(" + " OR ".join(self.optional) + ")")
+        return " AND ".join(parts) if parts else None
+
+
+def _phrase_for(chunk: str) -> str | None:
+    if _CJK_RE.search(chunk):
+        grams = cjk_bigrams(chunk)
+        words = [w for w in _WORD_RE.findall(_CJK_RE.sub(" ", chunk))]
+        pieces = grams + words
+        return _quote(" ".join(pieces)) if pieces else None
+    words = _WORD_RE.findall(chunk)
+    if not words:
+        return None
+    return _quote(" ".join(words))
+
+
+def parse_query(text: str) -> ParsedQuery:
+    """Parse ``text`` into required phrases and optional ranked terms."""
+    parsed = ParsedQuery()
+    for phrase in _PHRASE_RE.findall(text):
+        quoted = _phrase_for(phrase)
+        if quoted:
+            parsed.required.append(quoted)
+            parsed.highlights.append(phrase.strip())
+    rest = _PHRASE_RE.sub(" ", text).replace('"', " ")
+    terms: dict[str, None] = {}
+    stop_only: dict[str, None] = {}
+    for chunk in rest.split():
+        core = chunk.strip(".,;:!?()[]{}<>'`*")
+        if not core:
+            continue
+        if _CJK_RE.search(core) or len(_WORD_RE.findall(core)) > 1:
+            quoted = _phrase_for(core)
+            if quoted:
+                terms.setdefault(quoted, None)
+                parsed.highlights.append(core)
+            continue
+        word = core.lower()
+        if not _WORD_RE.fullmatch(word):
+            continue
+        target = stop_only if word in _STOP_WORDS else terms
+        target.setdefault(_quote(word), None)
+        if target is terms:
+            parsed.highlights.append(word)
+    if not terms and not parsed.required:
+        terms = stop_only
+        parsed.highlights.extend(t.strip('"') for t in stop_only)
+    parsed.optional = list(terms)
+    return parsed

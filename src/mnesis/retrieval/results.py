@@ -1,0 +1,153 @@
+"""Typed results of describe, grep, expand and expand_query."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+__all__ = [
+    "DescribeResult",
+    "ExpandQueryResult",
+    "ExpandResult",
+    "ExpandedMessage",
+    "ExpandedSummary",
+    "FileDescription",
+    "GrepMatch",
+    "GrepResult",
+    "MessageDescription",
+    "SummaryDescription",
+]
+
+
+class SummaryDescription(BaseModel):
+    """What ``describe`` says about a summary ID."""
+
+    kind: Literal["summary"] = "summary"
+    id: str
+    session_id: str
+    summary_kind: Literal["leaf", "condensed"]
+    depth: int
+    level: int
+    created_at: int
+    token_count: int
+    content: str
+    child_summary_ids: list[str] = Field(default_factory=list)
+    """Summaries this one merges (condensed only)."""
+    parent_summary_ids: list[str] = Field(default_factory=list)
+    """Condensed summaries that merged this one."""
+    source_message_count: int = 0
+    span_start_message_id: str | None = None
+    span_end_message_id: str | None = None
+    direct_source_message_ids: list[str] = Field(default_factory=list)
+    """Messages a leaf covers directly (empty for condensed: see its children)."""
+    file_ids: list[str] = Field(default_factory=list)
+    in_context: bool = False
+
+
+class FileDescription(BaseModel):
+    """What ``describe`` says about a file ID."""
+
+    kind: Literal["file"] = "file"
+    id: str
+    content_id: str
+    path: str
+    file_type: str
+    token_count: int
+    byte_size: int | None = None
+    exploration_summary: str = ""
+
+
+class MessageDescription(BaseModel):
+    """What ``describe`` says about a message ID."""
+
+    kind: Literal["message"] = "message"
+    id: str
+    session_id: str
+    role: str
+    created_at: int
+    token_estimate: int
+    is_summary: bool
+    part_types: list[str]
+    preview: str
+    in_context: bool
+    covering_summary_id: str | None = None
+    leaf_summary_ids: list[str] = Field(default_factory=list)
+
+
+DescribeResult = SummaryDescription | FileDescription | MessageDescription
+
+
+class GrepMatch(BaseModel):
+    """One search hit."""
+
+    kind: Literal["message", "summary"]
+    id: str
+    """Message ID or summary ID."""
+    session_id: str
+    part_id: str | None = None
+    role: str | None = None
+    created_at: int
+    snippet: str
+    rank: float = 0.0
+    covering_summary_id: str | None = None
+    """For a message no longer in context: the summary in context that covers it."""
+    in_context: bool = False
+
+
+class GrepResult(BaseModel):
+    """The result of ``grep``: ordered matches, grouped by covering summary."""
+
+    query: str
+    mode: Literal["full_text", "regex"]
+    scope: Literal["messages", "summaries", "both"]
+    matches: list[GrepMatch]
+    groups: dict[str, list[str]] = Field(default_factory=dict)
+    """Covering summary ID (or ``"context"`` / ``"uncovered"``) -> matched IDs."""
+    next_cursor: str | None = None
+    truncated: bool = False
+    timed_out: bool = False
+
+
+class ExpandedSummary(BaseModel):
+    """A summary reached by ``expand``."""
+
+    id: str
+    summary_kind: Literal["leaf", "condensed"]
+    depth: int
+    level: int
+    content: str
+    token_count: int
+    reached_at_depth: int
+
+
+class ExpandedMessage(BaseModel):
+    """A source message reached by ``expand``, rendered as text."""
+
+    id: str
+    role: str
+    created_at: int
+    text: str
+    token_count: int
+
+
+class ExpandResult(BaseModel):
+    """The result of ``expand``."""
+
+    summary_id: str
+    summaries: list[ExpandedSummary] = Field(default_factory=list)
+    messages: list[ExpandedMessage] = Field(default_factory=list)
+    estimated_tokens: int = 0
+    truncated: bool = False
+    unexpanded_summary_ids: list[str] = Field(default_factory=list)
+    """Summaries past the depth limit or the token cap: expand them next."""
+
+
+class ExpandQueryResult(BaseModel):
+    """The answer of a bounded sub-agent expansion."""
+
+    answer: str
+    cited_ids: list[str] = Field(default_factory=list)
+    tool_calls: int = 0
+    truncated: bool = False
+    sub_session_id: str | None = None

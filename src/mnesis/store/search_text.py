@@ -1,0 +1,46 @@
+"""What the full-text index holds for a piece of text, and how queries are written.
+
+SQLite's ``unicode61`` tokenizer treats a run of CJK characters as one token, so
+"記憶管理" would only match the whole run. The store therefore appends the
+overlapping bigrams of every CJK run after an invisible separator, and the
+query side turns CJK words into phrases of bigrams. The original text is
+everything before the separator.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["CJK_SEPARATOR", "cjk_bigrams", "index_text", "original_text"]
+
+CJK_SEPARATOR = "\n\u2063"
+_CJK_RUN = re.compile(
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\u1100-\u11ff]+"
+)
+
+
+def cjk_bigrams(text: str) -> list[str]:
+    """Overlapping bigrams of every CJK run (a single character stays as is)."""
+    grams: list[str] = []
+    for run in _CJK_RUN.findall(text):
+        if len(run) == 1:
+            grams.append(run)
+        else:
+            grams.extend(run[i : i + 2] for i in range(len(run) - 1))
+    return grams
+
+
+def index_text(text: str) -> str:
+    """The text stored for indexing: the original plus CJK bigrams when present."""
+    if text.isascii():
+        return text
+    grams = cjk_bigrams(text)
+    if not grams:
+        return text
+    return text + CJK_SEPARATOR + " ".join(grams)
+
+
+def original_text(indexed: str) -> str:
+    """Undo :func:`index_text`."""
+    cut = indexed.find(CJK_SEPARATOR)
+    return indexed if cut < 0 else indexed[:cut]

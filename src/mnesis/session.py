@@ -66,7 +66,18 @@ from mnesis.models.parts import (
 )
 from mnesis.models.tokens import TokenUsage
 from mnesis.retrieval.engine import RetrievalEngine
-from mnesis.retrieval.results import DescribeResult, ExpandResult, GrepResult
+from mnesis.retrieval.results import (
+    DescribeResult,
+    ExpandQueryResult,
+    ExpandResult,
+    GrepResult,
+)
+from mnesis.retrieval.tools import (
+    LCM_TOOL_NAMES,
+    anthropic_tools,
+    execute_lcm_tool,
+    openai_tools,
+)
 from mnesis.store.base import ImmutableStore, NewMessage, SessionRecord
 from mnesis.store.dag import SummaryDAGStore
 from mnesis.store.pool import StorePool
@@ -139,6 +150,8 @@ class MnesisSession:
         llm: LLMClient,
         context_tokens: int,
         token_usage: TokenUsage,
+        pool: StorePool,
+        db_path: str,
     ) -> None:
         self._record = record
         self._store = store
@@ -162,6 +175,11 @@ class MnesisSession:
             llm=llm,
             on_commit=self._on_compaction_commit,
         )
+        self._tool_engine = self._retrieval
+        self._tool_token_cap: int | None = None
+        self.tool_calls_run = 0
+        self._pool = pool
+        self._db_path = db_path
         self._context_tokens = context_tokens
         self._context_stale = False
         self._token_usage = token_usage
@@ -201,7 +219,8 @@ class MnesisSession:
             raise InvalidArgumentError(f"parent_id {parent_id!r} is not a session ID")
         cfg = cls._resolve_config(config, db_path)
         client = resolve_client(model, llm)
-        store = await (pool or StorePool.default()).acquire(cfg.store, db_path=db_path)
+        pool = pool or StorePool.default()
+        store = await pool.acquire(cfg.store, db_path=db_path)
         now = _now_ms()
         record = SessionRecord(
             id=new_id("sess"),
@@ -224,6 +243,8 @@ class MnesisSession:
             llm=client,
             context_tokens=0,
             token_usage=TokenUsage(),
+            pool=pool,
+            db_path=db_path or cfg.store.db_path,
         )
         session._bus.publish(MnesisEvent.SESSION_CREATED, {"session_id": record.id, "model": model})
         return session
@@ -260,7 +281,8 @@ class MnesisSession:
                 f"session_id must be a string, got {type(session_id).__name__}"
             )
         cfg = cls._resolve_config(config, db_path)
-        store = await (pool or StorePool.default()).acquire(cfg.store, db_path=db_path)
+        pool = pool or StorePool.default()
+        store = await pool.acquire(cfg.store, db_path=db_path)
         try:
             record = await store.get_session(session_id)
             context_tokens = await store.context_token_total(session_id)
@@ -278,6 +300,8 @@ class MnesisSession:
             llm=resolve_client(record.model, llm),
             context_tokens=context_tokens,
             token_usage=usage,
+            pool=pool,
+            db_path=db_path or cfg.store.db_path,
         )
 
     @staticmethod
@@ -393,6 +417,7 @@ class MnesisSession:
         tools: list[dict[str, Any]] | None = None,
         on_part: PartCallback | None = None,
         system_prompt: str | None = None,
+        run_lcm_tools: bool = False,
     ) -> TurnResult:
         """Send a user message to the model and persist the whole turn.
 
@@ -400,7 +425,9 @@ class MnesisSession:
         and the assistant stub stay stored, the stub marked ``error``).
         """
         result: TurnResult | None = None
-        async for item in self.stream(message, tools=tools, system_prompt=system_prompt):
+        async for item in self.stream(
+            message, tools=tools, system_prompt=system_prompt, run_lcm_tools=run_lcm_tools
+        ):
             if isinstance(item, TextDelta):
                 if on_part is not None:
                     outcome = on_part(TextPart(text=item.text))
@@ -417,91 +444,127 @@ class MnesisSession:
         *,
         tools: list[dict[str, Any]] | None = None,
         system_prompt: str | None = None,
+        run_lcm_tools: bool = False,
     ) -> AsyncIterator[TextDelta | TurnComplete]:
         """Like :meth:`send`, yielding :class:`TextDelta` as text arrives, then
-        one :class:`TurnComplete`."""
+        one :class:`TurnComplete`.
+
+        With ``run_lcm_tools=True`` the session executes the model's ``lcm_*`` tool
+        calls itself and calls the model again, up to ``session.max_tool_rounds``
+        times; the result is the last round's.
+        """
         self._check_open()
         parts = _normalize(message, "message")
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise InvalidArgumentError("system_prompt must be a string")
+        if tools is not None and not isinstance(tools, list):
+            raise InvalidArgumentError("tools must be a list of tool definitions")
         prompt = self._record.system_prompt if system_prompt is None else system_prompt
         async with self._turn_lock():
             user = await self._append("user", parts)
             self._publish_message(user)
             compaction = await self._ensure_under_hard_limit()
-            built = await self._builder.build(self.id, self._model_info, prompt, self._config)
-            assistant = self._new_message("assistant", parent_id=user.id)
-            await self._store.append_message(assistant, [])
-            request = LLMRequest(
-                model=self.model,
-                messages=built.to_dicts(),
-                max_tokens=self._model_info.max_output_tokens,
-                tools=tools,
-            )
-            texts: list[str] = []
-            tool_parts: list[ToolPart] = []
-            finish: str = FinishReason.STOP
-            usage = TokenUsage()
-            settled = False
-            timeout = self._config.session.model_timeout_seconds
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + timeout
-            chunks = self._llm.stream(request).__aiter__()
-            try:
-                while True:
-                    remaining = deadline - loop.time()
-                    if remaining <= 0:
-                        raise TimeoutError
-                    try:
-                        # The timeout wraps only the wait for the next chunk, never
-                        # the consumer's code between yields.
-                        chunk = await asyncio.wait_for(anext(chunks), remaining)
-                    except StopAsyncIteration:
-                        break
-                    if chunk.text:
-                        texts.append(chunk.text)
-                        yield TextDelta(message_id=assistant.id, text=chunk.text)
-                    for call in chunk.tool_calls:
-                        tool_parts.append(
-                            ToolPart(
-                                tool_name=call.name or "unknown",
-                                tool_call_id=call.id or new_id("part"),
-                                input=call.arguments,
-                                status=ToolStatus(state="pending", started_at=_now_ms()),
-                            )
-                        )
-                    if chunk.finish_reason:
-                        finish = chunk.finish_reason
-                    if chunk.usage is not None:
-                        usage = chunk.usage
-                settled = True
-            except TimeoutError as exc:
-                settled = True
-                await self._fail_turn(assistant, texts, "timeout")
-                raise LLMTimeoutError(
-                    f"model {self.model} did not finish within {timeout}s"
-                ) from exc
-            except MnesisError as exc:
-                settled = True
-                await self._fail_turn(assistant, texts, str(exc))
-                raise
-            except Exception as exc:
-                settled = True
-                await self._fail_turn(assistant, texts, f"{type(exc).__name__}: {exc}")
-                raise LLMError(f"model {self.model} failed: {exc}") from exc
-            finally:
-                aclose = getattr(chunks, "aclose", None)
-                if aclose is not None:
-                    with contextlib.suppress(Exception):
-                        await aclose()
-                if not settled:
-                    # Cancelled or abandoned mid-stream: keep what arrived.
-                    with contextlib.suppress(Exception):
-                        await asyncio.shield(self._fail_turn(assistant, texts, "interrupted"))
-            result = await self._finish_assistant(
-                assistant, "".join(texts), tool_parts, finish, usage, built, compaction, user.id
-            )
+            rounds = 0
+            while True:
+                holder: list[TurnResult] = []
+                async for delta in self._model_round(user.id, prompt, tools, compaction, holder):
+                    yield delta
+                result = holder[0]
+                lcm_calls = [c for c in result.tool_calls if c.tool_name in LCM_TOOL_NAMES]
+                if (
+                    not run_lcm_tools
+                    or not lcm_calls
+                    or rounds >= self._config.session.max_tool_rounds
+                ):
+                    break
+                for call in lcm_calls:
+                    output = await self.execute_tool(call.tool_name, call.input)
+                    assert call.id is not None
+                    await self._complete_tool_part(call.id, result.message_id, output, None)
+                rounds += 1
+                compaction = await self._ensure_under_hard_limit()
         yield TurnComplete(result=result)
+
+    async def _model_round(
+        self,
+        user_id: str,
+        prompt: str,
+        tools: list[dict[str, Any]] | None,
+        compaction: CompactionResult | None,
+        holder: list[TurnResult],
+    ) -> AsyncIterator[TextDelta]:
+        """One model call: build, stub, stream, persist. Appends the result to ``holder``."""
+        built = await self._builder.build(self.id, self._model_info, prompt, self._config)
+        assistant = self._new_message("assistant", parent_id=user_id)
+        await self._store.append_message(assistant, [])
+        request = LLMRequest(
+            model=self.model,
+            messages=built.to_dicts(),
+            max_tokens=self._model_info.max_output_tokens,
+            tools=tools,
+        )
+        texts: list[str] = []
+        tool_parts: list[ToolPart] = []
+        finish: str = FinishReason.STOP
+        usage = TokenUsage()
+        settled = False
+        timeout = self._config.session.model_timeout_seconds
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        chunks = self._llm.stream(request).__aiter__()
+        try:
+            while True:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    raise TimeoutError
+                try:
+                    # The timeout wraps only the wait for the next chunk, never
+                    # the consumer's code between yields.
+                    chunk = await asyncio.wait_for(anext(chunks), remaining)
+                except StopAsyncIteration:
+                    break
+                if chunk.text:
+                    texts.append(chunk.text)
+                    yield TextDelta(message_id=assistant.id, text=chunk.text)
+                for call in chunk.tool_calls:
+                    tool_parts.append(
+                        ToolPart(
+                            tool_name=call.name or "unknown",
+                            tool_call_id=call.id or new_id("part"),
+                            input=call.arguments,
+                            status=ToolStatus(state="pending", started_at=_now_ms()),
+                        )
+                    )
+                if chunk.finish_reason:
+                    finish = chunk.finish_reason
+                if chunk.usage is not None:
+                    usage = chunk.usage
+            settled = True
+        except TimeoutError as exc:
+            settled = True
+            await self._fail_turn(assistant, texts, "timeout")
+            raise LLMTimeoutError(f"model {self.model} did not finish within {timeout}s") from exc
+        except MnesisError as exc:
+            settled = True
+            await self._fail_turn(assistant, texts, str(exc))
+            raise
+        except Exception as exc:
+            settled = True
+            await self._fail_turn(assistant, texts, f"{type(exc).__name__}: {exc}")
+            raise LLMError(f"model {self.model} failed: {exc}") from exc
+        finally:
+            aclose = getattr(chunks, "aclose", None)
+            if aclose is not None:
+                with contextlib.suppress(Exception):
+                    await aclose()
+            if not settled:
+                # Cancelled or abandoned mid-stream: keep what arrived.
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self._fail_turn(assistant, texts, "interrupted"))
+        result = await self._finish_assistant(
+            assistant, "".join(texts), tool_parts, finish, usage, built, compaction, user_id
+        )
+        holder.append(result)
 
     async def record(
         self,
@@ -576,7 +639,14 @@ class MnesisSession:
         self._check_open()
         if (output is None) == (error is None):
             raise InvalidArgumentError("give exactly one of output= or error=")
+        if not isinstance(tool_call_id, str) or not tool_call_id:
+            raise InvalidArgumentError("tool_call_id must be a non-empty string")
         part_id, message_id = await self._store.find_tool_part(self.id, tool_call_id)
+        await self._complete_tool_part(part_id, message_id, output, error)
+
+    async def _complete_tool_part(
+        self, part_id: str, message_id: str, output: str | None, error: str | None
+    ) -> None:
         await self._store.update_part_status(
             part_id,
             state="completed" if error is None else "error",
@@ -589,6 +659,86 @@ class MnesisSession:
         delta = estimate - message.message.token_estimate
         await self._store.update_message_tokens(message_id, token_estimate=estimate)
         self._context_tokens += delta
+
+    # -- agent tools --------------------------------------------------------
+    def lcm_tool_definitions(
+        self, *, format: str = "openai", exclude: Sequence[str] = ()
+    ) -> list[dict[str, Any]]:
+        """Definitions of ``lcm_grep``/``lcm_describe``/``lcm_expand``/``lcm_expand_query``
+        in the ``"openai"`` (litellm) or ``"anthropic"`` format."""
+        names = [n for n in sorted(LCM_TOOL_NAMES) if n not in exclude]
+        if format == "openai":
+            return openai_tools(names)
+        if format == "anthropic":
+            return anthropic_tools(names)
+        raise InvalidArgumentError(f"format must be 'openai' or 'anthropic', got {format!r}")
+
+    async def execute_tool(self, name: str, arguments: dict[str, Any] | str | None) -> str:
+        """Run an ``lcm_*`` tool call against this session; returns JSON for the model.
+
+        Errors are reported inside the JSON (``{"error": ...}``), never raised.
+        """
+        self._check_open()
+        self.tool_calls_run += 1
+
+        async def _expand_query(kw: dict[str, Any]) -> dict[str, Any]:
+            result = await self.expand_query(**kw)
+            return result.model_dump()
+
+        return await execute_lcm_tool(
+            self._tool_engine,
+            name,
+            arguments,
+            expand_query=_expand_query if self._tool_engine is self._retrieval else None,
+            max_token_cap=self._tool_token_cap,
+        )
+
+    async def expand_query(
+        self,
+        prompt: str,
+        *,
+        query: str | None = None,
+        summary_ids: Sequence[str] | None = None,
+        token_cap: int | None = None,
+        max_answer_tokens: int = 800,
+        timeout: float = 120.0,
+    ) -> ExpandQueryResult:
+        """Answer a narrow question about compacted history with a bounded sub-agent.
+
+        See :func:`mnesis.retrieval.subagent.expand_query`.
+        """
+        self._check_open()
+        from mnesis.retrieval.subagent import expand_query
+
+        return await expand_query(
+            self,
+            prompt,
+            query=query,
+            summary_ids=summary_ids,
+            token_cap=token_cap,
+            max_answer_tokens=max_answer_tokens,
+            timeout=timeout,
+        )
+
+    async def spawn_child(self, *, agent: str, system_prompt: str) -> MnesisSession:
+        """A new session whose ``parent_id`` is this one, on the same store and model."""
+        self._check_open()
+        config = self._config.model_copy(deep=True)
+        config.store.db_path = self._db_path
+        return await MnesisSession.create(
+            model=self.model,
+            agent=agent,
+            parent_id=self.id,
+            config=config,
+            system_prompt=system_prompt,
+            pool=self._pool,
+            llm=self._llm,
+        )
+
+    def use_tool_engine(self, engine: RetrievalEngine, *, max_token_cap: int | None = None) -> None:
+        """Run this session's ``lcm_*`` tool calls against ``engine`` (a restricted grant)."""
+        self._tool_engine = engine
+        self._tool_token_cap = max_token_cap
 
     async def context_for_next_turn(self, system_prompt: str | None = None) -> list[dict[str, Any]]:
         """The ``{"role", "content"}`` messages the next model call would receive."""

@@ -31,6 +31,7 @@ __all__ = [
     "ContextItem",
     "FileReference",
     "ImmutableStore",
+    "IntegritySnapshot",
     "NewMessage",
     "SearchFilter",
     "SearchHit",
@@ -165,6 +166,26 @@ class SearchFilter:
     until: int | None = None
     under_summary: str | None = None
     """Only messages covered (at any depth) by this summary."""
+
+
+@dataclass(slots=True)
+class IntegritySnapshot:
+    """Raw lineage and context rows of one session, for the integrity checker."""
+
+    session_id: str
+    context: list[tuple[int, str, str | None, str | None]]
+    """``(position, item_type, message_id, summary_id)`` in position order."""
+    messages: list[tuple[str, int, str, bool, int]]
+    """``(id, seq, role, is_summary, token_estimate)`` in seq order."""
+    summaries: list[tuple[str, str, list[str], str | None, str | None]]
+    """``(id, kind, file_ids, span_start_message_id, span_end_message_id)``."""
+    summary_messages: list[tuple[str, str]]
+    """``(summary_id, message_id)`` edges."""
+    summary_parents: list[tuple[str, str]]
+    """``(summary_id, merged_summary_id)`` edges."""
+    known_file_ids: set[str]
+    missing_context_targets: list[int]
+    """Positions whose message or summary row does not exist."""
 
 
 class ImmutableStore(ABC):
@@ -386,6 +407,30 @@ class ImmutableStore(ABC):
         limit: int,
     ) -> list[SearchHit]:
         """Stored texts newest first, one page (for regex search)."""
+
+    # integrity --------------------------------------------------------------
+    @abstractmethod
+    async def list_session_ids(self) -> list[str]:
+        """Every session ID, oldest first."""
+
+    @abstractmethod
+    async def integrity_snapshot(self, session_id: str) -> IntegritySnapshot:
+        """The rows the integrity checker needs for one session."""
+
+    @abstractmethod
+    async def replace_context_items(
+        self, session_id: str, items: Sequence[tuple[str, str, int]]
+    ) -> None:
+        """Repair: replace a session's context with ``(item_type, item_id, tokens)`` rows,
+        positions 1..n, in one transaction."""
+
+    @abstractmethod
+    async def add_summary_sources(self, summary_id: str, message_ids: Sequence[str]) -> None:
+        """Repair: link an orphan leaf summary to its source messages."""
+
+    @abstractmethod
+    async def backup_to(self, path: str) -> None:
+        """Write a consistent copy of the whole database to ``path``."""
 
     # files ----------------------------------------------------------------
     @abstractmethod

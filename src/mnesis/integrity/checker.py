@@ -1,0 +1,336 @@
+"""``IntegrityChecker``: proves that lineage is whole and the context view is sound.
+
+The checker reads one :class:`~mnesis.store.base.IntegritySnapshot` per session
+(any backend) and reports typed violations. It never writes; repairs are
+planned by :func:`~mnesis.integrity.repair.plan_repairs` and applied only by an
+explicit call that takes a backup first.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+from mnesis.errors import InvalidArgumentError
+from mnesis.models.ids import is_valid_id
+from mnesis.store.base import ImmutableStore, IntegritySnapshot
+from mnesis.tokens.estimator import TokenEstimator
+
+__all__ = ["IntegrityChecker", "IntegrityReport", "Violation", "ViolationKind"]
+
+
+class ViolationKind(StrEnum):
+    """Every kind of broken invariant the checker detects."""
+
+    SUMMARY_WITHOUT_SOURCE = "summary_without_source"
+    DANGLING_CONTEXT_ITEM = "dangling_context_item"
+    CONTEXT_OUT_OF_ORDER = "context_out_of_order"
+    DUPLICATE_CONTEXT_ITEM = "duplicate_context_item"
+    DOUBLE_COUNTED = "double_counted"
+    LOST_FROM_VIEW = "lost_from_view"
+    DAG_CYCLE = "dag_cycle"
+    SEPARATED_TOOL_RESULT = "separated_tool_result"
+    TOKEN_MISMATCH = "token_mismatch"
+    MISSING_FILE_REFERENCE = "missing_file_reference"
+
+
+REPAIRABLE = frozenset(
+    {
+        ViolationKind.SUMMARY_WITHOUT_SOURCE,
+        ViolationKind.DANGLING_CONTEXT_ITEM,
+        ViolationKind.CONTEXT_OUT_OF_ORDER,
+        ViolationKind.DUPLICATE_CONTEXT_ITEM,
+        ViolationKind.DOUBLE_COUNTED,
+        ViolationKind.LOST_FROM_VIEW,
+        ViolationKind.SEPARATED_TOOL_RESULT,
+        ViolationKind.TOKEN_MISMATCH,
+    }
+)
+
+
+class Violation(BaseModel):
+    """One broken invariant."""
+
+    kind: ViolationKind
+    session_id: str
+    object_id: str
+    detail: str
+    repairable: bool
+
+
+class IntegrityReport(BaseModel):
+    """The result of a check."""
+
+    sessions_checked: int = 0
+    messages_checked: int = 0
+    violations: list[Violation] = Field(default_factory=list)
+    elapsed_ms: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True when no violation was found."""
+        return not self.violations
+
+    @property
+    def sessions_per_second(self) -> float:
+        """Checking throughput."""
+        return self.sessions_checked / (self.elapsed_ms / 1000) if self.elapsed_ms else 0.0
+
+    def by_kind(self) -> dict[str, int]:
+        """Violation counts per kind."""
+        counts: dict[str, int] = defaultdict(int)
+        for v in self.violations:
+            counts[v.kind.value] += 1
+        return dict(counts)
+
+
+class IntegrityChecker:
+    """Checks one session or every session of a store.
+
+    ``check_tokens`` re-estimates each message (loads all parts: slower) and flags
+    stored estimates that differ by more than ``token_tolerance`` (relative) plus
+    ``token_slack`` (absolute).
+    """
+
+    def __init__(
+        self,
+        store: ImmutableStore,
+        estimator: TokenEstimator | None = None,
+        *,
+        check_tokens: bool = False,
+        token_tolerance: float = 0.25,
+        token_slack: int = 8,
+    ) -> None:
+        self.store = store
+        self.estimator = estimator or TokenEstimator()
+        self.check_tokens = check_tokens
+        self.token_tolerance = token_tolerance
+        self.token_slack = token_slack
+
+    async def run(self, session_id: str | None = None) -> IntegrityReport:
+        """Check ``session_id`` (or every session when None)."""
+        started = time.perf_counter()
+        if session_id is None:
+            ids = await self.store.list_session_ids()
+        else:
+            if not is_valid_id(session_id, "sess"):
+                raise InvalidArgumentError(f"{session_id!r} is not a session ID")
+            await self.store.get_session(session_id)
+            ids = [session_id]
+        report = IntegrityReport()
+        for sid in ids:
+            snapshot = await self.store.integrity_snapshot(sid)
+            report.violations.extend(check_snapshot(snapshot))
+            report.sessions_checked += 1
+            report.messages_checked += len(snapshot.messages)
+            if self.check_tokens:
+                report.violations.extend(await self._check_tokens(sid))
+        report.elapsed_ms = (time.perf_counter() - started) * 1000
+        return report
+
+    async def _check_tokens(self, session_id: str) -> list[Violation]:
+        out: list[Violation] = []
+        for message in await self.store.get_messages(session_id, include_summaries=False):
+            stored = message.message.token_estimate
+            fresh = self.estimator.estimate_message(message)
+            if abs(stored - fresh) > self.token_slack + self.token_tolerance * fresh:
+                out.append(
+                    _violation(
+                        ViolationKind.TOKEN_MISMATCH,
+                        session_id,
+                        message.id,
+                        f"stored estimate {stored} vs {fresh} re-estimated",
+                    )
+                )
+        return out
+
+
+def _violation(kind: ViolationKind, session_id: str, object_id: str, detail: str) -> Violation:
+    return Violation(
+        kind=kind,
+        session_id=session_id,
+        object_id=object_id,
+        detail=detail,
+        repairable=kind in REPAIRABLE,
+    )
+
+
+def descendants(
+    summary_id: str, children: dict[str, list[str]], sources: dict[str, list[str]]
+) -> tuple[set[str], set[str]]:
+    """All summaries and messages under a summary (cycle-safe)."""
+    summaries: set[str] = set()
+    messages: set[str] = set()
+    stack = [summary_id]
+    while stack:
+        current = stack.pop()
+        for child in children.get(current, ()):
+            if child not in summaries:
+                summaries.add(child)
+                stack.append(child)
+        messages.update(sources.get(current, ()))
+    return summaries, messages
+
+
+def _find_cycles(children: dict[str, list[str]]) -> list[str]:
+    white, grey, black = 0, 1, 2
+    color: dict[str, int] = defaultdict(int)
+    cyclic: list[str] = []
+    for root in list(children):
+        if color[root] != white:
+            continue
+        stack = [(root, iter(children.get(root, ())))]
+        color[root] = grey
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                color[node] = black
+                stack.pop()
+            elif color[nxt] == grey:
+                cyclic.append(nxt)
+            elif color[nxt] == white:
+                color[nxt] = grey
+                stack.append((nxt, iter(children.get(nxt, ()))))
+    return sorted(set(cyclic))
+
+
+def check_snapshot(snap: IntegritySnapshot) -> list[Violation]:
+    """Every violation in one session's snapshot."""
+    sid = snap.session_id
+    out: list[Violation] = []
+    children: dict[str, list[str]] = defaultdict(list)
+    for parent, child in snap.summary_parents:
+        children[parent].append(child)
+    sources: dict[str, list[str]] = defaultdict(list)
+    for edge_summary, edge_message in snap.summary_messages:
+        sources[edge_summary].append(edge_message)
+    seq = {m[0]: m[1] for m in snap.messages}
+    roles = {m[0]: m[2] for m in snap.messages}
+
+    for summary_id, _kind, file_ids, _start, _end in snap.summaries:
+        if not children.get(summary_id) and not sources.get(summary_id):
+            out.append(
+                _violation(
+                    ViolationKind.SUMMARY_WITHOUT_SOURCE,
+                    sid,
+                    summary_id,
+                    "summary has no source messages and merges no summaries",
+                )
+            )
+        # Only IDs mnesis issued (file_ + ULID) must resolve; other file_… strings
+        # in conversation text are just text.
+        missing_files = [
+            f for f in file_ids if is_valid_id(f, "file") and f not in snap.known_file_ids
+        ]
+        if missing_files:
+            out.append(
+                _violation(
+                    ViolationKind.MISSING_FILE_REFERENCE,
+                    sid,
+                    summary_id,
+                    f"{len(missing_files)} file IDs missing from file_references, "
+                    f"e.g. {missing_files[0]}",
+                )
+            )
+    for cyclic_id in _find_cycles(children):
+        out.append(
+            _violation(ViolationKind.DAG_CYCLE, sid, cyclic_id, "summary lineage has a cycle")
+        )
+
+    missing = set(snap.missing_context_targets)
+    seen_items: set[str] = set()
+    last_seq = 0
+    in_context_messages: set[str] = set()
+    covered: set[str] = set()
+    context_summaries: list[str] = []
+    previous: tuple[str, str | None] | None = None
+    for position, item_type, item_message, item_summary in snap.context:
+        message_id, summary_id = item_message, item_summary
+        item_id = message_id or summary_id or ""
+        if position in missing:
+            out.append(
+                _violation(
+                    ViolationKind.DANGLING_CONTEXT_ITEM,
+                    sid,
+                    item_id,
+                    f"context position {position} points to a missing {item_type}",
+                )
+            )
+            previous = (item_type, item_id)
+            continue
+        if item_id in seen_items:
+            out.append(
+                _violation(
+                    ViolationKind.DUPLICATE_CONTEXT_ITEM,
+                    sid,
+                    item_id,
+                    f"{item_id} appears twice in the context (position {position})",
+                )
+            )
+        seen_items.add(item_id)
+        if item_type == "message" and message_id is not None:
+            in_context_messages.add(message_id)
+            first = seq.get(message_id, 0)
+            if roles.get(message_id) == "tool" and (previous is None or previous[0] != "message"):
+                out.append(
+                    _violation(
+                        ViolationKind.SEPARATED_TOOL_RESULT,
+                        sid,
+                        message_id,
+                        "tool result is not preceded by the message that called it",
+                    )
+                )
+        else:
+            assert summary_id is not None
+            context_summaries.append(summary_id)
+            under_summaries, under_messages = descendants(summary_id, children, sources)
+            covered |= under_messages
+            first = min((seq.get(m, 0) for m in under_messages), default=last_seq)
+            for other in under_summaries:
+                if other in seen_items:
+                    out.append(
+                        _violation(
+                            ViolationKind.DOUBLE_COUNTED,
+                            sid,
+                            summary_id,
+                            f"summary {summary_id} is in context with its own source {other}",
+                        )
+                    )
+        if first < last_seq:
+            out.append(
+                _violation(
+                    ViolationKind.CONTEXT_OUT_OF_ORDER,
+                    sid,
+                    item_id,
+                    f"position {position} starts before the item before it",
+                )
+            )
+        last_seq = max(last_seq, first)
+        previous = (item_type, item_id)
+
+    for stored_id in in_context_messages & covered:
+        out.append(
+            _violation(
+                ViolationKind.DOUBLE_COUNTED,
+                sid,
+                stored_id,
+                "message is in context both raw and under a summary",
+            )
+        )
+    for stored_id, _seq, _role, is_summary, _tokens in snap.messages:
+        if is_summary:
+            continue
+        if stored_id not in in_context_messages and stored_id not in covered:
+            out.append(
+                _violation(
+                    ViolationKind.LOST_FROM_VIEW,
+                    sid,
+                    stored_id,
+                    "message is neither in context nor under a summary in context",
+                )
+            )
+    return out

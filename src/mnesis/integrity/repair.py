@@ -1,0 +1,191 @@
+"""Repair plans: non-destructive, explicit, backed up, re-checked.
+
+:func:`plan_repairs` turns a report into actions and writes nothing.
+:func:`apply_repairs` takes a backup of the database first, applies the actions
+(context rebuilt from lineage, orphan summaries re-linked to their span, token
+estimates re-derived) and re-runs the checker. History rows are never touched:
+only the context view, lineage links that were missing, and token estimates.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from mnesis.integrity.checker import IntegrityChecker, IntegrityReport, ViolationKind, descendants
+from mnesis.models.render import render_summary
+from mnesis.store.base import ImmutableStore
+from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
+
+__all__ = ["RepairAction", "RepairOutcome", "RepairPlan", "apply_repairs", "plan_repairs"]
+
+_CONTEXT_KINDS = {
+    ViolationKind.DANGLING_CONTEXT_ITEM,
+    ViolationKind.CONTEXT_OUT_OF_ORDER,
+    ViolationKind.DUPLICATE_CONTEXT_ITEM,
+    ViolationKind.DOUBLE_COUNTED,
+    ViolationKind.LOST_FROM_VIEW,
+    ViolationKind.SEPARATED_TOOL_RESULT,
+}
+
+
+class RepairAction(BaseModel):
+    """One step of a plan."""
+
+    action: Literal["rebuild_context", "relink_summary", "rederive_tokens"]
+    session_id: str
+    target_id: str
+    reason: str
+
+
+class RepairPlan(BaseModel):
+    """What :func:`apply_repairs` would do."""
+
+    actions: list[RepairAction] = Field(default_factory=list)
+    unrepairable: list[str] = Field(default_factory=list)
+    """Violations no automatic repair can fix (cycles, missing files)."""
+
+
+class RepairOutcome(BaseModel):
+    """What :func:`apply_repairs` did."""
+
+    backup_path: str
+    applied: int
+    report_after: IntegrityReport
+
+
+def plan_repairs(report: IntegrityReport) -> RepairPlan:
+    """A non-destructive plan for the repairable violations of ``report``."""
+    plan = RepairPlan()
+    rebuild: dict[str, str] = {}
+    for v in report.violations:
+        if v.kind in _CONTEXT_KINDS:
+            rebuild.setdefault(v.session_id, v.kind.value)
+        elif v.kind == ViolationKind.SUMMARY_WITHOUT_SOURCE:
+            plan.actions.append(
+                RepairAction(
+                    action="relink_summary",
+                    session_id=v.session_id,
+                    target_id=v.object_id,
+                    reason="re-link the summary to the messages of its recorded span",
+                )
+            )
+        elif v.kind == ViolationKind.TOKEN_MISMATCH:
+            plan.actions.append(
+                RepairAction(
+                    action="rederive_tokens",
+                    session_id=v.session_id,
+                    target_id=v.object_id,
+                    reason=v.detail,
+                )
+            )
+        else:
+            plan.unrepairable.append(f"{v.kind.value}: {v.object_id} ({v.detail})")
+    # Re-linking first, so the rebuilt context sees the restored lineage.
+    for session_id, why in rebuild.items():
+        plan.actions.append(
+            RepairAction(
+                action="rebuild_context",
+                session_id=session_id,
+                target_id=session_id,
+                reason=f"rebuild the context view from lineage ({why})",
+            )
+        )
+    return plan
+
+
+async def apply_repairs(
+    store: ImmutableStore,
+    plan: RepairPlan,
+    *,
+    backup_path: str,
+    estimator: TokenEstimator | None = None,
+) -> RepairOutcome:
+    """Back up the database to ``backup_path``, apply ``plan``, then re-check."""
+    estimator = estimator or TokenEstimator()
+    await store.backup_to(backup_path)
+    applied = 0
+    sessions: set[str] = set()
+    for action in plan.actions:
+        sessions.add(action.session_id)
+        if action.action == "relink_summary":
+            await _relink(store, action.session_id, action.target_id)
+        elif action.action == "rederive_tokens":
+            message = await store.get_message(action.target_id)
+            await store.update_message_tokens(
+                message.id, token_estimate=estimator.estimate_message(message)
+            )
+        else:
+            await _rebuild_context(store, action.session_id, estimator)
+        applied += 1
+    checker = IntegrityChecker(store, estimator)
+    after = IntegrityReport()
+    started = time.perf_counter()
+    for session_id in sorted(sessions):
+        one = await checker.run(session_id)
+        after.violations.extend(one.violations)
+        after.sessions_checked += one.sessions_checked
+        after.messages_checked += one.messages_checked
+    after.elapsed_ms = (time.perf_counter() - started) * 1000
+    return RepairOutcome(backup_path=backup_path, applied=applied, report_after=after)
+
+
+async def _relink(store: ImmutableStore, session_id: str, summary_id: str) -> None:
+    summary = await store.get_summary(summary_id)
+    if summary.span_start_message_id is None or summary.span_end_message_id is None:
+        return
+    snap = await store.integrity_snapshot(session_id)
+    seqs = {m[0]: m[1] for m in snap.messages}
+    start = seqs.get(summary.span_start_message_id)
+    end = seqs.get(summary.span_end_message_id)
+    if start is None or end is None:
+        return
+    ids = [m[0] for m in snap.messages if start <= m[1] <= end and not m[3]]
+    await store.add_summary_sources(summary_id, ids)
+
+
+async def _rebuild_context(
+    store: ImmutableStore, session_id: str, estimator: TokenEstimator
+) -> None:
+    """Context = the topmost summaries, each at its first message, plus uncovered messages."""
+    snap = await store.integrity_snapshot(session_id)
+    children: dict[str, list[str]] = defaultdict(list)
+    merged: set[str] = set()
+    for parent, child in snap.summary_parents:
+        children[parent].append(child)
+        merged.add(child)
+    sources: dict[str, list[str]] = defaultdict(list)
+    for edge_summary, edge_message in snap.summary_messages:
+        sources[edge_summary].append(edge_message)
+    owner: dict[str, str] = {}
+    roots = [row[0] for row in snap.summaries if row[0] not in merged]
+    # Later roots win overlaps: they were built from the newer context.
+    for root in roots:
+        for covered_id in descendants(root, children, sources)[1]:
+            owner[covered_id] = root
+    records = {s.id: s for s in await store.get_summaries(roots)}
+    items: list[tuple[str, str, int]] = []
+    emitted: set[str] = set()
+    for message_id, _seq, _role, is_summary, tokens in snap.messages:
+        if is_summary:
+            continue
+        owning = owner.get(message_id)
+        if owning is None:
+            items.append(("message", message_id, tokens))
+        elif owning not in emitted and owning in records:
+            emitted.add(owning)
+            s = records[owning]
+            text = render_summary(
+                s.id,
+                s.kind,
+                s.depth,
+                s.source_message_count,
+                s.span_start_message_id,
+                s.span_end_message_id,
+                s.content,
+            )
+            items.append(("summary", owning, estimator.estimate(text) + MESSAGE_OVERHEAD_TOKENS))
+    await store.replace_context_items(session_id, items)

@@ -211,13 +211,13 @@ def check_snapshot(snap: IntegritySnapshot) -> list[Violation]:
     seq = {m[0]: m[1] for m in snap.messages}
     roles = {m[0]: m[2] for m in snap.messages}
 
-    for summary_id, _kind, file_ids, _start, _end in snap.summaries:
-        if not children.get(summary_id) and not sources.get(summary_id):
+    for node_id, _kind, file_ids, _start, _end in snap.summaries:
+        if not children.get(node_id) and not sources.get(node_id):
             out.append(
                 _violation(
                     ViolationKind.SUMMARY_WITHOUT_SOURCE,
                     sid,
-                    summary_id,
+                    node_id,
                     "summary has no source messages and merges no summaries",
                 )
             )
@@ -231,7 +231,7 @@ def check_snapshot(snap: IntegritySnapshot) -> list[Violation]:
                 _violation(
                     ViolationKind.MISSING_FILE_REFERENCE,
                     sid,
-                    summary_id,
+                    node_id,
                     f"{len(missing_files)} file IDs missing from file_references, "
                     f"e.g. {missing_files[0]}",
                 )

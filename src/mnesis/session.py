@@ -181,6 +181,9 @@ class MnesisSession:
         self._pool = pool
         self._db_path = db_path
         self._context_tokens = context_tokens
+        self._system_tokens = (
+            self._estimator.estimate(record.system_prompt) + MESSAGE_OVERHEAD_TOKENS
+        )
         self._context_stale = False
         self._token_usage = token_usage
         self._turns: list[TurnSnapshot] = []
@@ -951,12 +954,12 @@ class MnesisSession:
             await self._refresh_context_tokens()
         if not self._config.compaction.auto:
             return None
-        if not self._engine.is_hard_overflow(self._context_tokens, self._model_info):
+        if not self._engine.is_hard_overflow(self._view_tokens, self._model_info):
             return None
         if self._engine.in_progress:
             await self._engine.wait_for_pending()
             await self._refresh_context_tokens()
-            if not self._engine.is_hard_overflow(self._context_tokens, self._model_info):
+            if not self._engine.is_hard_overflow(self._view_tokens, self._model_info):
                 return self._engine.last_result
         result = await self._engine.run_compaction(self.id)
         await self._refresh_context_tokens()
@@ -967,4 +970,9 @@ class MnesisSession:
             await self._refresh_context_tokens()
         if not self._config.compaction.auto:
             return False
-        return self._engine.check_and_trigger(self.id, self._context_tokens, self._model_info)
+        return self._engine.check_and_trigger(self.id, self._view_tokens, self._model_info)
+
+    @property
+    def _view_tokens(self) -> int:
+        """What thresholds compare: the context view plus the default system prompt."""
+        return self._context_tokens + self._system_tokens

@@ -580,6 +580,14 @@ class RetrievalEngine:
         for node in frontier:
             if node.id not in result.unexpanded_summary_ids:
                 result.unexpanded_summary_ids.append(node.id)
+        if len(result.messages) > 1:
+            # Breadth-first reaches shallow leaves first; present messages in
+            # conversation order.
+            order = {
+                mid: i
+                for i, mid in enumerate(await self.store.get_source_message_ids_deep(root.id))
+            }
+            result.messages.sort(key=lambda m: order.get(m.id, len(order)))
         return result
 
     async def _expand_leaf(self, leaf: SummaryRecord, result: ExpandResult, cap: int) -> None:

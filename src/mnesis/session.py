@@ -23,7 +23,7 @@ import json
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -128,6 +128,17 @@ def _normalize(content: object, what: str) -> list[MessagePart]:
     )
 
 
+def _check_encodable(value: str, what: str) -> None:
+    """Reject text that cannot be stored as UTF-8 (lone surrogates) in a plain column."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidArgumentError(
+            f"{what} contains characters that are not valid Unicode text: {exc.reason} "
+            f"at position {exc.start}"
+        ) from None
+
+
 def _check_json(value: object, what: str) -> None:
     try:
         json.dumps(value, allow_nan=False)
@@ -152,6 +163,7 @@ class MnesisSession:
         token_usage: TokenUsage,
         pool: StorePool,
         db_path: str,
+        event_bus: EventBus | None = None,
     ) -> None:
         self._record = record
         self._store = store
@@ -161,7 +173,7 @@ class MnesisSession:
         self._estimator = TokenEstimator(self._model_info.encoding)
         self._dag = SummaryDAGStore(store)
         self._builder = ContextBuilder(store, self._dag, self._estimator)
-        self._bus = EventBus()
+        self._bus = event_bus if event_bus is not None else EventBus()
         self._retrieval = RetrievalEngine(
             store, record.id, estimator=self._estimator, config=config.retrieval
         )
@@ -204,11 +216,13 @@ class MnesisSession:
         db_path: str | None = None,
         pool: StorePool | None = None,
         llm: LLMClient | None = None,
+        event_bus: EventBus | None = None,
     ) -> MnesisSession:
         """Create and persist a new session.
 
         ``llm`` is any :class:`~mnesis.llm.LLMClient`; by default ``fake/...`` models and
-        ``MNESIS_MOCK_LLM=1`` use the built-in fake, anything else litellm.
+        ``MNESIS_MOCK_LLM=1`` use the built-in fake, anything else litellm. Pass an
+        ``event_bus`` with handlers already subscribed to receive ``session.created``.
         Raises ``ValueError`` if both ``db_path`` and a non-default ``config.store.db_path``
         are given.
         """
@@ -218,6 +232,8 @@ class MnesisSession:
             raise InvalidArgumentError(f"agent must be a non-empty string, got {agent!r}")
         if not isinstance(system_prompt, str):
             raise InvalidArgumentError("system_prompt must be a string")
+        for name, value in (("model", model), ("agent", agent), ("system_prompt", system_prompt)):
+            _check_encodable(value, name)
         if parent_id is not None and not is_valid_id(parent_id, "sess"):
             raise InvalidArgumentError(f"parent_id {parent_id!r} is not a session ID")
         cfg = cls._resolve_config(config, db_path)
@@ -248,6 +264,7 @@ class MnesisSession:
             token_usage=TokenUsage(),
             pool=pool,
             db_path=db_path or cfg.store.db_path,
+            event_bus=event_bus,
         )
         session._bus.publish(MnesisEvent.SESSION_CREATED, {"session_id": record.id, "model": model})
         return session
@@ -277,11 +294,16 @@ class MnesisSession:
         db_path: str | None = None,
         pool: StorePool | None = None,
         llm: LLMClient | None = None,
+        event_bus: EventBus | None = None,
     ) -> MnesisSession:
         """Reopen a stored session; raises :class:`~mnesis.errors.SessionNotFoundError`."""
         if not isinstance(session_id, str):
             raise InvalidArgumentError(
                 f"session_id must be a string, got {type(session_id).__name__}"
+            )
+        if not is_valid_id(session_id, "sess"):
+            raise InvalidArgumentError(
+                f"{session_id[:80]!r} is not a session ID (sess_ followed by 26 characters)"
             )
         cfg = cls._resolve_config(config, db_path)
         pool = pool or StorePool.default()
@@ -305,6 +327,7 @@ class MnesisSession:
             token_usage=usage,
             pool=pool,
             db_path=db_path or cfg.store.db_path,
+            event_bus=event_bus,
         )
 
     @staticmethod
@@ -427,6 +450,8 @@ class MnesisSession:
         Raises :class:`~mnesis.errors.LLMError` when the model fails (the user message
         and the assistant stub stay stored, the stub marked ``error``).
         """
+        if on_part is not None and not callable(on_part):
+            raise InvalidArgumentError(f"on_part must be callable, got {type(on_part).__name__}")
         result: TurnResult | None = None
         async for item in self.stream(
             message, tools=tools, system_prompt=system_prompt, run_lcm_tools=run_lcm_tools
@@ -470,8 +495,10 @@ class MnesisSession:
             rounds = 0
             while True:
                 holder: list[TurnResult] = []
-                async for delta in self._model_round(user.id, prompt, tools, compaction, holder):
-                    yield delta
+                round_stream = self._model_round(user.id, prompt, tools, compaction, holder)
+                async with contextlib.aclosing(round_stream) as deltas:
+                    async for delta in deltas:
+                        yield delta
                 result = holder[0]
                 lcm_calls = [c for c in result.tool_calls if c.tool_name in LCM_TOOL_NAMES]
                 if (
@@ -495,7 +522,7 @@ class MnesisSession:
         tools: list[dict[str, Any]] | None,
         compaction: CompactionResult | None,
         holder: list[TurnResult],
-    ) -> AsyncIterator[TextDelta]:
+    ) -> AsyncGenerator[TextDelta, None]:
         """One model call: build, stub, stream, persist. Appends the result to ``holder``."""
         built = await self._builder.build(self.id, self._model_info, prompt, self._config)
         assistant = self._new_message("assistant", parent_id=user_id)
@@ -586,6 +613,10 @@ class MnesisSession:
         assistant_parts = _normalize(assistant_response, "assistant_response")
         if tokens is not None and not isinstance(tokens, TokenUsage):
             raise InvalidArgumentError(f"tokens must be a TokenUsage, got {type(tokens).__name__}")
+        if not isinstance(finish_reason, str) or not finish_reason.strip():
+            raise InvalidArgumentError(
+                f"finish_reason must be a FinishReason or a non-empty string, got {finish_reason!r}"
+            )
         reason = str(
             finish_reason.value if isinstance(finish_reason, FinishReason) else finish_reason
         )
@@ -642,6 +673,12 @@ class MnesisSession:
         self._check_open()
         if (output is None) == (error is None):
             raise InvalidArgumentError("give exactly one of output= or error=")
+        text = output if output is not None else error
+        if not isinstance(text, str):
+            raise InvalidArgumentError(
+                f"tool {'output' if output is not None else 'error'} must be a string, "
+                f"got {type(text).__name__}"
+            )
         if not isinstance(tool_call_id, str) or not tool_call_id:
             raise InvalidArgumentError("tool_call_id must be a non-empty string")
         part_id, message_id = await self._store.find_tool_part(self.id, tool_call_id)
@@ -751,6 +788,8 @@ class MnesisSession:
     async def build_context(self, system_prompt: str | None = None) -> BuiltContext:
         """The assembled context of the next turn, with its token breakdown."""
         self._check_open()
+        if system_prompt is not None and not isinstance(system_prompt, str):
+            raise InvalidArgumentError("system_prompt must be a string")
         prompt = self._record.system_prompt if system_prompt is None else system_prompt
         return await self._builder.build(self.id, self._model_info, prompt, self._config)
 

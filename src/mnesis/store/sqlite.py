@@ -249,7 +249,7 @@ class SQLiteStore(ImmutableStore):
                             t.output,
                             t.cache_read,
                             t.cache_write,
-                            t.total,
+                            t.effective_total(),
                             m.cost,
                             m.finish_reason,
                             m.token_estimate,
@@ -431,6 +431,13 @@ class SQLiteStore(ImmutableStore):
             if part_type != "tool":
                 raise InvalidArgumentError(
                     f"part {part_id} is a {part_type!r} part; only tool parts have a status"
+                )
+            if (output is not None or error_message is not None) and old_state in (
+                "completed",
+                "error",
+            ):
+                raise InvalidArgumentError(
+                    f"tool call of part {part_id} is already {old_state}; its result is history"
                 )
             new_state = state or old_state
             new_content = content

@@ -20,6 +20,7 @@ from typing import TypeVar
 from mnesis.config import StoreConfig
 from mnesis.errors import (
     AppendOnlyViolationError,
+    InvalidArgumentError,
     MnesisError,
     MnesisStoreError,
     StoreBusyError,
@@ -148,6 +149,8 @@ class SQLiteDatabase:
             return fn(self._connection())
         except sqlite3.Error as exc:
             raise translate_sqlite_error(exc, self.path) from exc
+        except UnicodeEncodeError as exc:
+            raise InvalidArgumentError(f"text is not valid Unicode: {exc.reason}") from exc
 
     def _run_write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         try:
@@ -166,6 +169,8 @@ class SQLiteDatabase:
                 logger.debug("rollback failed on %s", self.path, exc_info=True)
             if isinstance(exc, sqlite3.Error):
                 raise translate_sqlite_error(exc, self.path) from exc
+            if isinstance(exc, UnicodeEncodeError):
+                raise InvalidArgumentError(f"text is not valid Unicode: {exc.reason}") from exc
             raise
 
     # -- event-loop side ----------------------------------------------------

@@ -1,0 +1,1 @@
+"""Tests of the public session API, its durability and its concurrency."""

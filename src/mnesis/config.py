@@ -214,7 +214,15 @@ class MnesisConfig(_Config):
             data[section][key] = value
         kwargs: dict[str, Any] = {k: v for k, v in data.items() if v}
         kwargs.update(overrides)
-        return cls(**kwargs)
+        try:
+            return cls(**kwargs)
+        except MnesisConfigError as exc:
+            for var, (section, key, _kind) in _ENV_MAP.items():
+                if exc.key == f"{section}.{key}" and env.get(var):
+                    raise MnesisConfigError(
+                        f"{var} ({exc.key})", env.get(var), exc.reason
+                    ) from None
+            raise
 
 
 _ENV_MAP: dict[str, tuple[str, str, str]] = {

@@ -156,6 +156,13 @@ class ContextBuilder:
                 raise ContextOverflowError(needed + system_tokens, budget.usable)
             selected = await self._select_messages(session_id, available - summary_tokens) or []
 
+        raw_total = sum(i.tokens for i in selected)
+        while summaries and summary_tokens + raw_total > available:
+            # Summaries alone exceed the window (e.g. reloaded with a smaller model).
+            gone = summaries.pop(0)
+            dropped.append(gone)
+            summary_tokens -= gone.tokens
+
         rendered = await self._render_messages(selected)
         summary_text = await self._render_summaries([s.item_id for s in summaries])
 

@@ -35,6 +35,10 @@ def _encode(value: int, length: int) -> str:
 def new_id(prefix: str) -> str:
     """Return a new ID with ``prefix`` (one of :data:`ID_PREFIXES`)."""
     global _last_ms, _last_rand
+    if prefix not in ID_PREFIXES:
+        from mnesis.errors import InvalidArgumentError
+
+        raise InvalidArgumentError(f"unknown ID prefix {prefix!r}; known: {ID_PREFIXES}")
     with _lock:
         now = time.time_ns() // 1_000_000
         if now <= _last_ms:
@@ -49,6 +53,6 @@ def new_id(prefix: str) -> str:
 
 def is_valid_id(value: object, prefix: str | None = None) -> bool:
     """Return True if ``value`` is a well-formed mnesis ID (with ``prefix`` if given)."""
-    if not isinstance(value, str) or _ID_RE.match(value) is None:
+    if not isinstance(value, str) or _ID_RE.fullmatch(value) is None:
         return False
     return prefix is None or value.startswith(prefix + "_")

@@ -140,17 +140,18 @@ CREATE TABLE compaction_locks (
     expires_at INTEGER NOT NULL
 );
 
--- Full-text indexes: external content, kept in sync by the triggers below. The
--- session_id column is indexed as one token (the ID without its 'sess_' prefix), so
--- a per-session search intersects posting lists instead of filtering every match.
+-- Full-text indexes: contentless (the text lives in message_parts / summaries and is
+-- joined by rowid), kept in sync by the triggers below. The session_id column is
+-- indexed as one token (the ID without its 'sess_' prefix), so a per-session search
+-- intersects posting lists instead of filtering every match.
 -- Porter stemming for English; CJK text is indexed with extra bigrams appended by
 -- the store (see store/search_text.py).
 CREATE VIRTUAL TABLE message_parts_fts USING fts5(
-    text_content, session_id, content='message_parts', content_rowid='rowid',
+    text_content, session_id, content='',
     tokenize='porter unicode61 remove_diacritics 2'
 );
 CREATE VIRTUAL TABLE summaries_fts USING fts5(
-    search_text, session_id, content='summaries', content_rowid='rowid',
+    search_text, session_id, content='',
     tokenize='porter unicode61 remove_diacritics 2'
 );
 CREATE TRIGGER message_parts_fts_insert AFTER INSERT ON message_parts
@@ -194,6 +195,7 @@ WHEN NEW.id IS NOT OLD.id OR NEW.message_id IS NOT OLD.message_id
     OR NEW.part_type IS NOT OLD.part_type OR NEW.created_at IS NOT OLD.created_at
     OR NEW.tool_name IS NOT OLD.tool_name OR NEW.tool_call_id IS NOT OLD.tool_call_id
     OR (OLD.compacted_at IS NOT NULL AND NEW.compacted_at IS NOT OLD.compacted_at)
+    OR (OLD.tool_state IN ('completed', 'error') AND NEW.tool_state IS NOT OLD.tool_state)
     OR ((NEW.content IS NOT OLD.content OR NEW.text_content IS NOT OLD.text_content)
         AND NOT (OLD.part_type = 'tool' AND OLD.tool_state IN ('pending', 'running')))
 BEGIN

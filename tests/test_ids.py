@@ -1,0 +1,84 @@
+"""Identifiers: prefixed, well-formed, and sortable in creation order."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from mnesis.models.ids import ID_PREFIXES, is_valid_id, new_id
+
+PREFIXES = ["sess", "msg", "part", "sum", "file", "run"]
+
+
+class TestFormat:
+    @pytest.mark.parametrize("prefix", PREFIXES)
+    def test_an_id_is_its_prefix_and_26_crockford_characters(self, prefix: str) -> None:
+        value = new_id(prefix)
+        head, _, body = value.partition("_")
+        assert head == prefix
+        assert len(body) == 26
+        assert set(body) <= set("0123456789ABCDEFGHJKMNPQRSTVWXYZ")
+        assert is_valid_id(value) and is_valid_id(value, prefix)
+
+    def test_the_documented_prefixes_are_all_known(self) -> None:
+        assert set(PREFIXES) <= set(ID_PREFIXES)
+
+    def test_an_unknown_prefix_is_rejected(self) -> None:
+        with pytest.raises(ValueError):
+            new_id("bogus")
+
+
+class TestOrdering:
+    def test_ids_made_in_a_tight_loop_sort_in_creation_order_and_never_repeat(self) -> None:
+        ids = [new_id("msg") for _ in range(20_000)]
+        assert ids == sorted(ids)
+        assert len(set(ids)) == len(ids)
+
+    def test_ids_of_different_kinds_share_one_clock(self) -> None:
+        made = [new_id(PREFIXES[i % len(PREFIXES)]) for i in range(3_000)]
+        bodies = [value.partition("_")[2] for value in made]
+        assert bodies == sorted(bodies)
+
+    def test_ids_made_on_many_threads_are_unique(self) -> None:
+        out: list[list[str]] = [[] for _ in range(8)]
+
+        def work(slot: list[str]) -> None:
+            slot.extend(new_id("part") for _ in range(2_000))
+
+        threads = [threading.Thread(target=work, args=(slot,)) for slot in out]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        every = [value for slot in out for value in slot]
+        assert len(set(every)) == len(every)
+        assert all(slot == sorted(slot) for slot in out)
+
+
+class TestValidation:
+    @pytest.mark.parametrize(
+        "value",
+        [
+            "msg_01ARZ3NDEKTSV4RRFFQ69G5FA",  # 25 characters
+            "msg_01ARZ3NDEKTSV4RRFFQ69G5FAVX",  # 27 characters
+            "msg_01arz3ndektsv4rrffq69g5fav",  # lower case
+            "msg_01ARZ3NDEKTSV4RRFFQ69G5FAI",  # I is not Crockford base32
+            "msg_01ARZ3NDEKTSV4RRFFQ69G5FAU",  # neither is U
+            "bogus_01ARZ3NDEKTSV4RRFFQ69G5FAV",
+            "01ARZ3NDEKTSV4RRFFQ69G5FAV",
+            "msg-01ARZ3NDEKTSV4RRFFQ69G5FAV",
+            " msg_01ARZ3NDEKTSV4RRFFQ69G5FAV",
+            "msg_01ARZ3NDEKTSV4RRFFQ69G5FAV\n",
+            "",
+            None,
+            42,
+            b"msg_01ARZ3NDEKTSV4RRFFQ69G5FAV",
+        ],
+    )
+    def test_malformed_values_are_not_ids(self, value: object) -> None:
+        assert is_valid_id(value) is False
+
+    def test_an_id_checked_against_another_prefix_is_not_valid(self) -> None:
+        assert is_valid_id(new_id("msg"), "sess") is False
+        assert is_valid_id(new_id("sess"), "sess") is True

@@ -1,0 +1,91 @@
+"""The ``mnesis`` command line: an offline demo and read-only inspection of a database.
+
+``run(argv)`` is the console-script entry point: it returns the exit code instead of
+exiting, so it can be called from tests and other programs. Exit codes: 0 success,
+1 a mnesis error (printed as one red line on stderr, never a traceback), 2 a usage
+error, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated
+
+import typer
+from typer.main import get_command
+
+from mnesis.cli._common import fail
+from mnesis.cli.commands import context_command, sessions_command, show_command
+from mnesis.cli.demo import demo_command
+from mnesis.errors import MnesisError
+
+__all__ = ["app", "run"]
+
+app = typer.Typer(
+    name="mnesis",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.command("demo")(demo_command)
+app.command("sessions")(sessions_command)
+app.command("show")(show_command)
+app.command("context")(context_command)
+
+
+def _version() -> str:
+    try:
+        return version("mnesis-lcm")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        from mnesis import __version__
+
+        return __version__
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"mnesis {_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Lossless Context Management for long-running LLM agents.
+
+    Try `mnesis demo`: a few hundred agent turns on a local SQLite file with a fake
+    model, then `mnesis sessions`, `mnesis show` and `mnesis context` to look inside.
+    """
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI with ``argv`` (default: ``sys.argv[1:]``) and return the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        get_command(app).main(args=args, prog_name="mnesis", standalone_mode=True)
+    except SystemExit as exc:
+        code = exc.code
+        if code is None:
+            return 0
+        return code if isinstance(code, int) else 1
+    except MnesisError as exc:  # a command let one through: still no traceback
+        try:
+            fail(str(exc))
+        except typer.Exit as exit_:
+            return exit_.exit_code
+    except KeyboardInterrupt:
+        return 130
+    return 0

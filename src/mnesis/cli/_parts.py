@@ -1,0 +1,98 @@
+"""One-line previews of stored messages and parts, for ``mnesis show``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mnesis.cli._common import abbreviate
+from mnesis.models.message import MessageWithParts
+from mnesis.models.parts import (
+    CompactionPart,
+    FileRefPart,
+    MessagePart,
+    ReasoningPart,
+    RetryPart,
+    TextPart,
+    ToolPart,
+)
+
+__all__ = ["message_json", "part_json", "part_preview"]
+
+_WIDTH = 100
+
+
+def _tool_args(part: ToolPart) -> str:
+    for key in ("command", "path", "pattern", "query", "url"):
+        value = part.input.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return json.dumps(part.input, ensure_ascii=False, sort_keys=True)
+
+
+def part_preview(part: MessagePart) -> str:
+    """A one-line description of ``part`` (empty for parts with nothing to show)."""
+    if isinstance(part, TextPart):
+        prefix = "[summary] " if part.synthetic else ""
+        return prefix + abbreviate(part.text, _WIDTH)
+    if isinstance(part, ToolPart):
+        head = f"{part.tool_name} {abbreviate(_tool_args(part), 60)}"
+        if part.status.compacted_at is not None:
+            size = len(part.output or "")
+            return f"⚙ {head} → output pruned from context ({size:,} chars kept in the store)"
+        if part.status.state == "error":
+            return f"⚙ {head} ✗ {abbreviate(part.error_message or 'error', 60)}"
+        if part.status.state != "completed":
+            return f"⚙ {head} ({part.status.state})"
+        return f"⚙ {head} → {len(part.output or ''):,} chars"
+    if isinstance(part, CompactionPart):
+        return (
+            f"compaction → {part.summary_id} (level {part.level}, "
+            f"{part.compacted_message_count} messages)"
+        )
+    if isinstance(part, FileRefPart):
+        return f"file {part.path} ({part.file_type}, {part.token_count:,} tokens)"
+    if isinstance(part, ReasoningPart):
+        return "reasoning: " + abbreviate(part.text, _WIDTH - 11)
+    if isinstance(part, RetryPart):
+        return f"retry #{part.attempt}: {abbreviate(part.error, _WIDTH - 12)}"
+    return part.type
+
+
+def part_json(part: MessagePart) -> dict[str, Any]:
+    """``part`` as JSON with long text replaced by its size and a preview."""
+    data: dict[str, Any] = {"type": part.type, "id": part.id, "preview": part_preview(part)}
+    if isinstance(part, TextPart):
+        data |= {"chars": len(part.text), "synthetic": part.synthetic}
+    elif isinstance(part, ToolPart):
+        data |= {
+            "tool_name": part.tool_name,
+            "tool_call_id": part.tool_call_id,
+            "input": part.input,
+            "state": part.status.state,
+            "output_chars": len(part.output or ""),
+            "error_message": part.error_message,
+            "compacted_at": part.status.compacted_at,
+        }
+    elif isinstance(part, CompactionPart):
+        data |= {
+            "summary_id": part.summary_id,
+            "level": part.level,
+            "compacted_message_count": part.compacted_message_count,
+        }
+    return data
+
+
+def message_json(message: MessageWithParts, seq: int) -> dict[str, Any]:
+    """``message`` as JSON, with abbreviated parts."""
+    m = message.message
+    return {
+        "seq": seq,
+        "id": m.id,
+        "role": m.role,
+        "is_summary": m.is_summary,
+        "created_at": m.created_at,
+        "token_estimate": m.token_estimate,
+        "finish_reason": m.finish_reason,
+        "parts": [part_json(p) for p in message.parts],
+    }

@@ -249,6 +249,7 @@ class MnesisSession:
             system_prompt=system_prompt,
             created_at=now,
             updated_at=now,
+            config=cfg.model_dump(mode="json", exclude={"store"}),
         )
         try:
             await store.create_session(record)
@@ -312,12 +313,16 @@ class MnesisSession:
             record = await store.get_session(session_id)
             context_tokens = await store.context_token_total(session_id)
             usage = await store.session_token_usage(session_id)
-            if record.status != "active":
-                await store.set_session_status(session_id, "active")
-                record.status = "active"
         except BaseException:
             await store.close()
             raise
+        if config is None and record.config:
+            # Reopen with the configuration the session was created with (its window,
+            # thresholds and targets); the store section stays the caller's.
+            try:
+                cfg = MnesisConfig(**{**record.config, "store": cfg.store})
+            except MnesisError:
+                logger.warning("stored config of %s is invalid; using defaults", session_id)
         return cls(
             record=record,
             store=store,
@@ -824,8 +829,6 @@ class MnesisSession:
                 await self._engine.cancel_pending()
             else:
                 await self._engine.wait_for_pending()
-            with contextlib.suppress(MnesisError):
-                await self._store.set_session_status(self.id, "closed")
             self._bus.publish(MnesisEvent.SESSION_CLOSED, {"session_id": self.id})
             await self._bus.drain()
         finally:

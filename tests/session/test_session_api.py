@@ -149,17 +149,19 @@ class TestLifecycle:
         await second.close()
         assert pool.open_count() == 0
 
-    async def test_a_closed_session_is_marked_closed_and_reactivated_by_load(
+    async def test_closing_and_loading_do_not_rewrite_the_session_row(
         self, db_path: str, pool: StorePool, session: MnesisSession, fake_llm: FakeLLM
     ) -> None:
+        # A read-only look (load + close) at a session another process is using
+        # must not change it.
+        before = raw_rows(db_path, "SELECT * FROM sessions WHERE id = ?", session.id)
         await session.close()
-        status = raw_rows(db_path, "SELECT status FROM sessions WHERE id = ?", session.id)
-        assert status == [("closed",)]
         loaded = await MnesisSession.load(session.id, db_path=db_path, pool=pool, llm=fake_llm)
-        status = raw_rows(db_path, "SELECT status FROM sessions WHERE id = ?", session.id)
-        assert status == [("active",)]
-        await loaded.record("back", "again")
         await loaded.close()
+        assert raw_rows(db_path, "SELECT * FROM sessions WHERE id = ?", session.id) == before
+        again = await MnesisSession.load(session.id, db_path=db_path, pool=pool, llm=fake_llm)
+        await again.record("back", "again")
+        await again.close()
 
     async def test_loading_an_unknown_id_raises_session_not_found_which_is_a_key_error(
         self, db_path: str, pool: StorePool

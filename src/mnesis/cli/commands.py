@@ -188,8 +188,10 @@ async def _build_context(
     try:
         store = await pool.acquire(config.store)
         record = await store.get_session(session_id)
-        if record.model == DEMO_MODEL:
-            # Sessions do not store their config; demo sessions had the demo's window.
+        if record.config:
+            # The configuration the session was created with (its window and thresholds).
+            config = MnesisConfig(**{**record.config, "store": config.store})
+        elif record.model == DEMO_MODEL:
             config = demo_config(config.store.db_path)
         if window:
             config.model_overrides = {**(config.model_overrides or {}), **window}
@@ -201,10 +203,6 @@ async def _build_context(
             items = await store.get_context_items(session_id)
         finally:
             await session.close()
-            # load() marks a session active and close() marks it closed: put back the
-            # status it had, so inspecting a live session does not close it.
-            if record.status != "closed":
-                await store.set_session_status(session_id, record.status)
         summary_ids = [i.item_id for i in items if i.item_type == "summary"]
         summaries = {s.id: s for s in await store.get_summaries(summary_ids)}
         return record, built, items, summaries

@@ -78,6 +78,21 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def _owner_is_dead(owner: str) -> bool:
+    """True when a lease owner (``host:pid:run``) is a process of this host that is gone."""
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    try:
+        os.kill(int(pid_text), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
 class CompactionEngine:
     """Orchestrates compaction of one session's context."""
 
@@ -220,6 +235,13 @@ class CompactionEngine:
             try:
                 ttl = self.config.compaction.model_timeout_seconds * 3 + 60
                 locked = await self.store.acquire_compaction_lock(session_id, self._owner, ttl)
+                if not locked:
+                    holder = await self.store.compaction_lock_owner(session_id)
+                    if holder is not None and _owner_is_dead(holder):
+                        logger.warning("taking over the compaction lease of dead %s", holder)
+                        locked = await self.store.acquire_compaction_lock(
+                            session_id, self._owner, ttl, steal_from=holder
+                        )
                 if not locked:
                     result.error = "another compactor holds this session's lock"
                     return self._done(result, started, publish=False)
@@ -490,7 +512,9 @@ class CompactionEngine:
         target = cfg.condensed_target_tokens
         kwargs = {"target_tokens": target, "footer_cap": cfg.file_ids_footer_cap}
         candidate = None
-        if model != "extractive" and self._model_available():
+        if model == "extractive":
+            candidate = condense_level3(children, self.estimator, level=1, **kwargs)
+        elif self._model_available():
             candidate = await condense_level1(
                 children,
                 model,

@@ -11,19 +11,25 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from mnesis.compaction.prompts import LEVEL1_SECTIONS
 from mnesis.models.message import MessageWithParts
 from mnesis.models.parts import FileRefPart, PatchPart, TextPart, ToolPart
 from mnesis.tokens.estimator import TokenEstimator
 
-__all__ = ["extract_facts", "extractive_summary"]
+__all__ = [
+    "extract_facts",
+    "extractive_condense",
+    "extractive_summary",
+    "fit_sections",
+    "parse_sections",
+]
 
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+|\n+")
 _CONSTRAINT_RE = re.compile(
     r"\b(must|never|always|do not|don't|should|shouldn't|required?|make sure|only|avoid|"
-    r"no longer|keep|ensure|prefer|forbidden|not allowed)\b",
+    r"no longer|ensure|prefer|forbidden|not allowed)\b",
     re.IGNORECASE,
 )
 _DECISION_RE = re.compile(
@@ -111,7 +117,16 @@ def extract_facts(messages: Iterable[MessageWithParts]) -> dict[str, list[str]]:
                     _add(findings, _clip(f"{command} failed: {part.error_message or ''}"))
                 else:
                     _add(progress, f"{command} ({state})")
-                texts.append(json.dumps(part.input, ensure_ascii=False))
+                _scan(
+                    json.dumps(part.input, ensure_ascii=False),
+                    role,
+                    constraints,
+                    findings,
+                    remaining,
+                    files,
+                    other,
+                    sentences=False,
+                )
                 if part.output and part.status.compacted_at is None:
                     texts.append(part.output)
                 if part.error_message:
@@ -149,6 +164,8 @@ def _scan(
     remaining: dict[str, None],
     files: dict[str, None],
     other: dict[str, None],
+    *,
+    sentences: bool = True,
 ) -> None:
     if len(text) > 200_000:
         text = text[:100_000] + "\n" + text[-100_000:]
@@ -159,6 +176,8 @@ def _scan(
     for match in _IDENT_RE.finditer(text):
         value = next(g for g in match.groups() if g)
         _add(other, value.strip())
+    if not sentences:
+        return
     for sentence in _sentences(text):
         if len(sentence) < 8:
             continue
@@ -182,27 +201,48 @@ def extractive_summary(
     compact: bool = False,
 ) -> str:
     """A Level 1 (or, with ``compact``, Level 2 style) summary within ``target_tokens``."""
-    facts = extract_facts(messages)
+    return fit_sections(
+        extract_facts(messages), target_tokens=target_tokens, estimator=estimator, compact=compact
+    )
+
+
+def fit_sections(
+    facts: dict[str, list[str]],
+    *,
+    target_tokens: int,
+    estimator: TokenEstimator,
+    compact: bool = False,
+) -> str:
+    """Render section items round-robin by priority until ``target_tokens`` is reached.
+
+    Constraints get two items per round: they are what summaries must not lose.
+    """
     names = list(facts)
     chosen: dict[str, list[str]] = {name: [] for name in names}
-    header_cost = sum(estimator.estimate(f"## {n}\n") for n in names) + 8
-    used = header_cost
+    used = sum(estimator.estimate(f"## {n}\n") for n in names) + 8
     cursors = dict.fromkeys(names, 0)
+    taken: set[str] = set()
     progress = True
     while progress:
         progress = False
         for index in _PRIORITY:
+            if index >= len(names):
+                continue
             name = names[index]
+            quota = 2 if index == 1 else 1
             items = facts[name]
-            while cursors[name] < len(items):
+            while quota and cursors[name] < len(items):
                 item = items[cursors[name]]
                 cursors[name] += 1
+                if item in taken:
+                    continue
                 cost = estimator.estimate(item) + 2
                 if used + cost <= target_tokens:
                     chosen[name].append(item)
+                    taken.add(item)
                     used += cost
                     progress = True
-                    break
+                    quota -= 1
     lines: list[str] = []
     for name in names:
         if compact:
@@ -215,3 +255,58 @@ def extractive_summary(
     while estimator.estimate(text) > target_tokens and len(text) > 16:
         text = text[: int(len(text) * 0.9)]
     return text
+
+
+_LEVEL2_TO_SECTION = {
+    "GOAL": LEVEL1_SECTIONS[0],
+    "CONSTRAINTS": LEVEL1_SECTIONS[1],
+    "FILES": LEVEL1_SECTIONS[6],
+    "NEXT": LEVEL1_SECTIONS[5],
+    "CONTEXT": LEVEL1_SECTIONS[7],
+}
+
+
+def parse_sections(text: str) -> dict[str, list[str]]:
+    """Items per Level 1 section of a summary (Level 1 or Level 2 format, or free text)."""
+    sections: dict[str, list[str]] = {name: [] for name in LEVEL1_SECTIONS}
+    by_lower = {name.lower(): name for name in LEVEL1_SECTIONS}
+    current = LEVEL1_SECTIONS[7]
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or (line.startswith("[") and line.endswith("]")):
+            continue
+        if line.startswith("#"):
+            current = by_lower.get(line.lstrip("#").strip().lower(), LEVEL1_SECTIONS[7])
+            continue
+        head, sep, rest = line.partition(":")
+        if sep and head.strip().upper() in _LEVEL2_TO_SECTION:
+            target = _LEVEL2_TO_SECTION[head.strip().upper()]
+            sections[target].extend(p.strip() for p in rest.split(";") if p.strip())
+            continue
+        item = line[2:].strip() if line.startswith(("- ", "* ")) else line
+        if item and item != "-":
+            sections[current].append(item)
+    return sections
+
+
+def extractive_condense(
+    contents: Sequence[str], *, target_tokens: int, estimator: TokenEstimator
+) -> str:
+    """Merge summaries (oldest first) section by section, within ``target_tokens``.
+
+    Goals and constraints keep their oldest items first (they accumulate);
+    progress and remaining work come from the newest summaries first.
+    """
+    merged: dict[str, dict[str, None]] = {name: {} for name in LEVEL1_SECTIONS}
+    parsed = [parse_sections(c) for c in contents]
+    newest_first = (LEVEL1_SECTIONS[3], LEVEL1_SECTIONS[4], LEVEL1_SECTIONS[5], LEVEL1_SECTIONS[6])
+    for name in LEVEL1_SECTIONS:
+        order = reversed(parsed) if name in newest_first else iter(parsed)
+        for sections in order:
+            for item in sections[name]:
+                merged[name].setdefault(item, None)
+    return fit_sections(
+        {name: list(items) for name, items in merged.items()},
+        target_tokens=target_tokens,
+        estimator=estimator,
+    )

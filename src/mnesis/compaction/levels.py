@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mnesis.compaction.extractive import extractive_summary
+from mnesis.compaction.extractive import extractive_condense, extractive_summary
 from mnesis.compaction.file_ids import (
     extract_file_ids_from_messages,
     file_ids_footer,
@@ -134,6 +134,16 @@ def _body_budget(
     return max(16, target_tokens - estimator.estimate(footer) - 4)
 
 
+def _looks_like_summary(text: str) -> bool:
+    """Reject garbage: answers that are mostly symbols, control or invisible characters."""
+    visible = [c for c in text if not c.isspace()]
+    if not visible:
+        return False
+    junk = sum(1 for c in visible if not c.isprintable() or c in "\ufffd\u202e\u200b")
+    wordy = sum(1 for c in visible if c.isalnum())
+    return junk / len(visible) <= 0.05 and wordy / len(visible) >= 0.5
+
+
 async def _model_level(
     level: int,
     prompt: str,
@@ -157,6 +167,9 @@ async def _model_level(
         return None
     if not isinstance(text, str) or not text.strip():
         logger.info("level %d summary was empty", level)
+        return None
+    if not _looks_like_summary(text):
+        logger.info("level %d answer does not look like a summary; rejected", level)
         return None
     candidate = _finish(
         text,
@@ -365,7 +378,7 @@ async def _condense_model(
     except Exception as exc:
         logger.info("condense level %d failed: %s", level, exc)
         return None
-    if not isinstance(out, str) or not out.strip():
+    if not isinstance(out, str) or not out.strip() or not _looks_like_summary(out):
         return None
     candidate = _condensed(out, level, file_ids, target, footer_cap, estimator)
     input_tokens = sum(s.token_count for s in summaries)
@@ -427,24 +440,29 @@ def condense_level3(
     *,
     target_tokens: int,
     footer_cap: int,
+    level: int = 3,
 ) -> CondensedCandidate:
-    """Deterministic merge: each summary's head, within ``min(target, 512)`` tokens."""
-    target = min(target_tokens, CONDENSE_LEVEL3_MAX_TOKENS)
+    """Deterministic merge of the summaries' sections (no model).
+
+    Level 3 is capped at ``min(target, 512)`` tokens; the same merge is used as
+    Level 1 by the offline ``"extractive"`` compaction model, at the full target.
+    """
+    target = min(target_tokens, CONDENSE_LEVEL3_MAX_TOKENS) if level == 3 else target_tokens
     file_ids = _merged_file_ids(summaries)
     footer = file_ids_footer(
         file_ids, cap=footer_cap, max_tokens=max(16, target // 3), estimator=estimator
     )
     body_target = max(16, target - estimator.estimate(footer) - 4)
-    notice = f"[Condensed deterministically from {len(summaries)} summaries (level 3)]"
-    share = max(8, (body_target - estimator.estimate(notice)) // max(1, len(summaries)) - 4)
-    pieces = [notice]
-    for s in summaries:
-        body = " ".join(strip_footer(s.content).split())
-        chars = share * 3
-        while chars > 8 and estimator.estimate(body[:chars]) > share:
-            chars = int(chars * 0.8)
-        pieces.append(f"- {s.id}: {body[:chars]}")
-    body = "\n".join(pieces)
-    while estimator.estimate(body) > body_target and len(body) > 16:
-        body = body[: int(len(body) * 0.9)]
-    return _condensed(body, 3, file_ids, target, footer_cap, estimator)
+    notice = (
+        f"[Condensed deterministically from {len(summaries)} summaries (level 3)]"
+        if level == 3
+        else ""
+    )
+    body = extractive_condense(
+        [strip_footer(s.content) for s in summaries],
+        target_tokens=max(8, body_target - estimator.estimate(notice) - 2),
+        estimator=estimator,
+    )
+    if notice:
+        body = f"{notice}\n{body}"
+    return _condensed(body, level, file_ids, target, footer_cap, estimator)

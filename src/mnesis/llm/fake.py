@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import random
+import re
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -81,9 +82,38 @@ def _last_user_text(request: LLMRequest) -> str:
     return ""
 
 
+_SECTION_RE = re.compile(r"^## (.+)$", re.MULTILINE)
+_FIELD_RE = re.compile(r"^([A-Z]+): \.\.\.$", re.MULTILINE)
+
+
+def _summary_reply(request: LLMRequest, text: str) -> str | None:
+    """For summarisation requests: the sections the prompt asks for, filled with words
+    of the input, so the output is structured, smaller than the input and deterministic."""
+    system = next((m.get("content") for m in request.messages if m.get("role") == "system"), "")
+    if not isinstance(system, str):
+        return None
+    sections = _SECTION_RE.findall(system)
+    fields = _FIELD_RE.findall(system)
+    names = sections or fields
+    if not names:
+        return None
+    words = [w for w in text.split() if not w.startswith("[")]
+    budget = max(8, (request.max_tokens or 400) // 3)
+    share = max(3, min(40, budget // len(names)))
+    lines = []
+    for index, name in enumerate(names):
+        chunk = " ".join(words[index * share : (index + 1) * share]) or "-"
+        lines.append(f"## {name}\n- {chunk}" if sections else f"{name}: {chunk}")
+    return "\n".join(lines)
+
+
 def default_reply(request: LLMRequest) -> str:
     """The fake's answer when nothing is scripted: short and deterministic."""
     text = _last_user_text(request)
+    if request.purpose == "compaction":
+        summary = _summary_reply(request, text)
+        if summary is not None:
+            return summary
     digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:8]
     words = text.split()
     limit = 40 if request.purpose == "turn" else 120

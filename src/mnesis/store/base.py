@@ -19,7 +19,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from mnesis.models.message import Message, MessageWithParts
 from mnesis.models.parts import MessagePart, ToolState
@@ -55,6 +55,8 @@ class SessionRecord:
     status: Literal["active", "closed"] = "active"
     created_at: int = 0
     updated_at: int = 0
+    config: dict[str, Any] | None = None
+    """The session's configuration (without the store section), as created."""
 
 
 @dataclass(slots=True)
@@ -353,9 +355,15 @@ class ImmutableStore(ABC):
 
     @abstractmethod
     async def acquire_compaction_lock(
-        self, session_id: str, owner: str, ttl_seconds: float
+        self, session_id: str, owner: str, ttl_seconds: float, *, steal_from: str | None = None
     ) -> bool:
-        """Take the database-level compaction lock of a session (False if held)."""
+        """Take the database-level compaction lease of a session (False if held).
+
+        ``steal_from`` takes over a lease held by that owner (known to be dead)."""
+
+    @abstractmethod
+    async def compaction_lock_owner(self, session_id: str) -> str | None:
+        """The owner of the session's compaction lease, if any (expired or not)."""
 
     @abstractmethod
     async def release_compaction_lock(self, session_id: str, owner: str) -> None:

@@ -65,6 +65,7 @@ def _session(row: Sequence[Any]) -> SessionRecord:
         status=row[6],
         created_at=row[7],
         updated_at=row[8],
+        config=json.loads(row[9]) if row[9] else None,
     )
 
 
@@ -86,7 +87,9 @@ def _summary(row: Sequence[Any]) -> SummaryRecord:
     )
 
 
-_SESSION_COLS = "id, model, agent, parent_id, system_prompt, title, status, created_at, updated_at"
+_SESSION_COLS = (
+    "id, model, agent, parent_id, system_prompt, title, status, created_at, updated_at, config"
+)
 _SUMMARY_COLS = (
     "id, session_id, kind, depth, level, content, token_count, file_ids, message_id, "
     "span_start_message_id, span_end_message_id, source_message_count, created_at"
@@ -157,7 +160,7 @@ class SQLiteStore(ImmutableStore):
             ):
                 raise SessionNotFoundError(record.parent_id)
             conn.execute(
-                f"INSERT INTO sessions ({_SESSION_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO sessions ({_SESSION_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     record.id,
                     record.model,
@@ -168,6 +171,7 @@ class SQLiteStore(ImmutableStore):
                     record.status,
                     record.created_at,
                     record.updated_at,
+                    dumps(record.config) if record.config is not None else None,
                 ),
             )
 
@@ -770,7 +774,7 @@ class SQLiteStore(ImmutableStore):
         return await self.db.read(_get)
 
     async def acquire_compaction_lock(
-        self, session_id: str, owner: str, ttl_seconds: float
+        self, session_id: str, owner: str, ttl_seconds: float, *, steal_from: str | None = None
     ) -> bool:
         def _acquire(conn: sqlite3.Connection) -> bool:
             now = _now_ms()
@@ -778,12 +782,22 @@ class SQLiteStore(ImmutableStore):
                 "INSERT INTO compaction_locks (session_id, owner, expires_at) VALUES (?, ?, ?) "
                 "ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, "
                 "expires_at = excluded.expires_at "
-                "WHERE compaction_locks.expires_at < ? OR compaction_locks.owner = excluded.owner",
-                (session_id, owner, now + int(ttl_seconds * 1000), now),
+                "WHERE compaction_locks.expires_at < ? OR compaction_locks.owner = excluded.owner "
+                "OR compaction_locks.owner = ?",
+                (session_id, owner, now + int(ttl_seconds * 1000), now, steal_from),
             )
             return cur.rowcount == 1
 
         return await self.db.write(_acquire)
+
+    async def compaction_lock_owner(self, session_id: str) -> str | None:
+        def _get(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute(
+                "SELECT owner FROM compaction_locks WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            return None if row is None else str(row[0])
+
+        return await self.db.read(_get)
 
     async def release_compaction_lock(self, session_id: str, owner: str) -> None:
         def _release(conn: sqlite3.Connection) -> None:

@@ -109,6 +109,14 @@ class SQLiteDatabase:
         return conn
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
+        tables = {
+            row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+        if tables and "_mnesis_migrations" not in tables:
+            raise StoreCorruptError(
+                f"{self.path} is a SQLite database of another application "
+                f"(tables: {', '.join(sorted(tables)[:5])}); mnesis will not modify it"
+            )
         conn.execute(
             "CREATE TABLE IF NOT EXISTS _mnesis_migrations ("
             "name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)"

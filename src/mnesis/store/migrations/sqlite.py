@@ -18,6 +18,7 @@ CREATE TABLE sessions (
     system_prompt TEXT NOT NULL DEFAULT '',
     title TEXT,
     status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'closed')),
+    config TEXT,
     created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL
 );

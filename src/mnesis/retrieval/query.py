@@ -29,6 +29,67 @@ _STOP_WORDS = frozenset(
     through to too under until up very was we were what when where which while who whom
     why will with would you your yours""".split()
 )
+# Porter stemming maps "moved" to "move" but not "chose" to "choose": irregular forms
+# of verbs common in agent conversations are expanded explicitly.
+_IRREGULAR = [
+    "choose chose chosen",
+    "go went gone",
+    "make made",
+    "take took taken",
+    "write wrote written",
+    "find found",
+    "run ran",
+    "break broke broken",
+    "give gave given",
+    "get got gotten",
+    "begin began begun",
+    "build built",
+    "buy bought",
+    "catch caught",
+    "do did done",
+    "forget forgot forgotten",
+    "hold held",
+    "keep kept",
+    "leave left",
+    "lose lost",
+    "mean meant",
+    "pay paid",
+    "say said",
+    "see saw seen",
+    "send sent",
+    "show showed shown",
+    "speak spoke spoken",
+    "spend spent",
+    "stand stood",
+    "teach taught",
+    "tell told",
+    "think thought",
+    "understand understood",
+    "win won",
+    "rise rose risen",
+    "drive drove driven",
+    "fall fell fallen",
+    "feel felt",
+    "fight fought",
+    "fly flew flown",
+    "grow grew grown",
+    "hide hid hidden",
+    "know knew known",
+    "lead led",
+    "ride rode ridden",
+    "seek sought",
+    "shake shook shaken",
+    "sing sang sung",
+    "steal stole stolen",
+    "strike struck",
+    "swear swore sworn",
+    "throw threw thrown",
+    "wake woke woken",
+    "wear wore worn",
+]
+_FORMS: dict[str, tuple[str, ...]] = {
+    form: tuple(group.split()) for group in _IRREGULAR for form in group.split()
+}
 _PHRASE_RE = re.compile(r'"([^"]*)"')
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
@@ -95,9 +156,13 @@ def parse_query(text: str) -> ParsedQuery:
         if not _WORD_RE.fullmatch(word):
             continue
         target = stop_only if word in _STOP_WORDS else terms
-        target.setdefault(_quote(word), None)
+        forms = _FORMS.get(word)
+        if forms and target is terms:
+            target.setdefault("(" + " OR ".join(_quote(f) for f in forms) + ")", None)
+        else:
+            target.setdefault(_quote(word), None)
         if target is terms:
-            parsed.highlights.append(word)
+            parsed.highlights.extend(forms or (word,))
     if not terms and not parsed.required:
         terms = stop_only
         parsed.highlights.extend(t.strip('"') for t in stop_only)

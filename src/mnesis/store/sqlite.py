@@ -895,7 +895,7 @@ class SQLiteStore(ImmutableStore):
         limit: int,
         offset: int = 0,
     ) -> list[SearchHit]:
-        column = "text_content" if scope == "messages" else "search_text"
+        column = "{text_content tool_content}" if scope == "messages" else "search_text"
         match = f"{column} : ({fts_query})"
         if where.session_ids is not None:
             if not where.session_ids:
@@ -909,11 +909,13 @@ class SQLiteStore(ImmutableStore):
             sql = (
                 f"{_DOWN_CTE if where.under_summary else ''} "
                 "SELECT p.rowid, p.id, p.message_id, p.session_id, p.text_content, m.role, "
-                "m.created_at, f.rank FROM message_parts_fts f "
+                "m.created_at, f.score FROM (SELECT rowid, "
+                f"bm25(message_parts_fts, 1.0, {_TOOL_WEIGHT}, 0.0) AS score "
+                "FROM message_parts_fts WHERE message_parts_fts MATCH ?) f "
                 "JOIN message_parts p ON p.rowid = f.rowid "
                 "JOIN messages m ON m.id = p.message_id "
-                f"WHERE message_parts_fts MATCH ? AND m.is_summary = 0 {clauses} "
-                "ORDER BY f.rank LIMIT ? OFFSET ?"
+                f"WHERE m.is_summary = 0 {clauses} "
+                "ORDER BY f.score LIMIT ? OFFSET ?"
             )
         else:
             sql = (
@@ -1146,6 +1148,9 @@ class SQLiteStore(ImmutableStore):
     async def get_file_reference(self, content_or_file_id: str) -> FileReference | None:
         return await self.db.read(lambda conn: _get_file(conn, content_or_file_id))
 
+
+_TOOL_WEIGHT = 0.35
+"""BM25 weight of tool input/output relative to conversation text."""
 
 _DOWN_CTE = (
     "WITH RECURSIVE down(id) AS (SELECT ? UNION SELECT sp.parent_summary_id "

@@ -148,25 +148,39 @@ CREATE TABLE compaction_locks (
 -- Porter stemming for English; CJK text is indexed with extra bigrams appended by
 -- the store (see store/search_text.py).
 CREATE VIRTUAL TABLE message_parts_fts USING fts5(
-    text_content, session_id, content='',
+    text_content, tool_content, session_id, content='',
     tokenize='porter unicode61 remove_diacritics 2'
 );
 CREATE VIRTUAL TABLE summaries_fts USING fts5(
     search_text, session_id, content='',
     tokenize='porter unicode61 remove_diacritics 2'
 );
+-- Tool input/output is indexed in its own column so ranking can weigh what the user
+-- and the assistant said above long tool logs that repeat a word many times.
 CREATE TRIGGER message_parts_fts_insert AFTER INSERT ON message_parts
 WHEN NEW.text_content IS NOT NULL BEGIN
-    INSERT INTO message_parts_fts (rowid, text_content, session_id)
-        VALUES (NEW.rowid, NEW.text_content, substr(NEW.session_id, 6));
+    INSERT INTO message_parts_fts (rowid, text_content, tool_content, session_id)
+        VALUES (
+            NEW.rowid,
+            CASE WHEN NEW.part_type = 'tool' THEN NULL ELSE NEW.text_content END,
+            CASE WHEN NEW.part_type = 'tool' THEN NEW.text_content END,
+            substr(NEW.session_id, 6)
+        );
 END;
 CREATE TRIGGER message_parts_fts_update AFTER UPDATE OF text_content ON message_parts
 WHEN OLD.text_content IS NOT NEW.text_content BEGIN
-    INSERT INTO message_parts_fts (message_parts_fts, rowid, text_content, session_id)
-        SELECT 'delete', OLD.rowid, OLD.text_content, substr(OLD.session_id, 6)
+    INSERT INTO message_parts_fts (message_parts_fts, rowid, text_content, tool_content,
+                                   session_id)
+        SELECT 'delete', OLD.rowid,
+            CASE WHEN OLD.part_type = 'tool' THEN NULL ELSE OLD.text_content END,
+            CASE WHEN OLD.part_type = 'tool' THEN OLD.text_content END,
+            substr(OLD.session_id, 6)
         WHERE OLD.text_content IS NOT NULL;
-    INSERT INTO message_parts_fts (rowid, text_content, session_id)
-        SELECT NEW.rowid, NEW.text_content, substr(NEW.session_id, 6)
+    INSERT INTO message_parts_fts (rowid, text_content, tool_content, session_id)
+        SELECT NEW.rowid,
+            CASE WHEN NEW.part_type = 'tool' THEN NULL ELSE NEW.text_content END,
+            CASE WHEN NEW.part_type = 'tool' THEN NEW.text_content END,
+            substr(NEW.session_id, 6)
         WHERE NEW.text_content IS NOT NULL;
 END;
 CREATE TRIGGER summaries_fts_insert AFTER INSERT ON summaries BEGIN

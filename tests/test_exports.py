@@ -3,8 +3,7 @@
 API.md names these top-level operator names that are not built yet; add them to
 ``API_NAMES`` when they land: ``LLMMap``, ``AgenticMap``, ``MapResult``,
 ``MapBatch``, ``AgentMapResult``, ``AgentMapBatch``. The seed module
-``mnesis.operators`` (``LLMMap``, ``AgenticMap``) and ``mnesis.files``
-(``LargeFileHandler``) are likewise still to come.
+``mnesis.operators`` (``LLMMap``, ``AgenticMap``) is likewise still to come.
 """
 
 from __future__ import annotations
@@ -68,6 +67,7 @@ SEED_MODULES = {
     "mnesis.events.bus": ["EventBus", "MnesisEvent"],
     "mnesis.store": ["ImmutableStore", "SummaryDAGStore", "StorePool"],
     "mnesis.tokens": ["TokenEstimator"],
+    "mnesis.files": ["LargeFileHandler", "FileHandleResult"],
     "mnesis.models": ["ModelInfo"],
 }
 

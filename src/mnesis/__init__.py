@@ -26,6 +26,9 @@ from mnesis.errors import (
     CompactionError,
     CompactionLockedError,
     ContextOverflowError,
+    FileAccessError,
+    FileChangedError,
+    FileMissingError,
     FileReferenceNotFoundError,
     InvalidArgumentError,
     LLMError,
@@ -48,6 +51,7 @@ from mnesis.errors import (
     SummaryNotFoundError,
 )
 from mnesis.events.bus import EventBus, MnesisEvent
+from mnesis.files import FileHandleResult, LargeFileHandler
 from mnesis.llm.fake import FakeLLM
 from mnesis.models.message import (
     CompactionResult,
@@ -78,7 +82,11 @@ __all__ = [
     "ContextOverflowError",
     "EventBus",
     "FakeLLM",
+    "FileAccessError",
+    "FileChangedError",
     "FileConfig",
+    "FileHandleResult",
+    "FileMissingError",
     "FileRefPart",
     "FileReferenceNotFoundError",
     "FinishReason",
@@ -86,6 +94,7 @@ __all__ = [
     "LLMError",
     "LLMResponseError",
     "LLMTimeoutError",
+    "LargeFileHandler",
     "MessageNotFoundError",
     "MessagePart",
     "MessageWithParts",

@@ -10,6 +10,9 @@ also subclass that builtin::
     ├── MissingDependencyError       (also ImportError) an optional extra is not installed
     ├── SessionClosedError                              the session was closed
     ├── OutOfScopeError          (also PermissionError) an ID of a session not granted
+    ├── FileChangedError                               a referenced file's content changed on disk
+    ├── FileAccessError          (also OSError)        a file on disk cannot be read
+    │   └── FileMissingError     (also FileNotFoundError)
     ├── ContextOverflowError                            the newest turn alone exceeds the budget
     ├── LLMError                                        the model call failed
     │   ├── LLMTimeoutError          (also TimeoutError)
@@ -40,6 +43,9 @@ __all__ = [
     "CompactionError",
     "CompactionLockedError",
     "ContextOverflowError",
+    "FileAccessError",
+    "FileChangedError",
+    "FileMissingError",
     "FileReferenceNotFoundError",
     "InvalidArgumentError",
     "LLMError",
@@ -196,3 +202,41 @@ class FileReferenceNotFoundError(NotFoundError):
     """No file reference with this file ID or content ID exists."""
 
     kind = "file reference"
+
+
+class FileChangedError(MnesisError):
+    """The file behind a reference no longer has the content that was referenced."""
+
+    def __init__(self, path: str, expected: str, actual: str) -> None:
+        self.path = path
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            f"{path} changed on disk since it was referenced: expected sha256 {expected}, "
+            f"found {actual}; call handle_file() again to reference the new content"
+        )
+
+
+class FileAccessError(MnesisError, OSError):
+    """A file could not be read (permissions, I/O error)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.message = f"cannot read {path}: {reason}"
+        super().__init__(self.message)
+        self.path = path
+        self.filename = path
+
+    def __str__(self) -> str:
+        # OSError.__str__ would print "[Errno None] None: '<path>'" once filename is set.
+        return self.message
+
+
+class FileMissingError(FileAccessError, FileNotFoundError):
+    """The file is not on disk (it never was, or it was moved or deleted)."""
+
+    def __init__(self, path: str, file_id: str | None = None) -> None:
+        self.file_id = file_id
+        what = f" (referenced as {file_id})" if file_id else ""
+        super().__init__(
+            path, f"no such file{what}; it was moved or deleted, handle its new path again"
+        )

@@ -39,6 +39,7 @@ from mnesis.errors import (
     SessionClosedError,
 )
 from mnesis.events.bus import EventBus, EventHandler, MnesisEvent
+from mnesis.files import FileHandleResult, LargeFileHandler
 from mnesis.llm import LLMClient, LLMRequest, resolve_client
 from mnesis.models.ids import is_valid_id, new_id
 from mnesis.models.message import (
@@ -187,6 +188,7 @@ class MnesisSession:
             llm=llm,
             on_commit=self._on_compaction_commit,
         )
+        self._files: LargeFileHandler | None = None
         self._tool_engine = self._retrieval
         self._tool_token_cap: int | None = None
         self.tool_calls_run = 0
@@ -435,6 +437,18 @@ class MnesisSession:
         return await self._retrieval.expand(
             summary_id, depth=depth, include_messages=include_messages, token_cap=token_cap
         )
+
+    async def handle_file(self, path: str) -> FileHandleResult:
+        """Inline a small file or turn a large one into a content-addressed ``FileRefPart``.
+
+        Put ``result.file_ref`` (or a ``TextPart`` of ``result.inline_content``) into the
+        next ``send``/``record``; the file's ID then flows into summaries and
+        ``describe(file_id)`` returns its structural summary.
+        """
+        self._check_open()
+        if self._files is None:
+            self._files = LargeFileHandler(self._store, self._estimator, self._config.file)
+        return await self._files.handle_file(path, session_id=self.id)
 
     def subscribe(self, event: MnesisEvent | None, handler: EventHandler) -> None:
         """Call ``handler(event, payload)`` for ``event`` (``None``: all events)."""

@@ -1,0 +1,470 @@
+"""``LargeFileHandler``: small files go inline, large ones become content-addressed references.
+
+Invariants this module keeps:
+
+* mnesis never stores a file's content. The ``file_references`` row holds its
+  path, its sha256 (``content_id``), its size, a token estimate and the
+  exploration summary; the caller owns the file on disk.
+* Files are read in 1 MB chunks. Only a file small enough to be inlined
+  (at most :data:`INLINE_MAX_BYTES`) is ever held in memory whole; the token count
+  of a larger one is estimated from evenly spaced samples.
+* The same content is explored once. ``file_id`` is derived from the sha256, so
+  it is stable across processes and databases, and the exploration is cached in
+  ``file_references`` under ``content_id``.
+* :meth:`LargeFileHandler.read` returns content only after checking that its
+  sha256 still matches the reference.
+
+Errors (all :class:`~mnesis.errors.MnesisError`)::
+
+    FileChangedError                                the file's sha256 no longer matches
+    FileAccessError          (also OSError)         the file cannot be read
+    └── FileMissingError     (also FileNotFoundError) the file is gone
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import stat
+import weakref
+from dataclasses import dataclass
+
+from mnesis.config import FileConfig
+from mnesis.errors import (
+    FileAccessError,
+    FileChangedError,
+    FileMissingError,
+    FileReferenceNotFoundError,
+    InvalidArgumentError,
+    MnesisError,
+)
+from mnesis.files.detect import HEAD_BYTES, detect_file_type, is_binary_data
+from mnesis.files.explorers import explore
+from mnesis.models.parts import FileRefPart, TextPart
+from mnesis.store.base import FileReference, ImmutableStore
+from mnesis.tokens.estimator import TokenEstimator
+
+__all__ = [
+    "INLINE_MAX_BYTES",
+    "MAX_SUMMARY_TOKENS",
+    "FileAccessError",
+    "FileChangedError",
+    "FileHandleResult",
+    "FileMissingError",
+    "LargeFileHandler",
+    "file_id_for",
+]
+
+logger = logging.getLogger("mnesis.files")
+
+MAX_SUMMARY_TOKENS = 2_000
+"""An exploration summary is cut to this many tokens."""
+INLINE_MAX_BYTES = 8 * 1024 * 1024
+"""A file larger than this is never inlined, whatever ``inline_threshold`` says."""
+_EXACT_TOKEN_BYTES = 1024 * 1024
+"""Files up to this size have their tokens counted on the whole text."""
+_CHUNK = 1024 * 1024
+_SAMPLE_WINDOWS = 16
+_SAMPLE_WINDOW_BYTES = 64 * 1024
+_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_HEX = frozenset("0123456789abcdef")
+
+
+@dataclass(frozen=True, slots=True)
+class FileHandleResult:
+    """What :meth:`LargeFileHandler.handle_file` decided: exactly one field is set."""
+
+    inline_content: str | None = None
+    """The text of a file under the inline threshold."""
+    file_ref: FileRefPart | None = None
+    """The reference to a file at or above the threshold."""
+    token_count: int = 0
+    """Tokens of the content (exact when inlined, estimated for large files)."""
+    cache_hit: bool = False
+    """True if the reference came from ``file_references`` without a new exploration."""
+
+    @property
+    def is_inline(self) -> bool:
+        """True if the file goes into the message as text."""
+        return self.file_ref is None
+
+    def to_part(self) -> TextPart | FileRefPart:
+        """The message part to append: a ``TextPart`` or the ``FileRefPart``."""
+        if self.file_ref is not None:
+            return self.file_ref
+        return TextPart(text=self.inline_content or "")
+
+
+def file_id_for(content_id: str) -> str:
+    """The stable ``file_`` ID of a sha256 hex digest: its first 130 bits in Crockford base32."""
+    if len(content_id) != 64 or not set(content_id) <= _HEX:
+        raise InvalidArgumentError(f"{content_id[:80]!r} is not a sha256 hex digest")
+    value = int.from_bytes(bytes.fromhex(content_id)[:17], "big") >> 6
+    chars = []
+    for _ in range(26):
+        chars.append(_ALPHABET[value & 31])
+        value >>= 5
+    return "file_" + "".join(reversed(chars))
+
+
+@dataclass(slots=True)
+class _Scan:
+    """One pass over a file: its hash, size, first bytes, and content if it is small."""
+
+    path: str
+    size: int
+    content_id: str
+    head: bytes
+    data: bytes | None
+    stamp: tuple[int, int]
+    """``(size, mtime_ns)`` when the scan started, to notice a file changing under us."""
+
+
+class _Unsteady(Exception):
+    """The file changed while it was being handled; start again."""
+
+
+_ATTEMPTS = 3
+
+
+class LargeFileHandler:
+    """Turns files into inline text or content-addressed :class:`FileRefPart` references.
+
+    ``exploration_count`` counts the explorations this handler ran; a cache hit
+    does not add to it.
+    """
+
+    def __init__(
+        self,
+        store: ImmutableStore,
+        estimator: TokenEstimator | None = None,
+        config: FileConfig | None = None,
+    ) -> None:
+        self.store = store
+        self.estimator = estimator or TokenEstimator()
+        self.config = config or FileConfig()
+        self.exploration_count = 0
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+        self._seen_paths: dict[str, list[str]] = {}
+
+    # -- handling ------------------------------------------------------------
+    async def handle_file(
+        self, path: str | os.PathLike[str], *, session_id: str | None = None
+    ) -> FileHandleResult:
+        """Inline the file at ``path`` or reference it, exploring new content once.
+
+        Under ``config.inline_threshold`` tokens (and :data:`INLINE_MAX_BYTES`), a
+        text file is returned as ``inline_content`` and nothing is stored. Otherwise
+        (and always for binary files) the result holds a ``FileRefPart``; a new
+        ``content_id`` is explored and written to ``file_references`` (with
+        ``session_id``), a known one is served from there. A file that is written to
+        while it is handled is read again (at most three times), so the summary
+        always describes the content that was hashed.
+
+        Raises ``FileMissingError`` if there is no file at ``path``,
+        ``FileAccessError`` if it cannot be read (or never holds still) and
+        ``InvalidArgumentError`` if it is not a regular file.
+        """
+        if not isinstance(path, str | os.PathLike):
+            raise InvalidArgumentError(f"path must be a str or PathLike, got {type(path).__name__}")
+        if session_id is not None and not isinstance(session_id, str):
+            raise InvalidArgumentError(
+                f"session_id must be a string, got {type(session_id).__name__}"
+            )
+        for _ in range(_ATTEMPTS):
+            try:
+                return await self._handle_once(os.fspath(path), session_id)
+            except _Unsteady:
+                logger.debug("%s changed while it was handled; starting again", path)
+        raise FileAccessError(
+            os.fspath(path),
+            f"it changed during each of {_ATTEMPTS} attempts to read it; retry once it is stable",
+        )
+
+    async def _handle_once(self, path: str, session_id: str | None) -> FileHandleResult:
+        scan = await asyncio.to_thread(_scan, path)
+        absolute = scan.path
+        binary = is_binary_data(scan.head)
+        tokens: int | None = None
+        if not binary and scan.data is not None:
+            text, counted = await asyncio.to_thread(self._inline_text, scan)
+            if text is not None:
+                return FileHandleResult(inline_content=text, token_count=counted)
+            tokens = counted
+        self._remember(scan.content_id, absolute)
+        async with self._lock_for(scan.content_id):
+            cached = await self.store.get_file_reference(scan.content_id)
+            if cached is not None:
+                logger.debug("file reference cache hit for %s (%s)", absolute, cached.file_id)
+                return FileHandleResult(
+                    file_ref=_part(cached, absolute), token_count=cached.token_count, cache_hit=True
+                )
+            if tokens is None:
+                tokens = await asyncio.to_thread(_sample_tokens, scan, self.estimator)
+            file_type, summary = await asyncio.to_thread(self._explore, scan)
+            self.exploration_count += 1
+            stored = await self.store.store_file_reference(
+                FileReference(
+                    content_id=scan.content_id,
+                    file_id=file_id_for(scan.content_id),
+                    path=absolute,
+                    file_type=file_type,
+                    token_count=tokens,
+                    exploration_summary=summary,
+                    byte_size=scan.size,
+                    session_id=session_id,
+                )
+            )
+        logger.debug(
+            "referenced %s as %s (%s, ~%d tokens)", absolute, stored.file_id, file_type, tokens
+        )
+        return FileHandleResult(file_ref=_part(stored, absolute), token_count=stored.token_count)
+
+    def _inline_text(self, scan: _Scan) -> tuple[str | None, int]:
+        """``(text, tokens)`` if the file goes inline, else ``(None, estimated tokens)``."""
+        assert scan.data is not None
+        threshold = self.config.inline_threshold
+        if scan.size > _EXACT_TOKEN_BYTES:
+            estimate = _sample_tokens(scan, self.estimator)
+            if estimate >= threshold:
+                return None, estimate
+        text = scan.data.decode("utf-8", errors="replace")
+        tokens = self.estimator.estimate(text)
+        return (text if tokens < threshold else None), tokens
+
+    def _explore(self, scan: _Scan) -> tuple[str, str]:
+        """``(file_type, bounded summary)``; runs in a worker thread."""
+        try:
+            detected = detect_file_type(scan.path, scan.head)
+            summary = explore(
+                scan.path, detected.file_type, byte_size=scan.size, is_binary=detected.is_binary
+            )
+            # The summary must describe the content that was hashed: if the file was
+            # rewritten while it was explored, the caller starts again.
+            after = os.stat(scan.path)
+        except FileNotFoundError:
+            raise FileMissingError(scan.path) from None
+        except OSError as exc:
+            raise FileAccessError(scan.path, exc.strerror or str(exc)) from exc
+        if (after.st_size, after.st_mtime_ns) != scan.stamp:
+            raise _Unsteady
+        if detected.mime and detected.file_type in ("binary", "unknown"):
+            summary = f"MIME type: {detected.mime}\n{summary}"
+        return detected.file_type, self._bound(summary)
+
+    def _bound(self, summary: str) -> str:
+        """``summary`` cut, at a line boundary, to :data:`MAX_SUMMARY_TOKENS`."""
+        if self.estimator.estimate(summary) <= MAX_SUMMARY_TOKENS:
+            return summary
+        kept: list[str] = []
+        used = 0
+        for line in summary.splitlines():
+            cost = self.estimator.estimate(line) + 1
+            if used + cost > MAX_SUMMARY_TOKENS - 20:
+                break
+            kept.append(line)
+            used += cost
+        kept.append(f"… (summary cut to {MAX_SUMMARY_TOKENS:,} tokens)")
+        return "\n".join(kept)
+
+    def _lock_for(self, content_id: str) -> asyncio.Lock:
+        # Two tasks handling the same new content at once explore it once: the second
+        # waits here, then finds the first one's row in the store.
+        lock = self._locks.get(content_id)
+        if lock is None:
+            lock = asyncio.Lock()
+            self._locks[content_id] = lock
+        return lock
+
+    def _remember(self, content_id: str, path: str) -> None:
+        paths = self._seen_paths.setdefault(content_id, [])
+        if path not in paths:
+            paths.append(path)
+
+    # -- reading -------------------------------------------------------------
+    async def read(
+        self,
+        file_id: str,
+        start_line: int | None = None,
+        end_line: int | None = None,
+    ) -> str:
+        """The content of a referenced file, or lines ``start_line..end_line`` (1-based, inclusive).
+
+        ``file_id`` is a ``file_`` ID or a content ID. The file is read from disk in
+        chunks and its sha256 is checked against the reference before anything is
+        returned. If the stored path fails the check, other paths this handler saw
+        with the same content are tried. Without a line range the whole file is
+        returned: pass a range for large files.
+
+        Raises ``InvalidArgumentError`` for a malformed ID or line range,
+        ``FileReferenceNotFoundError`` for an unknown ID, ``FileMissingError`` if
+        the file is gone and ``FileChangedError`` if its content changed.
+        """
+        if not isinstance(file_id, str):
+            raise InvalidArgumentError(f"a file ID must be a string, got {type(file_id).__name__}")
+        key = file_id.strip()
+        if not key.startswith("file_") and not (len(key) == 64 and set(key) <= _HEX):
+            raise InvalidArgumentError(
+                f"{key[:80]!r} is not a file ID (file_…) or a content ID (sha256 hex)"
+            )
+        _check_line(start_line, "start_line")
+        _check_line(end_line, "end_line")
+        if start_line is not None and end_line is not None and end_line < start_line:
+            raise InvalidArgumentError(
+                f"end_line ({end_line}) must not be before start_line ({start_line})"
+            )
+        ref = await self.store.get_file_reference(key)
+        if ref is None:
+            raise FileReferenceNotFoundError(key)
+        others = [p for p in self._seen_paths.get(ref.content_id, []) if p != ref.path]
+        return await asyncio.to_thread(_read_any, ref, [ref.path, *others], start_line, end_line)
+
+
+def _check_line(value: int | None, name: str) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidArgumentError(f"{name} must be a line number >= 1, got {value!r}")
+
+
+def _part(ref: FileReference, path: str) -> FileRefPart:
+    return FileRefPart(
+        content_id=ref.content_id,
+        file_id=ref.file_id,
+        path=path,
+        file_type=ref.file_type,
+        token_count=ref.token_count,
+        exploration_summary=ref.exploration_summary,
+    )
+
+
+def _open(path: str) -> int:
+    """An OS-level read descriptor of a regular file, with the errors translated."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        raise FileMissingError(path) from None
+    except IsADirectoryError:
+        raise InvalidArgumentError(f"{path} is a directory, not a file") from None
+    except OSError as exc:
+        raise FileAccessError(path, exc.strerror or str(exc)) from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise InvalidArgumentError(f"{path} is not a regular file")
+    return fd
+
+
+def _scan(path: str) -> _Scan:
+    """Hash the file in chunks; keep its bytes only if it is small enough to inline.
+
+    The returned ``path`` is absolute (``~`` expanded), as stored in the reference.
+    """
+    path = os.path.abspath(os.path.expanduser(path))
+    with os.fdopen(_open(path), "rb") as handle:
+        before = os.fstat(handle.fileno())
+        stamp = (before.st_size, before.st_mtime_ns)
+        keep = before.st_size <= INLINE_MAX_BYTES
+        hasher = hashlib.sha256()
+        kept: list[bytes] = []
+        head = b""
+        size = 0
+        try:
+            while chunk := handle.read(_CHUNK):
+                hasher.update(chunk)
+                if size == 0:
+                    head = chunk[:HEAD_BYTES]
+                size += len(chunk)
+                if keep:
+                    kept.append(chunk)
+                    keep = size <= INLINE_MAX_BYTES
+            after = os.fstat(handle.fileno())
+        except OSError as exc:
+            raise FileAccessError(path, exc.strerror or str(exc)) from exc
+    if size != stamp[0] or (after.st_size, after.st_mtime_ns) != stamp:
+        raise _Unsteady  # written to while it was hashed
+    data = b"".join(kept) if keep else None
+    return _Scan(path, size, hasher.hexdigest(), head, data, stamp)
+
+
+def _sample_tokens(scan: _Scan, estimator: TokenEstimator) -> int:
+    """Estimate a file's tokens from up to 16 evenly spaced 64 KB windows."""
+    if scan.size == 0:
+        return 0
+    windows = min(_SAMPLE_WINDOWS, -(-scan.size // _SAMPLE_WINDOW_BYTES))
+    step = (scan.size - _SAMPLE_WINDOW_BYTES) / max(1, windows - 1)
+    tokens = sampled = 0
+    with open(scan.path, "rb") as handle:
+        for index in range(windows):
+            offset = max(0, int(index * step))
+            if scan.data is not None:
+                raw = scan.data[offset : offset + _SAMPLE_WINDOW_BYTES]
+            else:
+                handle.seek(offset)
+                raw = handle.read(_SAMPLE_WINDOW_BYTES)
+            # A character cut at a window edge becomes one U+FFFD: noise, not bias.
+            tokens += estimator.estimate(raw.decode("utf-8", errors="replace"))
+            sampled += len(raw)
+    return max(1, round(tokens * scan.size / sampled)) if sampled else 0
+
+
+def _read_any(ref: FileReference, paths: list[str], start: int | None, end: int | None) -> str:
+    """Read from the first of ``paths`` whose content still matches; else raise for the first."""
+    first_error: MnesisError | None = None
+    for path in paths:
+        try:
+            return _read_verified(path, ref, start, end)
+        except (FileAccessError, FileChangedError, InvalidArgumentError) as exc:
+            first_error = first_error or exc
+    assert first_error is not None
+    raise first_error
+
+
+def _read_verified(path: str, ref: FileReference, start: int | None, end: int | None) -> str:
+    first = start or 1
+    whole = first == 1 and end is None
+    out = bytearray()
+    hasher = hashlib.sha256()
+    line = 1  # the line the current position is on
+    try:
+        fd = _open(path)
+    except FileMissingError:
+        raise FileMissingError(path, ref.file_id) from None
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            while chunk := handle.read(_CHUNK):
+                hasher.update(chunk)
+                if whole:
+                    out += chunk
+                elif end is None or line <= end:
+                    line = _take_lines(chunk, line, first, end, out)
+        except OSError as exc:
+            raise FileAccessError(path, exc.strerror or str(exc)) from exc
+    actual = hasher.hexdigest()
+    if actual != ref.content_id:
+        raise FileChangedError(path, ref.content_id, actual)
+    return out.decode("utf-8", errors="replace")
+
+
+def _take_lines(chunk: bytes, line: int, first: int, end: int | None, out: bytearray) -> int:
+    """Append the part of ``chunk`` on lines ``first..end`` to ``out``.
+
+    ``line`` is the line the chunk starts on; returns the line it ends on. Every
+    search moves forward, so a chunk costs O(its length) whatever the range.
+    """
+    last = line + chunk.count(b"\n")
+    if last < first:
+        return last
+    pos = 0
+    for _ in range(first - line):  # skip to the start of line ``first``
+        pos = chunk.index(b"\n", pos) + 1
+    line = max(line, first)
+    if end is None or last <= end:
+        out += chunk[pos:]
+        return last
+    stop = pos
+    for _ in range(end - line + 1):  # through the newline that ends line ``end``
+        stop = chunk.index(b"\n", stop) + 1
+    out += chunk[pos:stop]
+    return last

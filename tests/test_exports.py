@@ -1,9 +1,6 @@
 """The public surface: what ``import mnesis`` offers, and what it does not drag in.
 
-API.md names these top-level operator names that are not built yet; add them to
-``API_NAMES`` when they land: ``LLMMap``, ``AgenticMap``, ``MapResult``,
-``MapBatch``, ``AgentMapResult``, ``AgentMapBatch``. The seed module
-``mnesis.operators`` (``LLMMap``, ``AgenticMap``) is likewise still to come.
+Every top-level name API.md promises is checked, operators included.
 """
 
 from __future__ import annotations
@@ -20,6 +17,13 @@ import mnesis
 import mnesis.errors
 
 API_NAMES = [
+    # operators
+    "LLMMap",
+    "AgenticMap",
+    "MapResult",
+    "MapBatch",
+    "AgentMapResult",
+    "AgentMapBatch",
     # session and results
     "MnesisSession",
     "TurnResult",
@@ -68,6 +72,7 @@ SEED_MODULES = {
     "mnesis.store": ["ImmutableStore", "SummaryDAGStore", "StorePool"],
     "mnesis.tokens": ["TokenEstimator"],
     "mnesis.files": ["LargeFileHandler", "FileHandleResult"],
+    "mnesis.operators": ["LLMMap", "AgenticMap"],
     "mnesis.models": ["ModelInfo"],
 }
 

@@ -66,6 +66,14 @@ from mnesis.models.message import (
 )
 from mnesis.models.parts import FileRefPart, MessagePart, TextPart, ToolPart, ToolStatus
 from mnesis.models.tokens import TokenUsage
+from mnesis.operators import (
+    AgenticMap,
+    AgentMapBatch,
+    AgentMapResult,
+    LLMMap,
+    MapBatch,
+    MapResult,
+)
 from mnesis.session import MnesisSession
 from mnesis.store.pool import StorePool
 from mnesis.tokens.estimator import TokenEstimator
@@ -73,6 +81,9 @@ from mnesis.tokens.estimator import TokenEstimator
 __version__ = "0.1.0"
 
 __all__ = [
+    "AgentMapBatch",
+    "AgentMapResult",
+    "AgenticMap",
     "AppendOnlyViolationError",
     "CompactionConfig",
     "CompactionError",
@@ -92,9 +103,12 @@ __all__ = [
     "FinishReason",
     "InvalidArgumentError",
     "LLMError",
+    "LLMMap",
     "LLMResponseError",
     "LLMTimeoutError",
     "LargeFileHandler",
+    "MapBatch",
+    "MapResult",
     "MessageNotFoundError",
     "MessagePart",
     "MessageWithParts",

@@ -520,11 +520,14 @@ class MnesisSession:
                         yield delta
                 result = holder[0]
                 lcm_calls = [c for c in result.tool_calls if c.tool_name in LCM_TOOL_NAMES]
+                other_calls = len(result.tool_calls) - len(lcm_calls)
                 if (
                     not run_lcm_tools
                     or not lcm_calls
+                    or other_calls
                     or rounds >= self._config.session.max_tool_rounds
                 ):
+                    # Any call mnesis cannot run itself goes back to the caller.
                     break
                 for call in lcm_calls:
                     output = await self.execute_tool(call.tool_name, call.input)

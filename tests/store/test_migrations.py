@@ -32,6 +32,8 @@ EXPECTED_TABLES = {
     "summaries",
     "summary_messages",
     "summary_parents",
+    "map_runs",
+    "map_items",
     # FTS5 external-content indexes and their shadow tables
     "message_parts_fts",
     "message_parts_fts_config",
@@ -48,6 +50,7 @@ EXPECTED_TABLES = {
 EXPECTED_INDEXES = {
     "context_items_message_idx",
     "context_items_summary_idx",
+    "map_items_state_idx",
     "message_parts_session_idx",
     "message_parts_tool_call_idx",
     "sessions_created_idx",

@@ -239,6 +239,31 @@ CREATE TRIGGER sessions_no_delete BEFORE DELETE ON sessions BEGIN
 END;
 """
 
+M002_MAP_RUNS = """
+-- Item state of AgenticMap runs, so a crashed run can be resumed.
+CREATE TABLE map_runs (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    config TEXT NOT NULL
+);
+CREATE TABLE map_items (
+    run_id TEXT NOT NULL REFERENCES map_runs(id),
+    idx INTEGER NOT NULL,
+    input TEXT NOT NULL,
+    state TEXT NOT NULL DEFAULT 'pending'
+        CHECK (state IN ('pending', 'running', 'completed', 'failed')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    output TEXT,
+    error TEXT,
+    session_id TEXT REFERENCES sessions(id),
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (run_id, idx)
+);
+CREATE INDEX map_items_state_idx ON map_items (run_id, state);
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("m001_initial", M001_INITIAL),
+    ("m002_map_runs", M002_MAP_RUNS),
 ]

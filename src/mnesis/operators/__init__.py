@@ -1,0 +1,22 @@
+"""Parallel operators: ``LLMMap`` (one model call per input) and ``AgenticMap``
+(one full sub-session per input), with their result types."""
+
+from mnesis.operators.agentic_map import AgenticMap
+from mnesis.operators.llm_map import LLMMap
+from mnesis.operators.results import (
+    AgentMapBatch,
+    AgentMapResult,
+    MapBatch,
+    MapFileSummary,
+    MapResult,
+)
+
+__all__ = [
+    "AgentMapBatch",
+    "AgentMapResult",
+    "AgenticMap",
+    "LLMMap",
+    "MapBatch",
+    "MapFileSummary",
+    "MapResult",
+]

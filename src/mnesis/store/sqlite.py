@@ -145,6 +145,10 @@ class SQLiteStore(ImmutableStore):
         else:
             await self.db.close()
 
+    async def _first_column(self, sql: str, args: Sequence[Any]) -> list[str]:
+        """The first column of every row of a read query."""
+        return await self.db.read(lambda conn: [r[0] for r in conn.execute(sql, args)])
+
     # sessions -------------------------------------------------------------
     async def create_session(self, record: SessionRecord) -> None:
         now = _now_ms()
@@ -264,32 +268,7 @@ class SQLiteStore(ImmutableStore):
                     if "FOREIGN KEY" in str(exc):
                         raise SessionNotFoundError(m.session_id) from exc
                     raise
-                conn.executemany(
-                    "INSERT INTO message_parts (id, message_id, session_id, ordinal, part_type, "
-                    "content, text_content, tool_name, tool_call_id, tool_state, compacted_at, "
-                    "started_at, completed_at, token_estimate, created_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        (
-                            pid,
-                            m.id,
-                            m.session_id,
-                            ordinal,
-                            r["part_type"],
-                            r["content"],
-                            r["text_content"],
-                            r["tool_name"],
-                            r["tool_call_id"],
-                            r["tool_state"],
-                            r["compacted_at"],
-                            r["started_at"],
-                            r["completed_at"],
-                            est,
-                            now,
-                        )
-                        for ordinal, (pid, est, r) in enumerate(rows)
-                    ],
-                )
+                _insert_parts(conn, m.id, m.session_id, 0, rows, now)
                 position = None
                 if item.in_context:
                     position = conn.execute(
@@ -332,32 +311,7 @@ class SQLiteStore(ImmutableStore):
                 "SELECT COALESCE(MAX(ordinal), -1) + 1 FROM message_parts WHERE message_id = ?",
                 (message_id,),
             ).fetchone()[0]
-            conn.executemany(
-                "INSERT INTO message_parts (id, message_id, session_id, ordinal, part_type, "
-                "content, text_content, tool_name, tool_call_id, tool_state, compacted_at, "
-                "started_at, completed_at, token_estimate, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        pid,
-                        message_id,
-                        found[0],
-                        first + offset,
-                        r["part_type"],
-                        r["content"],
-                        r["text_content"],
-                        r["tool_name"],
-                        r["tool_call_id"],
-                        r["tool_state"],
-                        r["compacted_at"],
-                        r["started_at"],
-                        r["completed_at"],
-                        est,
-                        now,
-                    )
-                    for offset, (pid, est, r) in enumerate(rows)
-                ],
-            )
+            _insert_parts(conn, message_id, found[0], first, rows, now)
             return [r[0] for r in rows]
 
         return await self.db.write(_append)
@@ -663,32 +617,7 @@ class SQLiteStore(ImmutableStore):
                     seq,
                 ),
             )
-            conn.executemany(
-                "INSERT INTO message_parts (id, message_id, session_id, ordinal, part_type, "
-                "content, text_content, tool_name, tool_call_id, tool_state, compacted_at, "
-                "started_at, completed_at, token_estimate, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        pid,
-                        m.id,
-                        m.session_id,
-                        ordinal,
-                        r["part_type"],
-                        r["content"],
-                        r["text_content"],
-                        None,
-                        None,
-                        None,
-                        None,
-                        None,
-                        None,
-                        est,
-                        now,
-                    )
-                    for ordinal, (pid, est, r) in enumerate(marker_rows)
-                ],
-            )
+            _insert_parts(conn, m.id, m.session_id, 0, marker_rows, now)
             conn.execute(
                 f"INSERT INTO summaries ({_SUMMARY_COLS}, search_text) VALUES "
                 "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -749,29 +678,16 @@ class SQLiteStore(ImmutableStore):
         return await self.db.read(_get)
 
     async def get_summary_source_ids(self, summary_id: str) -> list[str]:
-        def _get(conn: sqlite3.Connection) -> list[str]:
-            return [
-                r[0]
-                for r in conn.execute(
-                    "SELECT message_id FROM summary_messages WHERE summary_id = ? ORDER BY ordinal",
-                    (summary_id,),
-                )
-            ]
-
-        return await self.db.read(_get)
+        return await self._first_column(
+            "SELECT message_id FROM summary_messages WHERE summary_id = ? ORDER BY ordinal",
+            (summary_id,),
+        )
 
     async def get_summary_parent_ids(self, summary_id: str) -> list[str]:
-        def _get(conn: sqlite3.Connection) -> list[str]:
-            return [
-                r[0]
-                for r in conn.execute(
-                    "SELECT parent_summary_id FROM summary_parents WHERE summary_id = ? "
-                    "ORDER BY ordinal",
-                    (summary_id,),
-                )
-            ]
-
-        return await self.db.read(_get)
+        return await self._first_column(
+            "SELECT parent_summary_id FROM summary_parents WHERE summary_id = ? ORDER BY ordinal",
+            (summary_id,),
+        )
 
     async def acquire_compaction_lock(
         self, session_id: str, owner: str, ttl_seconds: float, *, steal_from: str | None = None
@@ -809,30 +725,17 @@ class SQLiteStore(ImmutableStore):
         await self.db.write(_release)
 
     async def get_summaries_merging(self, summary_id: str) -> list[str]:
-        def _get(conn: sqlite3.Connection) -> list[str]:
-            return [
-                r[0]
-                for r in conn.execute(
-                    "SELECT summary_id FROM summary_parents WHERE parent_summary_id = ? "
-                    "ORDER BY summary_id",
-                    (summary_id,),
-                )
-            ]
-
-        return await self.db.read(_get)
+        return await self._first_column(
+            "SELECT summary_id FROM summary_parents WHERE parent_summary_id = ? "
+            "ORDER BY summary_id",
+            (summary_id,),
+        )
 
     async def get_leaf_summaries_of_message(self, message_id: str) -> list[str]:
-        def _get(conn: sqlite3.Connection) -> list[str]:
-            return [
-                r[0]
-                for r in conn.execute(
-                    "SELECT summary_id FROM summary_messages WHERE message_id = ? "
-                    "ORDER BY summary_id",
-                    (message_id,),
-                )
-            ]
-
-        return await self.db.read(_get)
+        return await self._first_column(
+            "SELECT summary_id FROM summary_messages WHERE message_id = ? ORDER BY summary_id",
+            (message_id,),
+        )
 
     async def get_source_message_ids_deep(self, summary_id: str) -> list[str]:
         def _get(conn: sqlite3.Connection) -> list[str]:
@@ -994,10 +897,7 @@ class SQLiteStore(ImmutableStore):
 
     # integrity --------------------------------------------------------------
     async def list_session_ids(self) -> list[str]:
-        def _get(conn: sqlite3.Connection) -> list[str]:
-            return [r[0] for r in conn.execute("SELECT id FROM sessions ORDER BY created_at, id")]
-
-        return await self.db.read(_get)
+        return await self._first_column("SELECT id FROM sessions ORDER BY created_at, id", ())
 
     async def integrity_snapshot(self, session_id: str) -> IntegritySnapshot:
         def _get(conn: sqlite3.Connection) -> IntegritySnapshot:
@@ -1156,6 +1056,48 @@ _DOWN_CTE = (
     "WITH RECURSIVE down(id) AS (SELECT ? UNION SELECT sp.parent_summary_id "
     "FROM summary_parents sp JOIN down ON sp.summary_id = down.id)"
 )
+
+
+_PART_INSERT = (
+    "INSERT INTO message_parts (id, message_id, session_id, ordinal, part_type, content, "
+    "text_content, tool_name, tool_call_id, tool_state, compacted_at, started_at, "
+    "completed_at, token_estimate, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _insert_parts(
+    conn: sqlite3.Connection,
+    message_id: str,
+    session_id: str,
+    first_ordinal: int,
+    rows: Sequence[tuple[str, int, dict[str, Any]]],
+    now: int,
+) -> None:
+    """Insert encoded parts ``(part_id, token_estimate, columns)`` of one message."""
+    conn.executemany(
+        _PART_INSERT,
+        [
+            (
+                pid,
+                message_id,
+                session_id,
+                first_ordinal + offset,
+                r["part_type"],
+                r["content"],
+                r["text_content"],
+                r["tool_name"],
+                r["tool_call_id"],
+                r["tool_state"],
+                r["compacted_at"],
+                r["started_at"],
+                r["completed_at"],
+                est,
+                now,
+            )
+            for offset, (pid, est, r) in enumerate(rows)
+        ],
+    )
 
 
 def _filter_sql(where: SearchFilter, scope: str) -> tuple[str, list[Any]]:

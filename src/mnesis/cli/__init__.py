@@ -17,6 +17,7 @@ import typer
 from typer.main import get_command
 
 from mnesis.cli._common import fail
+from mnesis.cli.check import check_command
 from mnesis.cli.commands import context_command, sessions_command, show_command
 from mnesis.cli.demo import demo_command
 from mnesis.errors import MnesisError
@@ -35,6 +36,7 @@ app.command("demo")(demo_command)
 app.command("sessions")(sessions_command)
 app.command("show")(show_command)
 app.command("context")(context_command)
+app.command("check")(check_command)
 
 
 def _version() -> str:

@@ -72,6 +72,7 @@ _DRAIN_FRACTION = 0.5
 """A run stops once the context is below this share of the soft threshold."""
 _LEAF_CHUNK_TOKENS = 12_000
 _MAX_CONDENSE_CHILDREN = 8
+_EXTRACTIVE_WINDOW = 64_000
 
 
 def _now_ms() -> int:
@@ -412,7 +413,9 @@ class CompactionEngine:
 
     def _model_window(self, model: str) -> int:
         if model == "extractive":
-            return 1 << 30
+            # No model window, but bounded spans keep each pass cheap and each leaf
+            # specific enough to be useful when expanded.
+            return _EXTRACTIVE_WINDOW
         return ModelInfo.from_model_string(model, None).context_limit
 
     def _model_available(self) -> bool:

@@ -77,18 +77,17 @@ class ToolOutputPruner:
             return result
         now = int(time.time() * 1000)
         touched: dict[str, MessageWithParts] = {}
+        tombstones: list[tuple[str, int, int]] = []
         for message, part, cost in candidates:
             assert part.id is not None
             part.status.compacted_at = now
             tombstone_cost = self.estimator.estimate_part(part)
-            await self.store.update_part_status(
-                part.id, compacted_at=now, token_estimate=tombstone_cost
-            )
+            tombstones.append((part.id, now, tombstone_cost))
             touched[message.id] = message
             result.pruned_count += 1
             result.pruned_tokens += max(0, cost - tombstone_cost)
-        for message in touched.values():
-            await self.store.update_message_tokens(
-                message.id, token_estimate=self.estimator.estimate_message(message)
-            )
+        await self.store.tombstone_parts(
+            tombstones,
+            [(m.id, self.estimator.estimate_message(m)) for m in touched.values()],
+        )
         return result

@@ -280,6 +280,15 @@ class ImmutableStore(ABC):
         """The one permitted mutation of a part: tool lifecycle and tombstone."""
 
     @abstractmethod
+    async def tombstone_parts(
+        self,
+        parts: Sequence[tuple[str, int, int]],
+        message_estimates: Sequence[tuple[str, int]],
+    ) -> None:
+        """Prune in one transaction: ``(part_id, compacted_at, token_estimate)`` tombstones
+        and the new ``(message_id, token_estimate)`` of the messages holding them."""
+
+    @abstractmethod
     async def get_message(self, message_id: str) -> MessageWithParts:
         """One message with its parts; raises :class:`~mnesis.errors.MessageNotFoundError`."""
 

@@ -431,6 +431,28 @@ class SQLiteStore(ImmutableStore):
 
         await self.db.write(_update)
 
+    async def tombstone_parts(
+        self,
+        parts: Sequence[tuple[str, int, int]],
+        message_estimates: Sequence[tuple[str, int]],
+    ) -> None:
+        def _prune(conn: sqlite3.Connection) -> None:
+            conn.executemany(
+                "UPDATE message_parts SET compacted_at = ?, token_estimate = ? "
+                "WHERE id = ? AND part_type = 'tool' AND compacted_at IS NULL",
+                [(at, tokens, part_id) for part_id, at, tokens in parts],
+            )
+            conn.executemany(
+                "UPDATE messages SET token_estimate = ? WHERE id = ?",
+                [(tokens, message_id) for message_id, tokens in message_estimates],
+            )
+            conn.executemany(
+                "UPDATE context_items SET tokens = ? WHERE message_id = ?",
+                [(tokens, message_id) for message_id, tokens in message_estimates],
+            )
+
+        await self.db.write(_prune)
+
     async def get_message(self, message_id: str) -> MessageWithParts:
         found = await self.get_messages_by_ids([message_id])
         if not found:
@@ -538,8 +560,11 @@ class SQLiteStore(ImmutableStore):
         where = ["ci.session_id = ?"]
         args: list[Any] = [session_id]
         if item_type is not None:
-            where.append("ci.item_type = ?")
-            args.append(item_type)
+            if item_type not in ("message", "summary"):
+                raise InvalidArgumentError(f"unknown context item type {item_type!r}")
+            # A literal, not a parameter: SQLite only uses the partial summary index
+            # when it can see the WHERE clause matches it.
+            where.append(f"ci.item_type = '{item_type}'")
         if before_position is not None:
             where.append("ci.position < ?")
             args.append(before_position)

@@ -7,7 +7,9 @@ Usage::
     python -m benchmarks.run --only context  # one benchmark (repeatable)
     python -m benchmarks.run --markdown out.md
 
-Benchmarks: ``record``, ``context``, ``compaction``, ``prefix``, ``tokens``.
+Benchmarks: ``record``, ``context``, ``compaction``, ``prefix``, ``tokens``, and the
+standalone scripts ``retrieval``, ``operators`` and ``files`` (run as subprocesses, their
+tables printed as they come).
 ``tokens`` runs ``benchmarks/token_calibration.py`` with the interpreter of a
 separate venv that has ``bpe-openai`` (``--calib-python``, default
 ``/tmp/calib-venv/bin/python``); it is skipped with a note when that is missing.
@@ -36,7 +38,21 @@ from benchmarks.bench_compaction import bench_compaction, bench_prefix
 from benchmarks.bench_session import Report, SessionCache, bench_context, bench_record
 from mnesis.tokens.estimator import TokenEstimator
 
-NAMES = ("record", "context", "compaction", "prefix", "tokens")
+NAMES = (
+    "record",
+    "context",
+    "compaction",
+    "prefix",
+    "tokens",
+    "retrieval",
+    "operators",
+    "files",
+)
+_SCRIPTS = {
+    "retrieval": "benchmarks.bench_retrieval",
+    "operators": "benchmarks.bench_operators",
+    "files": "benchmarks.bench_files",
+}
 _DEFAULT_CALIB_PYTHON = "/tmp/calib-venv/bin/python"
 _ROOT = Path(__file__).resolve().parent.parent
 
@@ -177,6 +193,8 @@ async def run(names: list[str], quick: bool, calib_python: str) -> list[Report]:
             "prefix": lambda: _one(bench_prefix(workdir, quick=quick)),
             "tokens": lambda: asyncio.to_thread(run_token_calibration, calib_python, quick),
         }
+        for script_name, module in _SCRIPTS.items():
+            steps[script_name] = _script_step(module, quick)
         for name in names:
             started = time.perf_counter()
             console.print(f"[dim]running {name} ...[/dim]")
@@ -185,6 +203,20 @@ async def run(names: list[str], quick: bool, calib_python: str) -> list[Report]:
                 reports.append(report)
             console.print(f"[dim]{name} took {time.perf_counter() - started:.1f}s[/dim]\n")
     return reports
+
+
+def _script_step(module: str, quick: bool) -> Callable[[], Awaitable[list[Report]]]:
+    async def step() -> list[Report]:
+        args = [sys.executable, "-m", module, *(["--quick"] if quick else [])]
+        done = await asyncio.to_thread(
+            subprocess.run, args, cwd=_ROOT, capture_output=True, text=True, check=False
+        )
+        print(done.stdout)
+        if done.returncode != 0:
+            print(done.stderr[-2000:])
+        return []
+
+    return step
 
 
 async def _one(coro: Awaitable[Report]) -> list[Report]:

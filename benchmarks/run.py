@@ -8,7 +8,7 @@ Usage::
     python -m benchmarks.run --markdown out.md
 
 Benchmarks: ``record``, ``context``, ``compaction``, ``prefix``, ``tokens``, and the
-standalone scripts ``retrieval``, ``operators`` and ``files`` (run as subprocesses, their
+standalone scripts ``retrieval``, ``summariser``, ``operators`` and ``files`` (run as subprocesses, their
 tables printed as they come).
 ``tokens`` runs ``benchmarks/token_calibration.py`` with the interpreter of a
 separate venv that has ``bpe-openai`` (``--calib-python``, default
@@ -50,6 +50,7 @@ NAMES = (
 )
 _SCRIPTS = {
     "retrieval": "benchmarks.bench_retrieval",
+    "summariser": "benchmarks.bench_summariser",
     "operators": "benchmarks.bench_operators",
     "files": "benchmarks.bench_files",
 }

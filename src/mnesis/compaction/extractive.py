@@ -183,7 +183,14 @@ def _scan(
             continue
         if role == "user" and _CONSTRAINT_RE.search(sentence):
             _add(constraints, _clip(sentence))
-        elif _DECISION_RE.search(sentence) or (_ERROR_RE.search(sentence) and len(sentence) < 400):
+        elif _DECISION_RE.search(sentence):
+            # Decisions bind later work like constraints do: keep them with the
+            # constraints, which every summary and merge keeps first.
+            decision = _clip(sentence)
+            if not decision.lower().startswith("decision"):
+                decision = f"Decision: {decision}"
+            _add(constraints, decision)
+        elif _ERROR_RE.search(sentence) and len(sentence) < 400:
             _add(findings, _clip(sentence))
         if _TODO_RE.search(sentence):
             _add(remaining, _clip(sentence))
@@ -213,44 +220,69 @@ def fit_sections(
     estimator: TokenEstimator,
     compact: bool = False,
 ) -> str:
-    """Render section items round-robin by priority until ``target_tokens`` is reached.
+    """Render section items within ``target_tokens``, most important first.
 
-    Constraints get two items per round: they are what summaries must not lose.
+    The goal and the constraints come first (what summaries must not lose), then file
+    paths and identifiers as compact comma-separated lists (cheap, and exactly what a
+    model needs to find things again), then the other sections round-robin.
     """
     names = list(facts)
     chosen: dict[str, list[str]] = {name: [] for name in names}
     used = sum(estimator.estimate(f"## {n}\n") for n in names) + 8
-    cursors = dict.fromkeys(names, 0)
     taken: set[str] = set()
+    cursors = dict.fromkeys(names, 0)
+    listed = {LEVEL1_SECTIONS[6], LEVEL1_SECTIONS[7]}
+
+    def take(name: str, limit: float, count: int | None = None) -> bool:
+        nonlocal used
+        added = False
+        items = facts.get(name, [])
+        while cursors[name] < len(items) and (count is None or count > 0):
+            item = items[cursors[name]]
+            if item in taken:
+                cursors[name] += 1
+                continue
+            cost = estimator.estimate(item) + (1 if name in listed else 2)
+            if used + cost > limit:
+                return added
+            cursors[name] += 1
+            chosen[name].append(item)
+            taken.add(item)
+            used += cost
+            added = True
+            if count is not None:
+                count -= 1
+        return added
+
+    sections = {name: name for name in names}
+    goal, constraints = LEVEL1_SECTIONS[0], LEVEL1_SECTIONS[1]
+    if goal in sections:
+        take(goal, target_tokens, count=2)
+    if constraints in sections:
+        take(constraints, target_tokens * 0.4)
+    for name in (LEVEL1_SECTIONS[6], LEVEL1_SECTIONS[7]):
+        if name in sections:
+            take(name, target_tokens * (0.6 if name == LEVEL1_SECTIONS[6] else 0.75))
     progress = True
     while progress:
         progress = False
         for index in _PRIORITY:
-            if index >= len(names):
-                continue
-            name = names[index]
-            quota = 2 if index == 1 else 1
-            items = facts[name]
-            while quota and cursors[name] < len(items):
-                item = items[cursors[name]]
-                cursors[name] += 1
-                if item in taken:
-                    continue
-                cost = estimator.estimate(item) + 2
-                if used + cost <= target_tokens:
-                    chosen[name].append(item)
-                    taken.add(item)
-                    used += cost
-                    progress = True
-                    quota -= 1
+            if index < len(names) and take(names[index], target_tokens, count=1):
+                progress = True
     lines: list[str] = []
     for name in names:
+        items = chosen[name]
         if compact:
-            if chosen[name]:
-                lines.append(f"{name.upper()}: " + "; ".join(chosen[name]))
+            if items:
+                lines.append(f"{name.upper()}: " + "; ".join(items))
             continue
         lines.append(f"## {name}")
-        lines.extend(f"- {item}" for item in chosen[name]) if chosen[name] else lines.append("-")
+        if not items:
+            lines.append("-")
+        elif name in listed:
+            lines.append("- " + ", ".join(items))
+        else:
+            lines.extend(f"- {item}" for item in items)
     text = "\n".join(lines)
     while estimator.estimate(text) > target_tokens and len(text) > 16:
         text = text[: int(len(text) * 0.9)]

@@ -8,8 +8,8 @@ Usage::
     python -m benchmarks.run --markdown out.md
 
 Benchmarks: ``record``, ``context``, ``compaction``, ``prefix``, ``tokens``, and the
-standalone scripts ``retrieval``, ``summariser``, ``operators`` and ``files`` (run as subprocesses, their
-tables printed as they come).
+standalone scripts ``retrieval``, ``summariser``, ``operators`` and ``files`` (run as
+subprocesses, their tables printed as they come).
 ``tokens`` runs ``benchmarks/token_calibration.py`` with the interpreter of a
 separate venv that has ``bpe-openai`` (``--calib-python``, default
 ``/tmp/calib-venv/bin/python``); it is skipped with a note when that is missing.

@@ -1,0 +1,263 @@
+"""``mnesis check``: run the integrity checker on a database; repair only when asked.
+
+The command is a thin adapter: it calls :class:`~mnesis.integrity.IntegrityChecker`,
+:func:`~mnesis.integrity.plan_repairs` and :func:`~mnesis.integrity.apply_repairs`
+exactly as a program would, and prints what they return. It never writes unless
+``--repair`` is given; a repair first writes a backup of the whole database.
+
+Exit codes: 0 when no violation is found (with ``--repair``: none is left after the
+repair), 1 when violations are found (or remain), 1 with a one-line message for a
+mnesis error, 2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+
+from mnesis.cli._common import (
+    DbOption,
+    JsonOption,
+    abbreviate,
+    check_mnesis_database,
+    cli_errors,
+    echo_json,
+    fail,
+    resolve_config,
+    stdout_console,
+)
+from mnesis.config import MnesisConfig
+from mnesis.integrity import (
+    IntegrityChecker,
+    IntegrityReport,
+    RepairOutcome,
+    RepairPlan,
+    Violation,
+    apply_repairs,
+    plan_repairs,
+)
+from mnesis.store.pool import StorePool
+
+__all__ = ["check_command", "default_backup_path"]
+
+
+@dataclass(slots=True)
+class _CheckRun:
+    report: IntegrityReport
+    plan: RepairPlan | None = None
+    outcome: RepairOutcome | None = None
+    after: IntegrityReport | None = None
+    """The same check run again after the repair."""
+
+    @property
+    def final(self) -> IntegrityReport:
+        return self.after if self.after is not None else self.report
+
+
+def default_backup_path(db_path: str) -> str:
+    """``<db>.before-repair-<UTC time>.db`` next to the database, never an existing file."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    base = f"{os.path.abspath(os.path.expanduser(db_path))}.before-repair-{stamp}"
+    candidate, n = f"{base}.db", 1
+    while os.path.exists(candidate):
+        n += 1
+        candidate = f"{base}-{n}.db"
+    return candidate
+
+
+async def _check(
+    config: MnesisConfig,
+    session_id: str | None,
+    *,
+    tokens: bool,
+    plan: bool,
+    repair: bool,
+    backup_path: str,
+) -> _CheckRun:
+    pool = StorePool()
+    try:
+        store = await pool.acquire(config.store)
+        checker = IntegrityChecker(store, check_tokens=tokens)
+        run = _CheckRun(await checker.run(session_id))
+        if plan or repair:
+            run.plan = plan_repairs(run.report)
+        if repair and run.plan is not None and run.plan.actions:
+            run.outcome = await apply_repairs(store, run.plan, backup_path=backup_path)
+            run.after = await checker.run(session_id)
+        return run
+    finally:
+        await pool.close_all()
+
+
+def check_command(
+    db: DbOption = None,
+    session_id: Annotated[
+        str | None,
+        typer.Option(
+            "--session", metavar="SESSION_ID", help="Check one session (default: all of them)."
+        ),
+    ] = None,
+    as_json: JsonOption = False,
+    tokens: Annotated[
+        bool,
+        typer.Option(
+            "--tokens", help="Also re-estimate every message and flag stored token estimates."
+        ),
+    ] = False,
+    plan: Annotated[
+        bool, typer.Option("--plan", help="Print the repair plan (writes nothing).")
+    ] = False,
+    repair: Annotated[
+        bool,
+        typer.Option(
+            "--repair", help="Back the database up, apply the repair plan and check again."
+        ),
+    ] = False,
+    backup: Annotated[
+        str | None,
+        typer.Option(
+            "--backup",
+            metavar="PATH",
+            help="Where --repair writes its backup (default: next to the database).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Check lineage, the context view and file references of every session (or one).
+
+    Exits 0 when the store is whole and 1 when violations are found. Nothing is written
+    unless --repair is given.
+    """
+    with cli_errors():
+        config, path = resolve_config(db)
+    if backup is not None and not repair:
+        raise typer.BadParameter("only makes sense with --repair", param_hint="'--backup'")
+    if backup is not None and (not backup.strip() or os.path.exists(backup)):
+        fail(f"backup path {backup!r} is empty or already exists; name a new file")
+    backup_path = backup if backup is not None else default_backup_path(path)
+    with cli_errors(path):
+        check_mnesis_database(path, must_exist=True)
+        run = asyncio.run(
+            _check(
+                config, session_id, tokens=tokens, plan=plan, repair=repair, backup_path=backup_path
+            )
+        )
+    if as_json:
+        echo_json(_run_json(path, session_id, tokens, run))
+    else:
+        _print_run(path, run)
+    if not run.final.ok:
+        raise typer.Exit(1)
+
+
+# -- output -----------------------------------------------------------------------
+def _report_json(report: IntegrityReport) -> dict[str, Any]:
+    return {
+        "ok": report.ok,
+        "sessions_checked": report.sessions_checked,
+        "messages_checked": report.messages_checked,
+        "elapsed_ms": round(report.elapsed_ms, 3),
+        "sessions_per_second": round(report.sessions_per_second, 1),
+        "by_kind": report.by_kind(),
+        "violations": [v.model_dump(mode="json") for v in report.violations],
+    }
+
+
+def _run_json(path: str, session_id: str | None, tokens: bool, run: _CheckRun) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "database": os.path.abspath(os.path.expanduser(path)),
+        "session_id": session_id,
+        "check_tokens": tokens,
+        **_report_json(run.report),
+    }
+    if run.plan is not None:
+        data["plan"] = run.plan.model_dump(mode="json")
+    if run.outcome is not None and run.after is not None:
+        data["repair"] = {
+            "backup_path": run.outcome.backup_path,
+            "applied": run.outcome.applied,
+            "after": _report_json(run.after),
+        }
+    return data
+
+
+def _summary_line(path: str, report: IntegrityReport) -> str:
+    sessions = report.sessions_checked
+    return (
+        f"Checked {sessions:,} session{'' if sessions == 1 else 's'} "
+        f"({report.messages_checked:,} messages) "
+        f"of {escape(path)} in {report.elapsed_ms:,.0f} ms: "
+        f"{report.sessions_per_second:,.0f} sessions/s"
+    )
+
+
+def _violations_table(report: IntegrityReport, title: str) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("count", justify="right")
+    table.add_column("sessions", justify="right")
+    table.add_column("repairable", justify="center")
+    table.add_column("example", overflow="fold", min_width=20)
+    first: dict[str, Violation] = {}
+    sessions: dict[str, set[str]] = {}
+    for v in report.violations:
+        first.setdefault(v.kind.value, v)
+        sessions.setdefault(v.kind.value, set()).add(v.session_id)
+    for kind, count in sorted(report.by_kind().items(), key=lambda kv: (-kv[1], kv[0])):
+        example = first[kind]
+        table.add_row(
+            f"[red]{kind}[/]",
+            f"{count:,}",
+            f"{len(sessions[kind]):,}",
+            "yes" if example.repairable else "[yellow]no[/]",
+            escape(abbreviate(f"{example.object_id}: {example.detail}", 200)),
+        )
+    return table
+
+
+def _print_report(path: str, report: IntegrityReport, *, title: str) -> None:
+    console = stdout_console()
+    console.print(_summary_line(path, report))
+    if report.ok:
+        console.print("[green]✓ no violations[/]")
+        return
+    n = len(report.violations)
+    console.print(_violations_table(report, f"{title}: {n:,} violation{'s' if n != 1 else ''}"))
+
+
+def _print_run(path: str, run: _CheckRun) -> None:
+    console = stdout_console()
+    _print_report(path, run.report, title="Violations by kind")
+    if run.plan is not None and not run.report.ok:
+        table = Table(
+            title="Repair plan", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False
+        )
+        table.add_column("#", justify="right")
+        table.add_column("action", no_wrap=True)
+        table.add_column("target", overflow="fold", min_width=12)
+        table.add_column("reason", overflow="fold", min_width=20)
+        for index, action in enumerate(run.plan.actions, 1):
+            table.add_row(str(index), action.action, action.target_id, escape(action.reason))
+        if run.plan.actions:
+            console.print(table)
+        else:
+            console.print("No repair action applies.")
+        for item in run.plan.unrepairable:
+            console.print(f"[yellow]cannot be repaired automatically:[/] {escape(item)}")
+    if run.outcome is not None and run.after is not None:
+        console.print(f"Backup written to {escape(run.outcome.backup_path)}")
+        applied = run.outcome.applied
+        console.print(
+            f"Applied {applied} repair action{'' if applied == 1 else 's'}; checking again:"
+        )
+        _print_report(path, run.after, title="Left after the repair")
+    elif run.plan is not None and run.plan.actions:
+        console.print("Nothing was changed; run with --repair to apply the plan.")

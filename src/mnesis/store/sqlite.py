@@ -569,9 +569,12 @@ class SQLiteStore(ImmutableStore):
             where.append("ci.position < ?")
             args.append(before_position)
         args.append(-1 if limit is None else int(limit))
+        # Without ANALYZE statistics SQLite prefers the primary key (it also orders by
+        # position) and would scan every item of the session to find the few summaries.
+        hint = "INDEXED BY context_items_summary_idx " if item_type == "summary" else ""
         sql = (
             "SELECT ci.position, ci.item_type, COALESCE(ci.message_id, ci.summary_id), "
-            "ci.tokens, m.role FROM context_items ci "
+            f"ci.tokens, m.role FROM context_items ci {hint}"
             "LEFT JOIN messages m ON m.id = ci.message_id "
             f"WHERE {' AND '.join(where)} ORDER BY ci.position "
             f"{'DESC' if newest_first else 'ASC'} LIMIT ?"

@@ -709,18 +709,22 @@ class MnesisSession:
     async def _complete_tool_part(
         self, part_id: str, message_id: str, output: str | None, error: str | None
     ) -> None:
+        message = await self._store.get_message(message_id)
+        for part in message.parts:
+            if isinstance(part, ToolPart) and part.id == part_id:
+                part.status.state = "completed" if error is None else "error"
+                part.output = output if output is not None else part.output
+                part.error_message = error if error is not None else part.error_message
+        estimate = self._estimator.estimate_message(message)
         await self._store.update_part_status(
             part_id,
             state="completed" if error is None else "error",
             output=output,
             error_message=error,
             completed_at=_now_ms(),
+            message_token_estimate=estimate,
         )
-        message = await self._store.get_message(message_id)
-        estimate = self._estimator.estimate_message(message)
-        delta = estimate - message.message.token_estimate
-        await self._store.update_message_tokens(message_id, token_estimate=estimate)
-        self._context_tokens += delta
+        self._context_tokens += estimate - message.message.token_estimate
 
     # -- agent tools --------------------------------------------------------
     def lcm_tool_definitions(
@@ -904,9 +908,12 @@ class MnesisSession:
         parts.append(RetryPart(error=error[:2000]))
         tokens = [self._estimator.estimate_part(p) for p in parts]
         estimate = MESSAGE_OVERHEAD_TOKENS + sum(tokens)
-        await self._store.append_parts(assistant.id, parts, part_tokens=tokens)
-        await self._store.update_message_tokens(
-            assistant.id, finish_reason=FinishReason.ERROR, token_estimate=estimate
+        await self._store.append_parts(
+            assistant.id,
+            parts,
+            part_tokens=tokens,
+            finish_reason=FinishReason.ERROR,
+            token_estimate=estimate,
         )
         self._context_tokens += estimate
         texts.clear()
@@ -928,16 +935,21 @@ class MnesisSession:
         parts.extend(tool_parts)
         tokens = [self._estimator.estimate_part(p) for p in parts]
         estimate = MESSAGE_OVERHEAD_TOKENS + sum(tokens)
-        if parts:
-            await self._store.append_parts(assistant.id, parts, part_tokens=tokens)
         if not usage.effective_total():
             usage = TokenUsage(
                 input=built.token_estimate,
                 output=estimate,
                 total=built.token_estimate + estimate,
             )
-        await self._store.update_message_tokens(
-            assistant.id, tokens=usage, finish_reason=finish, token_estimate=estimate
+        # Parts and the message's token fields in one transaction: a crash leaves either
+        # the stub or the finished turn, never parts with a stale estimate.
+        await self._store.append_parts(
+            assistant.id,
+            parts,
+            part_tokens=tokens,
+            tokens=usage,
+            finish_reason=finish,
+            token_estimate=estimate,
         )
         self._context_tokens += estimate
         self._token_usage = self._token_usage + usage

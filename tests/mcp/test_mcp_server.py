@@ -75,3 +75,24 @@ class TestMCPServer:
         async with serving(db_path) as (client, session_id, _):
             result = _payload(await client.call_tool("lcm_sessions", {}))
             assert isinstance(result, list) and result[0]["id"] == session_id
+
+
+class TestTheMcpCommand:
+    async def test_mnesis_mcp_serves_over_stdio(self, db_path: str) -> None:
+        import shutil
+        import sys
+
+        from mcp import StdioServerParameters
+
+        async with serving(db_path) as (_, session_id, _):
+            pass
+        command = shutil.which("mnesis") or sys.executable
+        args = (
+            ["mcp", "--db", db_path]
+            if command != sys.executable
+            else ["-m", "mnesis.cli", "mcp", "--db", db_path]
+        )
+        params = StdioServerParameters(command=command, args=args)
+        async with Client(params) as client:
+            result = _payload(await client.call_tool("lcm_sessions", {}))
+        assert isinstance(result, list) and result[0]["id"] == session_id

@@ -20,6 +20,7 @@ from mnesis.cli._common import fail
 from mnesis.cli.check import check_command
 from mnesis.cli.commands import context_command, sessions_command, show_command
 from mnesis.cli.demo import demo_command
+from mnesis.cli.mcp_command import mcp_command
 from mnesis.errors import MnesisError
 
 __all__ = ["app", "run"]
@@ -37,6 +38,7 @@ app.command("sessions")(sessions_command)
 app.command("show")(show_command)
 app.command("context")(context_command)
 app.command("check")(check_command)
+app.command("mcp")(mcp_command)
 
 
 def _version() -> str:

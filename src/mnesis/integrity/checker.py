@@ -247,6 +247,8 @@ def check_snapshot(snap: IntegritySnapshot) -> list[Violation]:
     in_context_messages: set[str] = set()
     covered: set[str] = set()
     context_summaries: list[str] = []
+    summary_messages_seen: list[set[str]] = []
+    summaries_under: dict[str, set[str]] = {}
     previous: tuple[str, str | None] | None = None
     for position, item_type, item_message, item_summary in snap.context:
         message_id, summary_id = item_message, item_summary
@@ -290,16 +292,8 @@ def check_snapshot(snap: IntegritySnapshot) -> list[Violation]:
             under_summaries, under_messages = descendants(summary_id, children, sources)
             covered |= under_messages
             first = min((seq.get(m, 0) for m in under_messages), default=last_seq)
-            for other in under_summaries:
-                if other in seen_items:
-                    out.append(
-                        _violation(
-                            ViolationKind.DOUBLE_COUNTED,
-                            sid,
-                            summary_id,
-                            f"summary {summary_id} is in context with its own source {other}",
-                        )
-                    )
+            summary_messages_seen.append(under_messages)
+            summaries_under[summary_id] = under_summaries
         if first < last_seq:
             out.append(
                 _violation(
@@ -312,6 +306,32 @@ def check_snapshot(snap: IntegritySnapshot) -> list[Violation]:
         last_seq = max(last_seq, first)
         previous = (item_type, item_id)
 
+    in_context = set(context_summaries)
+    for summary_id in context_summaries:
+        for other in sorted(summaries_under.get(summary_id, set()) & in_context):
+            out.append(
+                _violation(
+                    ViolationKind.DOUBLE_COUNTED,
+                    sid,
+                    summary_id,
+                    f"summary {summary_id} is in context with its own source {other}",
+                )
+            )
+    nested = {o for s_id in context_summaries for o in summaries_under.get(s_id, set())}
+    counts: dict[str, int] = defaultdict(int)
+    for summary_id, under in zip(context_summaries, summary_messages_seen, strict=True):
+        if summary_id not in nested:
+            for m in under:
+                counts[m] += 1
+    for stored_id in sorted(m for m, n in counts.items() if n > 1):
+        out.append(
+            _violation(
+                ViolationKind.DOUBLE_COUNTED,
+                sid,
+                stored_id,
+                "message is under two summaries in context",
+            )
+        )
     for stored_id in in_context_messages & covered:
         out.append(
             _violation(

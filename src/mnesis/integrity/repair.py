@@ -9,12 +9,15 @@ only the context view, lineage links that were missing, and token estimates.
 
 from __future__ import annotations
 
+import os
 import time
 from collections import defaultdict
+from itertools import pairwise
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from mnesis.errors import InvalidArgumentError
 from mnesis.integrity.checker import IntegrityChecker, IntegrityReport, ViolationKind, descendants
 from mnesis.models.render import render_summary
 from mnesis.store.base import ImmutableStore
@@ -106,6 +109,20 @@ async def apply_repairs(
 ) -> RepairOutcome:
     """Back up the database to ``backup_path``, apply ``plan``, then re-check."""
     estimator = estimator or TokenEstimator()
+    if not isinstance(backup_path, str) or not backup_path.strip():
+        raise InvalidArgumentError("backup_path must name a new file")
+    if os.path.lexists(backup_path):  # noqa: ASYNC240 - one stat, before any write
+        raise InvalidArgumentError(
+            f"backup path {backup_path} already exists; name a new file for the backup"
+        )
+    # Every target must exist before anything is written: a plan applies whole or not.
+    for action in plan.actions:
+        if action.action == "rederive_tokens":
+            await store.get_message(action.target_id)
+        elif action.action == "relink_summary":
+            await store.get_summary(action.target_id)
+        else:
+            await store.get_session(action.session_id)
     await store.backup_to(backup_path)
     applied = 0
     sessions: set[str] = set()
@@ -160,32 +177,46 @@ async def _rebuild_context(
     sources: dict[str, list[str]] = defaultdict(list)
     for edge_summary, edge_message in snap.summary_messages:
         sources[edge_summary].append(edge_message)
-    owner: dict[str, str] = {}
     roots = [row[0] for row in snap.summaries if row[0] not in merged]
-    # Later roots win overlaps: they were built from the newer context.
-    for root in roots:
-        for covered_id in descendants(root, children, sources)[1]:
-            owner[covered_id] = root
     records = {s.id: s for s in await store.get_summaries(roots)}
-    items: list[tuple[str, str, int]] = []
-    emitted: set[str] = set()
-    for message_id, _seq, _role, is_summary, tokens in snap.messages:
-        if is_summary:
-            continue
-        owning = owner.get(message_id)
-        if owning is None:
-            items.append(("message", message_id, tokens))
-        elif owning not in emitted and owning in records:
-            emitted.add(owning)
-            s = records[owning]
-            text = render_summary(
-                s.id,
-                s.kind,
-                s.depth,
-                s.source_message_count,
-                s.span_start_message_id,
-                s.span_end_message_id,
-                s.content,
-            )
-            items.append(("summary", owning, estimator.estimate(text) + MESSAGE_OVERHEAD_TOKENS))
+    roles = {m[0]: m[2] for m in snap.messages}
+    unrolled: set[str] = set()
+    while True:
+        owner: dict[str, str] = {}
+        # Later roots win overlaps: they were built from the newer context.
+        for root in roots:
+            if root not in unrolled:
+                for covered_id in descendants(root, children, sources)[1]:
+                    owner[covered_id] = root
+        items: list[tuple[str, str, int]] = []
+        emitted: set[str] = set()
+        for message_id, _seq, _role, is_summary, tokens in snap.messages:
+            if is_summary:
+                continue
+            owning = owner.get(message_id)
+            if owning is None:
+                items.append(("message", message_id, tokens))
+            elif owning not in emitted and owning in records:
+                emitted.add(owning)
+                s = records[owning]
+                text = render_summary(
+                    s.id,
+                    s.kind,
+                    s.depth,
+                    s.source_message_count,
+                    s.span_start_message_id,
+                    s.span_end_message_id,
+                    s.content,
+                )
+                tokens = estimator.estimate(text) + MESSAGE_OVERHEAD_TOKENS
+                items.append(("summary", owning, tokens))
+        # A tool result must follow a raw message: show the summary before it raw.
+        separating = {
+            prev[1]
+            for prev, item in pairwise(items)
+            if item[0] == "message" and roles.get(item[1]) == "tool" and prev[0] == "summary"
+        }
+        if not separating:
+            break
+        unrolled |= separating
     await store.replace_context_items(session_id, items)

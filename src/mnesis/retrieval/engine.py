@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import time
 from collections.abc import Sequence
 from datetime import datetime
@@ -68,6 +69,10 @@ def _to_ms(value: int | float | datetime | None, name: str) -> int | None:
         return int(value.timestamp() * 1000)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidArgumentError(f"{name} must be Unix milliseconds or a datetime")
+    if not math.isfinite(value) or not -(2**63) <= value < 2**63:
+        raise InvalidArgumentError(
+            f"{name} must be a finite Unix time in milliseconds, got {value!r}"
+        )
     return int(value)
 
 

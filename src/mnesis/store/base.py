@@ -242,8 +242,14 @@ class ImmutableStore(ABC):
         parts: Sequence[MessagePart],
         *,
         part_tokens: Sequence[int] | None = None,
+        tokens: TokenUsage | None = None,
+        finish_reason: str | None = None,
+        token_estimate: int | None = None,
     ) -> list[str]:
-        """Append parts to an existing message in one transaction; returns their IDs."""
+        """Append parts to an existing message in one transaction; returns their IDs.
+
+        ``tokens``, ``finish_reason`` and ``token_estimate`` update the message in the
+        same transaction (finishing a streamed turn is one atomic write)."""
 
     async def append_part(
         self, message_id: str, part: MessagePart, *, token_estimate: int = 0
@@ -276,8 +282,12 @@ class ImmutableStore(ABC):
         started_at: int | None = None,
         completed_at: int | None = None,
         token_estimate: int | None = None,
+        message_token_estimate: int | None = None,
     ) -> None:
-        """The one permitted mutation of a part: tool lifecycle and tombstone."""
+        """The one permitted mutation of a part: tool lifecycle and tombstone.
+
+        ``message_token_estimate`` updates the owning message's estimate in the same
+        transaction."""
 
     @abstractmethod
     async def tombstone_parts(

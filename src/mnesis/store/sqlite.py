@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from mnesis.errors import (
     CompactionLockedError,
     InvalidArgumentError,
     MessageNotFoundError,
+    MnesisStoreError,
     PartNotFoundError,
     SessionNotFoundError,
 )
@@ -292,14 +293,19 @@ class SQLiteStore(ImmutableStore):
         parts: Sequence[MessagePart],
         *,
         part_tokens: Sequence[int] | None = None,
+        tokens: TokenUsage | None = None,
+        finish_reason: str | None = None,
+        token_estimate: int | None = None,
     ) -> list[str]:
-        tokens = list(part_tokens or [])
+        estimates = list(part_tokens or [])
         rows = []
         for index, part in enumerate(parts):
             if part.id is None:
                 part.id = new_id("part")
-            rows.append((part.id, tokens[index] if index < len(tokens) else 0, encode_part(part)))
+            est = estimates[index] if index < len(estimates) else 0
+            rows.append((part.id, est, encode_part(part)))
         now = _now_ms()
+        update = _message_update(tokens, None, finish_reason, token_estimate)
 
         def _append(conn: sqlite3.Connection) -> list[str]:
             found = conn.execute(
@@ -312,6 +318,8 @@ class SQLiteStore(ImmutableStore):
                 (message_id,),
             ).fetchone()[0]
             _insert_parts(conn, message_id, found[0], first, rows, now)
+            if update is not None:
+                update(conn, message_id)
             return [r[0] for r in rows]
 
         return await self.db.write(_append)
@@ -325,45 +333,10 @@ class SQLiteStore(ImmutableStore):
         finish_reason: str | None = None,
         token_estimate: int | None = None,
     ) -> None:
-        sets: list[str] = []
-        args: list[Any] = []
-        if tokens is not None:
-            sets.append(
-                "tokens_input = ?, tokens_output = ?, tokens_cache_read = ?, "
-                "tokens_cache_write = ?, tokens_total = ?"
-            )
-            args += [
-                tokens.input,
-                tokens.output,
-                tokens.cache_read,
-                tokens.cache_write,
-                tokens.effective_total(),
-            ]
-        if cost is not None:
-            sets.append("cost = ?")
-            args.append(cost)
-        if finish_reason is not None:
-            sets.append("finish_reason = ?")
-            args.append(str(finish_reason))
-        if token_estimate is not None:
-            sets.append("token_estimate = ?")
-            args.append(token_estimate)
-        if not sets:
+        update = _message_update(tokens, cost, finish_reason, token_estimate)
+        if update is None:
             return
-
-        def _update(conn: sqlite3.Connection) -> None:
-            cur = conn.execute(
-                f"UPDATE messages SET {', '.join(sets)} WHERE id = ?", (*args, message_id)
-            )
-            if cur.rowcount == 0:
-                raise MessageNotFoundError(message_id)
-            if token_estimate is not None:
-                conn.execute(
-                    "UPDATE context_items SET tokens = ? WHERE message_id = ?",
-                    (token_estimate, message_id),
-                )
-
-        await self.db.write(_update)
+        await self.db.write(lambda conn: update(conn, message_id))
 
     async def update_part_status(
         self,
@@ -376,6 +349,7 @@ class SQLiteStore(ImmutableStore):
         started_at: int | None = None,
         completed_at: int | None = None,
         token_estimate: int | None = None,
+        message_token_estimate: int | None = None,
     ) -> None:
         def _update(conn: sqlite3.Connection) -> None:
             row = conn.execute(
@@ -428,6 +402,18 @@ class SQLiteStore(ImmutableStore):
                     part_id,
                 ),
             )
+            if message_token_estimate is not None:
+                owner = conn.execute(
+                    "SELECT message_id FROM message_parts WHERE id = ?", (part_id,)
+                ).fetchone()[0]
+                conn.execute(
+                    "UPDATE messages SET token_estimate = ? WHERE id = ?",
+                    (message_token_estimate, owner),
+                )
+                conn.execute(
+                    "UPDATE context_items SET tokens = ? WHERE message_id = ?",
+                    (message_token_estimate, owner),
+                )
 
         await self.db.write(_update)
 
@@ -929,6 +915,14 @@ class SQLiteStore(ImmutableStore):
 
     async def integrity_snapshot(self, session_id: str) -> IntegritySnapshot:
         def _get(conn: sqlite3.Connection) -> IntegritySnapshot:
+            # One read transaction: every query sees the same committed state.
+            conn.execute("BEGIN")
+            try:
+                return _read(conn)
+            finally:
+                conn.execute("COMMIT")
+
+        def _read(conn: sqlite3.Connection) -> IntegritySnapshot:
             context = [
                 (r[0], r[1], r[2], r[3])
                 for r in conn.execute(
@@ -1038,11 +1032,15 @@ class SQLiteStore(ImmutableStore):
 
     async def backup_to(self, path: str) -> None:
         def _backup(conn: sqlite3.Connection) -> None:
-            target = sqlite3.connect(path)
             try:
-                conn.backup(target)
-            finally:
-                target.close()
+                target = sqlite3.connect(path)
+                try:
+                    conn.backup(target)
+                finally:
+                    target.close()
+            except sqlite3.Error as exc:
+                # The target failed, not this database: say so.
+                raise MnesisStoreError(f"cannot write the backup {path}: {exc}") from exc
 
         await self.db.read(_backup)
 
@@ -1084,6 +1082,55 @@ _DOWN_CTE = (
     "WITH RECURSIVE down(id) AS (SELECT ? UNION SELECT sp.parent_summary_id "
     "FROM summary_parents sp JOIN down ON sp.summary_id = down.id)"
 )
+
+
+def _message_update(
+    tokens: TokenUsage | None,
+    cost: float | None,
+    finish_reason: str | None,
+    token_estimate: int | None,
+) -> Callable[[sqlite3.Connection, str], None] | None:
+    """The permitted mutation of a message row (and its context item's tokens), to run
+    inside a write transaction; None when there is nothing to change."""
+    sets: list[str] = []
+    args: list[Any] = []
+    if tokens is not None:
+        sets.append(
+            "tokens_input = ?, tokens_output = ?, tokens_cache_read = ?, "
+            "tokens_cache_write = ?, tokens_total = ?"
+        )
+        args += [
+            tokens.input,
+            tokens.output,
+            tokens.cache_read,
+            tokens.cache_write,
+            tokens.effective_total(),
+        ]
+    if cost is not None:
+        sets.append("cost = ?")
+        args.append(cost)
+    if finish_reason is not None:
+        sets.append("finish_reason = ?")
+        args.append(str(finish_reason))
+    if token_estimate is not None:
+        sets.append("token_estimate = ?")
+        args.append(token_estimate)
+    if not sets:
+        return None
+
+    def _update(conn: sqlite3.Connection, message_id: str) -> None:
+        cur = conn.execute(
+            f"UPDATE messages SET {', '.join(sets)} WHERE id = ?", (*args, message_id)
+        )
+        if cur.rowcount == 0:
+            raise MessageNotFoundError(message_id)
+        if token_estimate is not None:
+            conn.execute(
+                "UPDATE context_items SET tokens = ? WHERE message_id = ?",
+                (token_estimate, message_id),
+            )
+
+    return _update
 
 
 _PART_INSERT = (

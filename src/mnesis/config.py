@@ -88,7 +88,13 @@ class CompactionConfig(_Config):
     the offline extractive summariser."""
     level2_enabled: bool = True
     compaction_prompt: str | None = None
+    """Level 1 prompt override (``{target_tokens}`` is filled in)."""
+    level2_prompt: str | None = None
+    """Level 2 prompt override."""
     condense_prompt: str | None = None
+    """Condensation level 1 prompt override."""
+    condense_level2_prompt: str | None = None
+    """Condensation level 2 prompt override."""
     soft_threshold_fraction: float = Field(default=0.6, gt=0.0, le=1.0)
     max_compaction_rounds: int = Field(default=10, ge=1, le=1000)
     condensation_enabled: bool = True

@@ -478,7 +478,7 @@ class CompactionEngine:
                     budget,
                     self.estimator,
                     self._llm_call,
-                    None,
+                    cfg.level2_prompt,
                     window,
                     **kwargs,
                 )
@@ -528,7 +528,12 @@ class CompactionEngine:
             )
             if candidate is None and cfg.level2_enabled and self._model_available():
                 candidate = await condense_level2(
-                    children, model, self.estimator, self._llm_call, **kwargs
+                    children,
+                    model,
+                    self.estimator,
+                    self._llm_call,
+                    prompt=cfg.condense_level2_prompt,
+                    **kwargs,
                 )
             self._record_model_outcome(candidate is not None)
         if candidate is None:

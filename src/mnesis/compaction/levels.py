@@ -419,11 +419,12 @@ async def condense_level2(
     *,
     target_tokens: int,
     footer_cap: int,
+    prompt: str | None = None,
 ) -> CondensedCandidate | None:
     """Merge summaries tersely (each cut to 800 chars), or None to escalate."""
     return await _condense_model(
         2,
-        CONDENSE_LEVEL2_PROMPT,
+        prompt or CONDENSE_LEVEL2_PROMPT,
         _summaries_text(summaries, _CONDENSE_LEVEL2_CHARS),
         summaries,
         model,

@@ -814,21 +814,35 @@ class SQLiteStore(ImmutableStore):
     ) -> list[SearchHit]:
         column = "{text_content tool_content}" if scope == "messages" else "search_text"
         match = f"{column} : ({fts_query})"
+        clauses, args = _filter_sql(where, scope)
         if where.session_ids is not None:
             if not where.session_ids:
                 return []
-            tokens = " OR ".join(
-                '"' + sid[5:].replace('"', '""') + '"' for sid in where.session_ids
-            )
-            match = f"session_id : ({tokens}) AND {match}"
-        clauses, args = _filter_sql(where, scope)
+            if await self._sessions_are_a_small_share(where.session_ids):
+                # Intersect posting lists: cheap when the sessions are a small part of
+                # the index.
+                tokens = " OR ".join(
+                    '"' + sid[5:].replace('"', '""') + '"' for sid in where.session_ids
+                )
+                match = f"session_id : ({tokens}) AND {match}"
+            else:
+                # Intersecting with a posting list that covers most of the index costs
+                # more than filtering the joined rows.
+                alias = "p" if scope == "messages" else "s"
+                clauses += f" AND {alias}.session_id IN (SELECT value FROM json_each(?))"
+                args = [*args, dumps(list(where.session_ids))]
+        wanted = limit + offset
+        # Rank inside the index first and join only the best candidates; a filter that
+        # rejects too many of them falls back to joining every match (below).
+        candidates = wanted * 4 + 64
         if scope == "messages":
             sql = (
                 f"{_DOWN_CTE if where.under_summary else ''} "
                 "SELECT p.rowid, p.id, p.message_id, p.session_id, p.text_content, m.role, "
                 "m.created_at, f.score FROM (SELECT rowid, "
                 f"bm25(message_parts_fts, 1.0, {_TOOL_WEIGHT}, 0.0) AS score "
-                "FROM message_parts_fts WHERE message_parts_fts MATCH ?) f "
+                "FROM message_parts_fts WHERE message_parts_fts MATCH ? "
+                "ORDER BY score LIMIT ?) f "
                 "JOIN message_parts p ON p.rowid = f.rowid "
                 "JOIN messages m ON m.id = p.message_id "
                 f"WHERE m.is_summary = 0 {clauses} "
@@ -840,19 +854,47 @@ class SQLiteStore(ImmutableStore):
                 "FROM summaries_fts f JOIN summaries s ON s.rowid = f.rowid "
                 f"WHERE summaries_fts MATCH ? {clauses} ORDER BY f.rank LIMIT ? OFFSET ?"
             )
-        params: list[Any] = []
-        if where.under_summary and scope == "messages":
-            params.append(where.under_summary)
-        params += [match, *args, limit, offset]
+        def params(inner_limit: int) -> list[Any]:
+            out: list[Any] = []
+            if where.under_summary and scope == "messages":
+                out.append(where.under_summary)
+            out.append(match)
+            if scope == "messages":
+                out.append(inner_limit)
+            return [*out, *args, limit, offset]
+
         kind: Literal["message", "summary"] = "message" if scope == "messages" else "summary"
 
         def _search(conn: sqlite3.Connection) -> list[SearchHit]:
+            rows = conn.execute(sql, params(candidates)).fetchall()
+            if scope == "messages" and len(rows) < limit:
+                # Fewer hits than asked: either there are no more, or the filters
+                # rejected ranked candidates; rank every match to be sure.
+                rows = conn.execute(sql, params(-1)).fetchall()
             return [
                 SearchHit(kind, r[2], r[3], r[4] or "", r[6], r[1], r[5], float(r[7]), r[0])
-                for r in conn.execute(sql, params)
+                for r in rows
             ]
 
         return await self.db.read(_search)
+
+    async def _sessions_are_a_small_share(self, session_ids: Sequence[str]) -> bool:
+        """True when the sessions hold under a quarter of all stored messages."""
+
+        def _share(conn: sqlite3.Connection) -> bool:
+            total = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM messages").fetchone()[0]
+            if total < 20_000:
+                return False
+            mine = 0
+            for sid in session_ids[:50]:
+                # One index probe per session (MAX over the (session_id, seq) index).
+                row = conn.execute(
+                    "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?", (sid,)
+                ).fetchone()
+                mine += int(row[0])
+            return len(session_ids) <= 50 and mine * 4 < total
+
+        return await self.db.read(_share)
 
     async def scan_text(
         self,

@@ -290,3 +290,11 @@ class TestOpeningFailures:
         with pytest.raises(StoreReadOnlyError):
             await pool.acquire_sqlite(read_only.path)
         assert pool.open_count() == 0
+
+
+class TestBackendsNotBuiltYet:
+    async def test_a_postgresql_url_says_the_backend_is_not_built(self) -> None:
+        from mnesis.config import StoreConfig
+
+        with pytest.raises(NotImplementedError, match="PostgreSQL backend is not built"):
+            await StorePool().acquire(StoreConfig(database_url="postgresql://localhost/x"))

@@ -50,9 +50,10 @@ class StorePool:
         """Return a store for ``db_path`` (or ``config.db_path``), sharing the connection."""
         cfg = config or StoreConfig()
         if cfg.database_url:
-            from mnesis.errors import MissingDependencyError
-
-            raise MissingDependencyError("the PostgreSQL backend (not built yet)", "postgres")
+            raise NotImplementedError(
+                f"the PostgreSQL backend is not built yet (database_url={cfg.database_url!r}); "
+                "use an SQLite db_path for now"
+            )
         return await self.acquire_sqlite(db_path or cfg.db_path, cfg)
 
     async def acquire_sqlite(self, path: str, config: StoreConfig | None = None) -> SQLiteStore:

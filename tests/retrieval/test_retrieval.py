@@ -526,3 +526,30 @@ class TestAgentTools:
             await engine.expand(items[1].item_id)
         with pytest.raises(OutOfScopeError):
             await engine.grep("tests")
+
+
+class TestRankingTiers:
+    async def test_messages_with_every_word_come_first_and_pages_do_not_repeat(
+        self, db_path: str, pool: StorePool
+    ) -> None:
+        session = await MnesisSession.create(model="fake/m", db_path=db_path, pool=pool)
+        both = await session.record("the quokka sat near the lighthouse", "ok")
+        for index in range(3):
+            await session.record(f"a quokka story number {index} quokka quokka", "ok")
+            await session.record(f"the lighthouse keeper's log {index}", "ok")
+        first = await session.grep("quokka lighthouse", scope="messages", limit=1)
+        assert [m.id for m in first.matches] == [both.user_message_id]
+        seen = [first.matches[0].id]
+        cursor = first.next_cursor
+        while cursor is not None:
+            page = await session.grep("quokka lighthouse", scope="messages", limit=2, cursor=cursor)
+            seen.extend(m.id for m in page.matches)
+            cursor = page.next_cursor
+        assert len(seen) == len(set(seen)) == 7
+        await session.close()
+
+    def test_a_single_word_has_one_tier_and_several_words_two(self) -> None:
+        assert len(parse_query("quokka").tiers) == 1
+        tiers = parse_query("quokka lighthouse").tiers
+        assert tiers[0] == '"quokka" AND "lighthouse"'
+        assert "NOT" in tiers[1]

@@ -403,17 +403,48 @@ class RetrievalEngine:
         size: int,
         state: dict[str, int],
     ) -> tuple[list[SearchHit], dict[str, int], bool, bool]:
-        fts = parse_query(query).fts
-        if fts is None:
+        tiers = parse_query(query).tiers
+        tier = state.get("tier", 0)
+        if tier >= len(tiers):
             return [], state, False, False
+        offsets: dict[str, int] = {scope: state.get(scope, 0) for scope in scopes}
+        out: list[SearchHit] = []
+        while True:
+            hits, offsets, more_here = await self._fts_tier(
+                tiers[tier], scopes, where, size - len(out), offsets
+            )
+            out.extend(hits)
+            if len(out) >= size or tier + 1 >= len(tiers):
+                break
+            tier += 1
+            offsets = {scope: 0 for scope in scopes}
+        if not more_here and tier + 1 < len(tiers):
+            # This tier is exhausted: the next page starts the next one.
+            tier += 1
+            offsets = {scope: 0 for scope in scopes}
+            more_here = True
+        new_state: dict[str, int] = {"tier": tier, **offsets}
+        return out, new_state, more_here, False
+
+    async def _fts_tier(
+        self,
+        fts: str,
+        scopes: list[Literal["messages", "summaries"]],
+        where: SearchFilter,
+        size: int,
+        offsets: dict[str, int],
+    ) -> tuple[list[SearchHit], dict[str, int], bool]:
+        """One page of one tier, messages and summaries merged by rank."""
         pools: dict[str, list[SearchHit]] = {}
         for scope in scopes:
-            offset = state.get(str(scope), 0)
-            # One extra row per scope tells whether another page exists.
-            raw = await self.store.search_text(
-                fts_query=fts, scope=scope, where=where, limit=size * 3 + 1, offset=offset
+            # Extra rows tell whether another page exists and absorb duplicates.
+            pools[scope] = await self.store.search_text(
+                fts_query=fts,
+                scope=scope,
+                where=where,
+                limit=size * 3 + 1,
+                offset=offsets.get(scope, 0),
             )
-            pools[scope] = raw
         merged: list[tuple[float, str, int, SearchHit]] = []
         for pool_name, hits in pools.items():
             merged.extend((h.rank, pool_name, i, h) for i, h in enumerate(hits))
@@ -430,13 +461,13 @@ class RetrievalEngine:
                 continue
             seen.add(key)
             out.append(hit)
-        new_state = dict(state)
+        new_offsets = dict(offsets)
         more = False
         for pool_name, hits in pools.items():
-            new_state[pool_name] = state.get(pool_name, 0) + consumed[pool_name]
+            new_offsets[pool_name] = offsets.get(pool_name, 0) + consumed[pool_name]
             if len(hits) > consumed[pool_name]:
                 more = True
-        return out, new_state, more, False
+        return out, new_offsets, more
 
     async def _scan(
         self,

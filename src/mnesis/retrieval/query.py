@@ -118,6 +118,23 @@ class ParsedQuery:
             parts.append("(" + " OR ".join(self.optional) + ")")
         return " AND ".join(parts) if parts else None
 
+    @property
+    def tiers(self) -> list[str]:
+        """Disjoint FTS5 expressions, best first: documents with every word, then
+        documents with some of them. Each tier is ranked by BM25 on its own.
+
+        Ranking all-words matches first is the classic coordination boost, and it lets
+        a question made of common words be answered from the (small) intersection
+        without scoring every document that contains any one of the words.
+        """
+        everything = self.fts
+        if everything is None:
+            return []
+        if len(self.optional) < 2:
+            return [everything]
+        all_words = " AND ".join([*self.required, *self.optional])
+        return [all_words, f"({everything}) NOT ({' AND '.join(self.optional)})"]
+
 
 def _phrase_for(chunk: str) -> str | None:
     if _CJK_RE.search(chunk):

@@ -59,6 +59,17 @@ _IDENT_RE = re.compile(
 )
 
 
+# Sentences a user starts with one of these words state standing rules ("Keep the sync
+# client importable until v2.4.0"), unless they are a short nod ("Keep going."). Task
+# verbs ("Run the tests", "Use grep") are deliberately absent: they are work, not rules.
+_IMPERATIVE_STARTS = frozenset("keep always never don't avoid remember prefer stop".split())
+
+
+def _is_instruction(sentence: str) -> bool:
+    words = sentence.split()
+    return len(words) >= 4 and words[0].lower().strip(",:;") in _IMPERATIVE_STARTS
+
+
 def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_RE.split(text) if s and s.strip()]
 
@@ -181,7 +192,7 @@ def _scan(
     for sentence in _sentences(text):
         if len(sentence) < 8:
             continue
-        if role == "user" and _CONSTRAINT_RE.search(sentence):
+        if role == "user" and (_CONSTRAINT_RE.search(sentence) or _is_instruction(sentence)):
             _add(constraints, _clip(sentence))
         elif _DECISION_RE.search(sentence):
             # Decisions bind later work like constraints do: keep them with the
@@ -256,6 +267,14 @@ def fit_sections(
 
     sections = {name: name for name in names}
     goal, constraints = LEVEL1_SECTIONS[0], LEVEL1_SECTIONS[1]
+    if constraints in facts:
+        # The user's own instructions before the decisions taken along the way.
+        items = facts[constraints]
+        facts = {
+            **facts,
+            constraints: [i for i in items if not i.startswith("Decision:")]
+            + [i for i in items if i.startswith("Decision:")],
+        }
     if goal in sections:
         take(goal, target_tokens, count=2)
     if constraints in sections:

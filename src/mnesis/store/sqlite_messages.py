@@ -1,0 +1,350 @@
+"""Messages and their parts in SQLite: appends, the permitted updates, reads."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from mnesis.errors import (
+    InvalidArgumentError,
+    MessageNotFoundError,
+    PartNotFoundError,
+    SessionNotFoundError,
+)
+from mnesis.models.ids import new_id
+from mnesis.models.message import MessageWithParts
+from mnesis.models.parts import MessagePart, ToolPart, ToolState
+from mnesis.models.tokens import TokenUsage
+from mnesis.store.base import AppendedMessage, NewMessage
+from mnesis.store.codec import decode_part, dumps, encode_part, searchable_text
+from mnesis.store.sqlite_rows import (
+    _MSG_COLS,
+    _PART_COLS,
+    SQLiteStoreBase,
+    _insert_parts,
+    _load_messages,
+    _message_update,
+    _now_ms,
+)
+
+__all__ = ["MessagesMixin"]
+
+
+class MessagesMixin(SQLiteStoreBase):
+    """Appending, updating and reading messages and parts (part of ``SQLiteStore``)."""
+
+    async def append_messages(self, batch: Sequence[NewMessage]) -> list[AppendedMessage]:
+        prepared: list[tuple[NewMessage, list[tuple[str, int, dict[str, Any]]]]] = []
+        for item in batch:
+            tokens = list(item.part_tokens) if item.part_tokens is not None else []
+            rows = []
+            for index, part in enumerate(item.parts):
+                if part.id is None:
+                    part.id = new_id("part")
+                est = tokens[index] if index < len(tokens) else 0
+                rows.append((part.id, est, encode_part(part)))
+            prepared.append((item, rows))
+        now = _now_ms()
+
+        def _append(conn: sqlite3.Connection) -> list[AppendedMessage]:
+            out: list[AppendedMessage] = []
+            for item, rows in prepared:
+                m = item.message
+                seq = conn.execute(
+                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?",
+                    (m.session_id,),
+                ).fetchone()[0]
+                t = m.tokens or TokenUsage()
+                try:
+                    conn.execute(
+                        f"INSERT INTO messages ({_MSG_COLS}, seq) VALUES "
+                        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (
+                            m.id,
+                            m.session_id,
+                            m.role,
+                            m.created_at,
+                            m.agent,
+                            m.model_id,
+                            m.provider_id,
+                            int(m.is_summary),
+                            m.parent_id,
+                            t.input,
+                            t.output,
+                            t.cache_read,
+                            t.cache_write,
+                            t.effective_total(),
+                            m.cost,
+                            m.finish_reason,
+                            m.token_estimate,
+                            seq,
+                        ),
+                    )
+                except sqlite3.IntegrityError as exc:
+                    if "FOREIGN KEY" in str(exc):
+                        raise SessionNotFoundError(m.session_id) from exc
+                    raise
+                _insert_parts(conn, m.id, m.session_id, 0, rows, now)
+                position = None
+                if item.in_context:
+                    position = conn.execute(
+                        "SELECT COALESCE(MAX(position), 0) + 1 FROM context_items "
+                        "WHERE session_id = ?",
+                        (m.session_id,),
+                    ).fetchone()[0]
+                    conn.execute(
+                        "INSERT INTO context_items (session_id, position, item_type, message_id, "
+                        "tokens, created_at) VALUES (?, ?, 'message', ?, ?, ?)",
+                        (m.session_id, position, m.id, m.token_estimate, now),
+                    )
+                out.append(AppendedMessage(m.id, seq, position, tuple(r[0] for r in rows)))
+            return out
+
+        return await self.db.write(_append)
+
+    async def append_parts(
+        self,
+        message_id: str,
+        parts: Sequence[MessagePart],
+        *,
+        part_tokens: Sequence[int] | None = None,
+        tokens: TokenUsage | None = None,
+        finish_reason: str | None = None,
+        token_estimate: int | None = None,
+    ) -> list[str]:
+        estimates = list(part_tokens or [])
+        rows = []
+        for index, part in enumerate(parts):
+            if part.id is None:
+                part.id = new_id("part")
+            est = estimates[index] if index < len(estimates) else 0
+            rows.append((part.id, est, encode_part(part)))
+        now = _now_ms()
+        update = _message_update(tokens, None, finish_reason, token_estimate)
+
+        def _append(conn: sqlite3.Connection) -> list[str]:
+            found = conn.execute(
+                "SELECT session_id FROM messages WHERE id = ?", (message_id,)
+            ).fetchone()
+            if found is None:
+                raise MessageNotFoundError(message_id)
+            first = conn.execute(
+                "SELECT COALESCE(MAX(ordinal), -1) + 1 FROM message_parts WHERE message_id = ?",
+                (message_id,),
+            ).fetchone()[0]
+            _insert_parts(conn, message_id, found[0], first, rows, now)
+            if update is not None:
+                update(conn, message_id)
+            return [r[0] for r in rows]
+
+        return await self.db.write(_append)
+
+    async def update_message_tokens(
+        self,
+        message_id: str,
+        *,
+        tokens: TokenUsage | None = None,
+        cost: float | None = None,
+        finish_reason: str | None = None,
+        token_estimate: int | None = None,
+    ) -> None:
+        update = _message_update(tokens, cost, finish_reason, token_estimate)
+        if update is None:
+            return
+        await self.db.write(lambda conn: update(conn, message_id))
+
+    async def update_part_status(
+        self,
+        part_id: str,
+        *,
+        state: ToolState | None = None,
+        compacted_at: int | None = None,
+        output: str | None = None,
+        error_message: str | None = None,
+        started_at: int | None = None,
+        completed_at: int | None = None,
+        token_estimate: int | None = None,
+        message_token_estimate: int | None = None,
+    ) -> None:
+        def _update(conn: sqlite3.Connection) -> None:
+            row = conn.execute(
+                "SELECT content, part_type, tool_state, compacted_at, started_at, completed_at "
+                "FROM message_parts WHERE id = ?",
+                (part_id,),
+            ).fetchone()
+            if row is None:
+                raise PartNotFoundError(part_id)
+            content, part_type, old_state, old_compacted, old_started, old_completed = row
+            if part_type != "tool":
+                raise InvalidArgumentError(
+                    f"part {part_id} is a {part_type!r} part; only tool parts have a status"
+                )
+            if (output is not None or error_message is not None) and old_state in (
+                "completed",
+                "error",
+            ):
+                raise InvalidArgumentError(
+                    f"tool call of part {part_id} is already {old_state}; its result is history"
+                )
+            new_state = state or old_state
+            new_content = content
+            text_content: str | None = None
+            if output is not None or error_message is not None or state is not None:
+                part = decode_part(
+                    part_id, content, old_state, old_compacted, old_started, old_completed
+                )
+                assert isinstance(part, ToolPart)
+                if output is not None:
+                    part.output = output
+                if error_message is not None:
+                    part.error_message = error_message
+                part.status.state = new_state
+                data = part.model_dump(exclude={"id"})
+                new_content = dumps(data)
+                text_content = searchable_text(part)
+            conn.execute(
+                "UPDATE message_parts SET tool_state = ?, compacted_at = ?, started_at = ?, "
+                "completed_at = ?, content = ?, text_content = COALESCE(?, text_content), "
+                "token_estimate = COALESCE(?, token_estimate) WHERE id = ?",
+                (
+                    new_state,
+                    compacted_at if compacted_at is not None else old_compacted,
+                    started_at if started_at is not None else old_started,
+                    completed_at if completed_at is not None else old_completed,
+                    new_content,
+                    text_content if new_content != content else None,
+                    token_estimate,
+                    part_id,
+                ),
+            )
+            if message_token_estimate is not None:
+                owner = conn.execute(
+                    "SELECT message_id FROM message_parts WHERE id = ?", (part_id,)
+                ).fetchone()[0]
+                conn.execute(
+                    "UPDATE messages SET token_estimate = ? WHERE id = ?",
+                    (message_token_estimate, owner),
+                )
+                conn.execute(
+                    "UPDATE context_items SET tokens = ? WHERE message_id = ?",
+                    (message_token_estimate, owner),
+                )
+
+        await self.db.write(_update)
+
+    async def tombstone_parts(
+        self,
+        parts: Sequence[tuple[str, int, int]],
+        message_estimates: Sequence[tuple[str, int]],
+    ) -> None:
+        def _prune(conn: sqlite3.Connection) -> None:
+            conn.executemany(
+                "UPDATE message_parts SET compacted_at = ?, token_estimate = ? "
+                "WHERE id = ? AND part_type = 'tool' AND compacted_at IS NULL",
+                [(at, tokens, part_id) for part_id, at, tokens in parts],
+            )
+            conn.executemany(
+                "UPDATE messages SET token_estimate = ? WHERE id = ?",
+                [(tokens, message_id) for message_id, tokens in message_estimates],
+            )
+            conn.executemany(
+                "UPDATE context_items SET tokens = ? WHERE message_id = ?",
+                [(tokens, message_id) for message_id, tokens in message_estimates],
+            )
+
+        await self.db.write(_prune)
+
+    async def get_message(self, message_id: str) -> MessageWithParts:
+        found = await self.get_messages_by_ids([message_id])
+        if not found:
+            raise MessageNotFoundError(message_id)
+        return found[0]
+
+    async def get_messages(
+        self,
+        session_id: str,
+        *,
+        include_summaries: bool = True,
+        after_seq: int = 0,
+        limit: int | None = None,
+    ) -> list[MessageWithParts]:
+        summary_clause = "" if include_summaries else " AND is_summary = 0"
+        lim = -1 if limit is None else int(limit)
+
+        def _get(conn: sqlite3.Connection) -> list[MessageWithParts]:
+            rows = conn.execute(
+                f"SELECT {_MSG_COLS} FROM messages WHERE session_id = ? AND seq > ?"
+                f"{summary_clause} ORDER BY seq LIMIT ?",
+                (session_id, after_seq, lim),
+            ).fetchall()
+            if not rows:
+                return []
+            ids = dumps([r[0] for r in rows])
+            return _load_messages(
+                conn,
+                rows,
+                f"SELECT {_PART_COLS} FROM message_parts WHERE message_id IN "
+                "(SELECT value FROM json_each(?)) ORDER BY message_id, ordinal",
+                (ids,),
+            )
+
+        return await self.db.read(_get)
+
+    async def get_messages_by_ids(self, message_ids: Sequence[str]) -> list[MessageWithParts]:
+        if not message_ids:
+            return []
+        ids = dumps(list(message_ids))
+
+        def _get(conn: sqlite3.Connection) -> list[MessageWithParts]:
+            rows = conn.execute(
+                f"SELECT {_MSG_COLS} FROM messages WHERE id IN (SELECT value FROM json_each(?))",
+                (ids,),
+            ).fetchall()
+            found = _load_messages(
+                conn,
+                rows,
+                f"SELECT {_PART_COLS} FROM message_parts WHERE message_id IN "
+                "(SELECT value FROM json_each(?)) ORDER BY message_id, ordinal",
+                (ids,),
+            )
+            by_id = {m.message.id: m for m in found}
+            return [by_id[i] for i in message_ids if i in by_id]
+
+        return await self.db.read(_get)
+
+    async def count_messages(self, session_id: str) -> int:
+        def _count(conn: sqlite3.Connection) -> int:
+            row = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            return int(row[0])
+
+        return await self.db.read(_count)
+
+    async def session_token_usage(self, session_id: str) -> TokenUsage:
+        def _sum(conn: sqlite3.Connection) -> TokenUsage:
+            row = conn.execute(
+                "SELECT COALESCE(SUM(tokens_input), 0), COALESCE(SUM(tokens_output), 0), "
+                "COALESCE(SUM(tokens_cache_read), 0), COALESCE(SUM(tokens_cache_write), 0), "
+                "COALESCE(SUM(tokens_total), 0) FROM messages WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
+            return TokenUsage(
+                input=row[0], output=row[1], cache_read=row[2], cache_write=row[3], total=row[4]
+            )
+
+        return await self.db.read(_sum)
+
+    async def find_tool_part(self, session_id: str, tool_call_id: str) -> tuple[str, str]:
+        def _find(conn: sqlite3.Connection) -> tuple[str, str]:
+            row = conn.execute(
+                "SELECT id, message_id FROM message_parts WHERE session_id = ? "
+                "AND tool_call_id = ? ORDER BY rowid DESC LIMIT 1",
+                (session_id, tool_call_id),
+            ).fetchone()
+            if row is None:
+                raise PartNotFoundError(tool_call_id)
+            return row[0], row[1]
+
+        return await self.db.read(_find)

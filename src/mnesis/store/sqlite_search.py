@@ -1,0 +1,191 @@
+"""Full-text search (FTS5, BM25) and newest-first scans of SQLite-stored history."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from mnesis.store.base import SearchFilter, SearchHit
+from mnesis.store.codec import dumps
+from mnesis.store.sqlite_rows import _DOWN_CTE, SQLiteStoreBase
+
+__all__ = ["SearchMixin"]
+
+_TOOL_WEIGHT = 0.35
+"""BM25 weight of tool input/output relative to conversation text."""
+
+
+class SearchMixin(SQLiteStoreBase):
+    """Ranked search and scans over messages and summaries (part of ``SQLiteStore``)."""
+
+    async def search_text(
+        self,
+        *,
+        fts_query: str,
+        scope: Literal["messages", "summaries"],
+        where: SearchFilter,
+        limit: int,
+        offset: int = 0,
+    ) -> list[SearchHit]:
+        column = "{text_content tool_content}" if scope == "messages" else "search_text"
+        match = f"{column} : ({fts_query})"
+        clauses, args = _filter_sql(where, scope)
+        if where.session_ids is not None:
+            if not where.session_ids:
+                return []
+            if await self._sessions_are_a_small_share(where.session_ids):
+                # Intersect posting lists: cheap when the sessions are a small part of
+                # the index.
+                tokens = " OR ".join(
+                    '"' + sid[5:].replace('"', '""') + '"' for sid in where.session_ids
+                )
+                match = f"session_id : ({tokens}) AND {match}"
+            else:
+                # Intersecting with a posting list that covers most of the index costs
+                # more than filtering the joined rows.
+                alias = "p" if scope == "messages" else "s"
+                clauses += f" AND {alias}.session_id IN (SELECT value FROM json_each(?))"
+                args = [*args, dumps(list(where.session_ids))]
+        wanted = limit + offset
+        # Rank inside the index first and join only the best candidates; a filter that
+        # rejects too many of them falls back to joining every match (below).
+        candidates = wanted * 4 + 64
+        if scope == "messages":
+            sql = (
+                f"{_DOWN_CTE if where.under_summary else ''} "
+                "SELECT p.rowid, p.id, p.message_id, p.session_id, p.text_content, m.role, "
+                "m.created_at, f.score FROM (SELECT rowid, "
+                f"bm25(message_parts_fts, 1.0, {_TOOL_WEIGHT}, 0.0) AS score "
+                "FROM message_parts_fts WHERE message_parts_fts MATCH ? "
+                "ORDER BY score LIMIT ?) f "
+                "JOIN message_parts p ON p.rowid = f.rowid "
+                "JOIN messages m ON m.id = p.message_id "
+                f"WHERE m.is_summary = 0 {clauses} "
+                "ORDER BY f.score LIMIT ? OFFSET ?"
+            )
+        else:
+            sql = (
+                "SELECT s.rowid, NULL, s.id, s.session_id, s.content, NULL, s.created_at, f.rank "
+                "FROM summaries_fts f JOIN summaries s ON s.rowid = f.rowid "
+                f"WHERE summaries_fts MATCH ? {clauses} ORDER BY f.rank LIMIT ? OFFSET ?"
+            )
+
+        def params(inner_limit: int) -> list[Any]:
+            out: list[Any] = []
+            if where.under_summary and scope == "messages":
+                out.append(where.under_summary)
+            out.append(match)
+            if scope == "messages":
+                out.append(inner_limit)
+            return [*out, *args, limit, offset]
+
+        kind: Literal["message", "summary"] = "message" if scope == "messages" else "summary"
+
+        def _search(conn: sqlite3.Connection) -> list[SearchHit]:
+            rows = conn.execute(sql, params(candidates)).fetchall()
+            if scope == "messages" and len(rows) < limit:
+                # Fewer hits than asked: either there are no more, or the filters
+                # rejected ranked candidates; rank every match to be sure.
+                rows = conn.execute(sql, params(-1)).fetchall()
+            return [
+                SearchHit(kind, r[2], r[3], r[4] or "", r[6], r[1], r[5], float(r[7]), r[0])
+                for r in rows
+            ]
+
+        return await self.db.read(_search)
+
+    async def _sessions_are_a_small_share(self, session_ids: Sequence[str]) -> bool:
+        """True when the sessions hold under a quarter of all stored messages."""
+
+        def _share(conn: sqlite3.Connection) -> bool:
+            total = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM messages").fetchone()[0]
+            if total < 20_000:
+                return False
+            mine = 0
+            for sid in session_ids[:50]:
+                # One index probe per session (MAX over the (session_id, seq) index).
+                row = conn.execute(
+                    "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?", (sid,)
+                ).fetchone()
+                mine += int(row[0])
+            return len(session_ids) <= 50 and mine * 4 < total
+
+        return await self.db.read(_share)
+
+    async def scan_text(
+        self,
+        *,
+        scope: Literal["messages", "summaries"],
+        where: SearchFilter,
+        before_key: int | None,
+        limit: int,
+    ) -> list[SearchHit]:
+        clauses, args = _filter_sql(where, scope)
+        sessions = ""
+        if where.session_ids is not None:
+            if not where.session_ids:
+                return []
+            alias = "p" if scope == "messages" else "s"
+            if len(where.session_ids) == 1:
+                # Equality lets SQLite walk the (session_id, rowid) index in order.
+                sessions = f" AND {alias}.session_id = ?"
+                args = [where.session_ids[0], *args]
+            else:
+                sessions = f" AND {alias}.session_id IN (SELECT value FROM json_each(?))"
+                args = [dumps(list(where.session_ids)), *args]
+        if scope == "messages":
+            key = " AND p.rowid < ?" if before_key is not None else ""
+            sql = (
+                f"{_DOWN_CTE if where.under_summary else ''} "
+                "SELECT p.rowid, p.id, p.message_id, p.session_id, p.text_content, m.role, "
+                "m.created_at FROM message_parts p JOIN messages m ON m.id = p.message_id "
+                f"WHERE p.text_content IS NOT NULL AND m.is_summary = 0{sessions}{key} {clauses} "
+                "ORDER BY p.rowid DESC LIMIT ?"
+            )
+        else:
+            key = " AND s.rowid < ?" if before_key is not None else ""
+            sql = (
+                "SELECT s.rowid, NULL, s.id, s.session_id, s.content, NULL, s.created_at "
+                f"FROM summaries s WHERE 1 = 1{sessions}{key} {clauses} "
+                "ORDER BY s.rowid DESC LIMIT ?"
+            )
+        params: list[Any] = []
+        if where.under_summary and scope == "messages":
+            params.append(where.under_summary)
+        params += args[:1] if sessions else []
+        if before_key is not None:
+            params.append(before_key)
+        params += args[1:] if sessions else args
+        params.append(limit)
+        kind: Literal["message", "summary"] = "message" if scope == "messages" else "summary"
+
+        def _scan(conn: sqlite3.Connection) -> list[SearchHit]:
+            return [
+                SearchHit(kind, r[2], r[3], r[4] or "", r[6], r[1], r[5], 0.0, r[0])
+                for r in conn.execute(sql, params)
+            ]
+
+        return await self.db.read(_scan)
+
+
+def _filter_sql(where: SearchFilter, scope: str) -> tuple[str, list[Any]]:
+    """Time-range and lineage clauses (not the session filter) for a search."""
+    clauses: list[str] = []
+    args: list[Any] = []
+    created = "m.created_at" if scope == "messages" else "s.created_at"
+    if where.since is not None:
+        clauses.append(f"AND {created} >= ?")
+        args.append(where.since)
+    if where.until is not None:
+        clauses.append(f"AND {created} < ?")
+        args.append(where.until)
+    if where.under_summary is not None:
+        if scope == "messages":
+            clauses.append(
+                "AND p.message_id IN (SELECT sm.message_id FROM summary_messages sm "
+                "JOIN down ON sm.summary_id = down.id)"
+            )
+        else:
+            clauses.append("AND 0")
+    return " ".join(clauses), args

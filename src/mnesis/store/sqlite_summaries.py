@@ -1,0 +1,297 @@
+"""The context view, compaction commits, summaries, their lineage and the compaction
+locks in SQLite."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from mnesis.errors import CompactionLockedError, InvalidArgumentError
+from mnesis.models.ids import new_id
+from mnesis.store.base import AppendedMessage, CompactionCommit, ContextItem, SummaryRecord
+from mnesis.store.codec import dumps, encode_part
+from mnesis.store.search_text import index_text
+from mnesis.store.sqlite_rows import (
+    _DOWN_CTE,
+    _MSG_COLS,
+    _SUMMARY_COLS,
+    SQLiteStoreBase,
+    _insert_parts,
+    _now_ms,
+    _summary,
+)
+
+__all__ = ["SummariesMixin"]
+
+
+class SummariesMixin(SQLiteStoreBase):
+    """Context items, summaries, lineage and compaction locks (part of ``SQLiteStore``)."""
+
+    async def get_context_items(
+        self,
+        session_id: str,
+        *,
+        item_type: Literal["message", "summary"] | None = None,
+        newest_first: bool = False,
+        before_position: int | None = None,
+        limit: int | None = None,
+    ) -> list[ContextItem]:
+        where = ["ci.session_id = ?"]
+        args: list[Any] = [session_id]
+        if item_type is not None:
+            if item_type not in ("message", "summary"):
+                raise InvalidArgumentError(f"unknown context item type {item_type!r}")
+            # A literal, not a parameter: SQLite only uses the partial summary index
+            # when it can see the WHERE clause matches it.
+            where.append(f"ci.item_type = '{item_type}'")
+        if before_position is not None:
+            where.append("ci.position < ?")
+            args.append(before_position)
+        args.append(-1 if limit is None else int(limit))
+        # Without ANALYZE statistics SQLite prefers the primary key (it also orders by
+        # position) and would scan every item of the session to find the few summaries.
+        hint = "INDEXED BY context_items_summary_idx " if item_type == "summary" else ""
+        sql = (
+            "SELECT ci.position, ci.item_type, COALESCE(ci.message_id, ci.summary_id), "
+            f"ci.tokens, m.role FROM context_items ci {hint}"
+            "LEFT JOIN messages m ON m.id = ci.message_id "
+            f"WHERE {' AND '.join(where)} ORDER BY ci.position "
+            f"{'DESC' if newest_first else 'ASC'} LIMIT ?"
+        )
+
+        def _get(conn: sqlite3.Connection) -> list[ContextItem]:
+            return [ContextItem(r[0], r[1], r[2], r[3], r[4]) for r in conn.execute(sql, args)]
+
+        return await self.db.read(_get)
+
+    async def context_token_total(self, session_id: str) -> int:
+        def _sum(conn: sqlite3.Connection) -> int:
+            row = conn.execute(
+                "SELECT COALESCE(SUM(tokens), 0) FROM context_items WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
+            return int(row[0])
+
+        return await self.db.read(_sum)
+
+    # summaries ------------------------------------------------------------
+    async def commit_compaction(self, commit: CompactionCommit) -> AppendedMessage:
+        s = commit.summary
+        marker = commit.marker
+        marker_rows = []
+        tokens = list(marker.part_tokens or [])
+        for index, part in enumerate(marker.parts):
+            if part.id is None:
+                part.id = new_id("part")
+            marker_rows.append(
+                (part.id, tokens[index] if index < len(tokens) else 0, encode_part(part))
+            )
+        now = _now_ms()
+        if not commit.replaced:
+            raise InvalidArgumentError("a compaction must replace at least one context item")
+
+        def _commit(conn: sqlite3.Connection) -> AppendedMessage:
+            for position, item_id in commit.replaced:
+                row = conn.execute(
+                    "SELECT COALESCE(message_id, summary_id) FROM context_items "
+                    "WHERE session_id = ? AND position = ?",
+                    (s.session_id, position),
+                ).fetchone()
+                if row is None or row[0] != item_id:
+                    raise CompactionLockedError(
+                        f"context of session {s.session_id} changed during compaction "
+                        f"(position {position}); another compactor won, retry"
+                    )
+            m = marker.message
+            seq = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?",
+                (m.session_id,),
+            ).fetchone()[0]
+            conn.execute(
+                f"INSERT INTO messages ({_MSG_COLS}, seq) VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0, 0, 0, NULL, ?, ?)",
+                (
+                    m.id,
+                    m.session_id,
+                    m.role,
+                    m.created_at,
+                    m.agent,
+                    m.model_id,
+                    m.provider_id,
+                    1,
+                    m.parent_id,
+                    m.token_estimate,
+                    seq,
+                ),
+            )
+            _insert_parts(conn, m.id, m.session_id, 0, marker_rows, now)
+            conn.execute(
+                f"INSERT INTO summaries ({_SUMMARY_COLS}, search_text) VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    s.id,
+                    s.session_id,
+                    s.kind,
+                    s.depth,
+                    s.level,
+                    s.content,
+                    s.token_count,
+                    dumps(s.file_ids),
+                    m.id,
+                    s.span_start_message_id,
+                    s.span_end_message_id,
+                    s.source_message_count,
+                    s.created_at or now,
+                    index_text(s.content),
+                ),
+            )
+            conn.executemany(
+                "INSERT INTO summary_messages (summary_id, message_id, ordinal) VALUES (?, ?, ?)",
+                [(s.id, mid, i) for i, mid in enumerate(commit.source_message_ids)],
+            )
+            conn.executemany(
+                "INSERT INTO summary_parents (summary_id, parent_summary_id, ordinal) "
+                "VALUES (?, ?, ?)",
+                [(s.id, pid, i) for i, pid in enumerate(commit.parent_summary_ids)],
+            )
+            positions = [p for p, _ in commit.replaced]
+            conn.executemany(
+                "DELETE FROM context_items WHERE session_id = ? AND position = ?",
+                [(s.session_id, p) for p in positions],
+            )
+            conn.execute(
+                "INSERT INTO context_items (session_id, position, item_type, summary_id, tokens, "
+                "created_at) VALUES (?, ?, 'summary', ?, ?, ?)",
+                (s.session_id, min(positions), s.id, commit.context_tokens, now),
+            )
+            return AppendedMessage(m.id, seq, None, tuple(r[0] for r in marker_rows))
+
+        return await self.db.write(_commit)
+
+    async def get_summaries(self, summary_ids: Sequence[str]) -> list[SummaryRecord]:
+        if not summary_ids:
+            return []
+        ids = dumps(list(summary_ids))
+
+        def _get(conn: sqlite3.Connection) -> list[SummaryRecord]:
+            rows = conn.execute(
+                f"SELECT {_SUMMARY_COLS} FROM summaries WHERE id IN "
+                "(SELECT value FROM json_each(?))",
+                (ids,),
+            )
+            by_id = {r[0]: _summary(r) for r in rows}
+            return [by_id[i] for i in summary_ids if i in by_id]
+
+        return await self.db.read(_get)
+
+    async def get_summary_source_ids(self, summary_id: str) -> list[str]:
+        return await self._first_column(
+            "SELECT message_id FROM summary_messages WHERE summary_id = ? ORDER BY ordinal",
+            (summary_id,),
+        )
+
+    async def get_summary_parent_ids(self, summary_id: str) -> list[str]:
+        return await self._first_column(
+            "SELECT parent_summary_id FROM summary_parents WHERE summary_id = ? ORDER BY ordinal",
+            (summary_id,),
+        )
+
+    async def acquire_compaction_lock(
+        self, session_id: str, owner: str, ttl_seconds: float, *, steal_from: str | None = None
+    ) -> bool:
+        def _acquire(conn: sqlite3.Connection) -> bool:
+            now = _now_ms()
+            cur = conn.execute(
+                "INSERT INTO compaction_locks (session_id, owner, expires_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, "
+                "expires_at = excluded.expires_at "
+                "WHERE compaction_locks.expires_at < ? OR compaction_locks.owner = excluded.owner "
+                "OR compaction_locks.owner = ?",
+                (session_id, owner, now + int(ttl_seconds * 1000), now, steal_from),
+            )
+            return cur.rowcount == 1
+
+        return await self.db.write(_acquire)
+
+    async def compaction_lock_owner(self, session_id: str) -> str | None:
+        def _get(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute(
+                "SELECT owner FROM compaction_locks WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            return None if row is None else str(row[0])
+
+        return await self.db.read(_get)
+
+    async def release_compaction_lock(self, session_id: str, owner: str) -> None:
+        def _release(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "DELETE FROM compaction_locks WHERE session_id = ? AND owner = ?",
+                (session_id, owner),
+            )
+
+        await self.db.write(_release)
+
+    async def get_summaries_merging(self, summary_id: str) -> list[str]:
+        return await self._first_column(
+            "SELECT summary_id FROM summary_parents WHERE parent_summary_id = ? "
+            "ORDER BY summary_id",
+            (summary_id,),
+        )
+
+    async def get_leaf_summaries_of_message(self, message_id: str) -> list[str]:
+        return await self._first_column(
+            "SELECT summary_id FROM summary_messages WHERE message_id = ? ORDER BY summary_id",
+            (message_id,),
+        )
+
+    async def get_source_message_ids_deep(self, summary_id: str) -> list[str]:
+        def _get(conn: sqlite3.Connection) -> list[str]:
+            return [
+                r[0]
+                for r in conn.execute(
+                    f"{_DOWN_CTE} SELECT m.id FROM messages m WHERE m.id IN "
+                    "(SELECT sm.message_id FROM summary_messages sm JOIN down "
+                    "ON sm.summary_id = down.id) ORDER BY m.seq",
+                    (summary_id,),
+                )
+            ]
+
+        return await self.db.read(_get)
+
+    async def covering_context_summaries(
+        self, session_id: str, message_ids: Sequence[str]
+    ) -> dict[str, str | None]:
+        def _get(conn: sqlite3.Connection) -> dict[str, str | None]:
+            out: dict[str, str | None] = {}
+            for mid in message_ids:
+                row = conn.execute(
+                    "WITH RECURSIVE up(id) AS ("
+                    "SELECT summary_id FROM summary_messages WHERE message_id = ? "
+                    "UNION SELECT sp.summary_id FROM summary_parents sp "
+                    "JOIN up ON sp.parent_summary_id = up.id) "
+                    "SELECT ci.summary_id FROM context_items ci JOIN up "
+                    "ON ci.summary_id = up.id WHERE ci.session_id = ? LIMIT 1",
+                    (mid, session_id),
+                ).fetchone()
+                out[mid] = row[0] if row else None
+            return out
+
+        return await self.db.read(_get)
+
+    async def messages_in_context(self, session_id: str, message_ids: Sequence[str]) -> set[str]:
+        if not message_ids:
+            return set()
+        ids = dumps(list(message_ids))
+
+        def _get(conn: sqlite3.Connection) -> set[str]:
+            return {
+                r[0]
+                for r in conn.execute(
+                    "SELECT message_id FROM context_items WHERE session_id = ? AND message_id IN "
+                    "(SELECT value FROM json_each(?))",
+                    (session_id, ids),
+                )
+            }
+
+        return await self.db.read(_get)

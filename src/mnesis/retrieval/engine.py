@@ -14,9 +14,10 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Literal, cast
 
@@ -51,6 +52,8 @@ from mnesis.store.search_text import original_text
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
 
 __all__ = ["RetrievalEngine"]
+
+logger = logging.getLogger("mnesis.retrieval")
 
 GrepMode = Literal["full_text", "regex"]
 GrepScope = Literal["messages", "summaries", "both"]
@@ -115,6 +118,16 @@ class RetrievalEngine:
         )
         self._allowed_summaries = None if allowed_summary_ids is None else set(allowed_summary_ids)
         self._summary_grant_cache: dict[str, bool] = {}
+        self.observers: list[Callable[[str, float], None]] = []
+        """Called with ``("grep" | "expand", milliseconds)`` after each call (metrics)."""
+
+    def _observe(self, operation: str, started: float) -> None:
+        elapsed = (time.perf_counter() - started) * 1000
+        for observer in self.observers:
+            try:
+                observer(operation, elapsed)
+            except Exception:
+                logger.exception("retrieval observer failed")
 
     # -- scope --------------------------------------------------------------
     def _check_session(self, session_id: str, object_id: str) -> None:
@@ -286,6 +299,37 @@ class RetrievalEngine:
         dropped), with quoted phrases required; ``regex`` scans newest first and
         stops at ``regex_timeout_seconds`` with ``timed_out=True`` and a cursor.
         """
+        started = time.perf_counter()
+        try:
+            return await self._grep(
+                query,
+                mode=mode,
+                scope=scope,
+                limit=limit,
+                summary_id=summary_id,
+                since=since,
+                until=until,
+                cursor=cursor,
+                session_ids=session_ids,
+                all_sessions=all_sessions,
+            )
+        finally:
+            self._observe("grep", started)
+
+    async def _grep(
+        self,
+        query: str,
+        *,
+        mode: GrepMode,
+        scope: GrepScope,
+        limit: int | None,
+        summary_id: str | None,
+        since: int | float | datetime | None,
+        until: int | float | datetime | None,
+        cursor: str | None,
+        session_ids: Sequence[str] | None,
+        all_sessions: bool,
+    ) -> GrepResult:
         if not isinstance(query, str) or not query.strip():
             raise InvalidArgumentError("query must be a non-empty string")
         if len(query) > _MAX_QUERY_CHARS:
@@ -570,6 +614,22 @@ class RetrievalEngine:
         is deterministic (lineage order); ``truncated`` is set when ``token_cap``
         cut it, and ``unexpanded_summary_ids`` says where to continue.
         """
+        started = time.perf_counter()
+        try:
+            return await self._expand(
+                summary_id, depth=depth, include_messages=include_messages, token_cap=token_cap
+            )
+        finally:
+            self._observe("expand", started)
+
+    async def _expand(
+        self,
+        summary_id: str,
+        *,
+        depth: int,
+        include_messages: bool,
+        token_cap: int | None,
+    ) -> ExpandResult:
         if not isinstance(summary_id, str) or not is_valid_id(summary_id.strip(), "sum"):
             raise InvalidArgumentError(f"{str(summary_id)[:80]!r} is not a summary ID (sum_…)")
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:

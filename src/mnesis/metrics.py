@@ -1,0 +1,125 @@
+"""Prometheus metrics (extra ``metrics``): the ``lcm_*`` series of the specification.
+
+Attach sessions to a :class:`PrometheusMetrics` and the series follow their events;
+expose them with ``prometheus_client.start_http_server`` or your web framework::
+
+    metrics = PrometheusMetrics()
+    metrics.attach(session)
+    metrics.record_integrity_report(await IntegrityChecker(store).run())
+
+Series (labels in braces):
+
+* ``lcm_context_tokens_current`` {session}: estimated tokens of the current context view
+* ``lcm_context_tokens_total``: tokens appended to contexts (a counter)
+* ``lcm_compaction_runs_total`` {outcome}: ``committed``, ``noop`` or ``failed``
+* ``lcm_summaries_created_total`` {kind}: ``leaf`` or ``condensed``
+* ``lcm_expand_latency_ms`` / ``lcm_search_latency_ms``: histograms
+* ``lcm_integrity_failures_total`` {kind}: violations reported by the checker
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from mnesis.errors import MissingDependencyError
+from mnesis.events.bus import MnesisEvent
+
+if TYPE_CHECKING:
+    from mnesis.integrity.checker import IntegrityReport
+    from mnesis.session import MnesisSession
+
+__all__ = ["PrometheusMetrics"]
+
+_LATENCY_BUCKETS_MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
+
+
+class PrometheusMetrics:
+    """The ``lcm_*`` metrics, registered on ``registry`` (default: prometheus' global one)."""
+
+    def __init__(self, registry: Any = None) -> None:
+        try:
+            from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+        except ImportError as exc:
+            raise MissingDependencyError("Prometheus metrics", "metrics") from exc
+        reg = registry if registry is not None else REGISTRY
+        self.context_tokens = Gauge(
+            "lcm_context_tokens_current",
+            "Estimated tokens of the current context view",
+            ["session"],
+            registry=reg,
+        )
+        self.context_tokens_total = Counter(
+            "lcm_context_tokens", "Tokens appended to session contexts", registry=reg
+        )
+        self.compaction_runs = Counter(
+            "lcm_compaction_runs", "Compaction runs by outcome", ["outcome"], registry=reg
+        )
+        self.summaries_created = Counter(
+            "lcm_summaries_created", "Summaries created by kind", ["kind"], registry=reg
+        )
+        self.expand_latency = Histogram(
+            "lcm_expand_latency_ms",
+            "expand latency in milliseconds",
+            buckets=_LATENCY_BUCKETS_MS,
+            registry=reg,
+        )
+        self.search_latency = Histogram(
+            "lcm_search_latency_ms",
+            "grep latency in milliseconds",
+            buckets=_LATENCY_BUCKETS_MS,
+            registry=reg,
+        )
+        self.integrity_failures = Counter(
+            "lcm_integrity_failures", "Integrity violations found", ["kind"], registry=reg
+        )
+        self._seen_tokens: dict[str, int] = {}
+
+    def attach(self, session: MnesisSession) -> None:
+        """Follow ``session``'s events and retrieval calls."""
+        session_id = session.id
+        self._seen_tokens[session_id] = session.context_tokens
+        self.context_tokens.labels(session=session_id).set(session.context_tokens)
+
+        def on_message(event: MnesisEvent, payload: dict[str, Any]) -> None:
+            self._update_context(session)
+
+        def on_compaction(event: MnesisEvent, payload: dict[str, Any]) -> None:
+            if event == MnesisEvent.COMPACTION_FAILED:
+                self.compaction_runs.labels(outcome="failed").inc()
+                return
+            result = payload.get("result") or {}
+            level = int(result.get("level_used") or 0)
+            self.compaction_runs.labels(outcome="committed" if level else "noop").inc()
+            condensed = int(result.get("condensed_count") or 0)
+            leaves = max(0, int(result.get("rounds") or 0) - condensed)
+            if leaves:
+                self.summaries_created.labels(kind="leaf").inc(leaves)
+            if condensed:
+                self.summaries_created.labels(kind="condensed").inc(condensed)
+            if level:
+                # The session refreshes its own figure after the event; the result has it.
+                after = int(result.get("tokens_after") or 0)
+                self._seen_tokens[session_id] = after
+                self.context_tokens.labels(session=session_id).set(after)
+
+        session.subscribe(MnesisEvent.MESSAGE_CREATED, on_message)
+        session.subscribe(MnesisEvent.COMPACTION_COMPLETED, on_compaction)
+        session.subscribe(MnesisEvent.COMPACTION_FAILED, on_compaction)
+        session.retrieval.observers.append(self._on_retrieval)
+
+    def _update_context(self, session: MnesisSession) -> None:
+        now = session.context_tokens
+        before = self._seen_tokens.get(session.id, 0)
+        if now > before:
+            self.context_tokens_total.inc(now - before)
+        self._seen_tokens[session.id] = now
+        self.context_tokens.labels(session=session.id).set(now)
+
+    def _on_retrieval(self, operation: str, milliseconds: float) -> None:
+        histogram = self.search_latency if operation == "grep" else self.expand_latency
+        histogram.observe(milliseconds)
+
+    def record_integrity_report(self, report: IntegrityReport) -> None:
+        """Count the violations of an integrity check."""
+        for violation in report.violations:
+            self.integrity_failures.labels(kind=violation.kind.value).inc()

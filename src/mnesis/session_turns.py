@@ -374,9 +374,13 @@ class TurnsMixin:
             parent_id=parent_id,
         )
 
-    def _estimate(self, message: Message, parts: list[MessagePart]) -> list[int]:
+    def _part_estimates(self, parts: list[MessagePart]) -> tuple[list[int], int]:
+        """Per-part token estimates and the message total they make."""
         tokens = [self._estimator.estimate_part(p) for p in parts]
-        message.token_estimate = MESSAGE_OVERHEAD_TOKENS + sum(tokens)
+        return tokens, MESSAGE_OVERHEAD_TOKENS + sum(tokens)
+
+    def _estimate(self, message: Message, parts: list[MessagePart]) -> list[int]:
+        tokens, message.token_estimate = self._part_estimates(parts)
         return tokens
 
     async def _append(self, role: Role, parts: list[MessagePart]) -> Message:
@@ -397,8 +401,7 @@ class TurnsMixin:
         if texts:
             parts.append(TextPart(text="".join(texts)))
         parts.append(RetryPart(error=error[:2000]))
-        tokens = [self._estimator.estimate_part(p) for p in parts]
-        estimate = MESSAGE_OVERHEAD_TOKENS + sum(tokens)
+        tokens, estimate = self._part_estimates(parts)
         await self._store.append_parts(
             assistant.id,
             parts,
@@ -424,8 +427,7 @@ class TurnsMixin:
         if text:
             parts.append(TextPart(text=text))
         parts.extend(tool_parts)
-        tokens = [self._estimator.estimate_part(p) for p in parts]
-        estimate = MESSAGE_OVERHEAD_TOKENS + sum(tokens)
+        tokens, estimate = self._part_estimates(parts)
         if not usage.effective_total():
             usage = TokenUsage(
                 input=built.token_estimate,

@@ -553,3 +553,24 @@ class TestRankingTiers:
         tiers = parse_query("quokka lighthouse").tiers
         assert tiers[0] == '"quokka" AND "lighthouse"'
         assert "NOT" in tiers[1]
+
+
+class TestSessionFilterStrategies:
+    @pytest.mark.parametrize("min_messages", [0, 10**9], ids=["in the index", "after the join"])
+    async def test_both_ways_of_filtering_by_session_give_the_same_scoped_results(
+        self, db_path: str, pool: StorePool, monkeypatch: pytest.MonkeyPatch, min_messages: int
+    ) -> None:
+        from mnesis.store import sqlite_search
+
+        monkeypatch.setattr(sqlite_search, "FTS_SESSION_TOKEN_MIN_MESSAGES", min_messages)
+        mine = await MnesisSession.create(model="fake/m", db_path=db_path, pool=pool)
+        other = await MnesisSession.create(model="fake/m", db_path=db_path, pool=pool)
+        kept = await mine.record("the pelican landed on the pier", "ok")
+        for index in range(12):
+            await other.record(f"another pelican sighting {index}", "ok")
+        found = await mine.grep("pelican", scope="messages")
+        assert [m.id for m in found.matches] == [kept.user_message_id]
+        both = await mine.grep("pelican", scope="messages", all_sessions=True, limit=50)
+        assert {m.session_id for m in both.matches} == {mine.id, other.id}
+        await mine.close()
+        await other.close()

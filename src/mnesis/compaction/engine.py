@@ -126,6 +126,7 @@ class CompactionEngine:
         self._consecutive_failures = 0
         self._cooldown_until = 0.0
         self._noop_at_tokens: int | None = None
+        self._last_finished: float | None = None
         self.model_calls = 0
         self.last_result: CompactionResult | None = None
 
@@ -172,9 +173,9 @@ class CompactionEngine:
             return False
         if self._noop_at_tokens is not None and size <= self._noop_at_tokens:
             return False
-        last = self.last_result
         gap = self.config.compaction.min_seconds_between_compactions
-        if gap and last is not None and time.monotonic() - self._last_finished < gap:
+        finished = self._last_finished
+        if gap and finished is not None and time.monotonic() - finished < gap:
             return False
         self.bus.publish(
             MnesisEvent.COMPACTION_TRIGGERED,
@@ -184,8 +185,6 @@ class CompactionEngine:
             self._background(session_id, size, abort)
         )
         return True
-
-    _last_finished = 0.0
 
     async def _background(
         self, session_id: str, size: int, abort: asyncio.Event | None

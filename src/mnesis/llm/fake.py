@@ -21,7 +21,6 @@ import re
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from mnesis.errors import LLMError
 from mnesis.llm.base import LLMChunk, LLMRequest, ToolCall
@@ -207,7 +206,3 @@ class FakeLLM:
             total=prompt_tokens + heuristic_token_count(text),
         )
         yield LLMChunk(tool_calls=tool_calls, finish_reason=finish, usage=usage)
-
-    # A fake accepts any keyword its real counterparts take.
-    def __call__(self, **_: Any) -> FakeLLM:
-        return self

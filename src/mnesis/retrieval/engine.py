@@ -29,7 +29,6 @@ from mnesis.errors import (
     InvalidArgumentError,
     MessageNotFoundError,
     OutOfScopeError,
-    SummaryNotFoundError,
 )
 from mnesis.models.ids import is_valid_id
 from mnesis.models.message import MessageWithParts
@@ -214,10 +213,7 @@ class RetrievalEngine:
         )
 
     async def _load_summary(self, summary_id: str) -> SummaryRecord:
-        try:
-            record = await self.store.get_summary(summary_id)
-        except SummaryNotFoundError:
-            raise
+        record = await self.store.get_summary(summary_id)
         self._check_session(record.session_id, summary_id)
         await self._check_summary_grant(summary_id)
         return record

@@ -103,7 +103,8 @@ class GrepResult(BaseModel):
     scope: Literal["messages", "summaries", "both"]
     matches: list[GrepMatch]
     groups: dict[str, list[str]] = Field(default_factory=dict)
-    """Covering summary ID (or ``"context"`` / ``"uncovered"``) -> matched IDs."""
+    """Matched IDs by where they stand: the ID of the summary in context that covers them,
+    ``"context"`` (raw in context), ``"summary"`` (summary matches) or ``"uncovered"``."""
     next_cursor: str | None = None
     truncated: bool = False
     timed_out: bool = False

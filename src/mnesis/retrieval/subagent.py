@@ -96,7 +96,7 @@ async def expand_query(
         while chars > 16 and estimator.estimate(answer[:chars]) > max_answer_tokens:
             chars = int(chars * 0.85)
         answer = answer[:chars] + " …"
-    cited = [i for i in dict.fromkeys(_ID_RE.findall(answer)) if is_valid_id(i) or "_" in i]
+    cited = list(dict.fromkeys(_ID_RE.findall(answer)))
     return ExpandQueryResult(
         answer=answer,
         cited_ids=cited,
@@ -114,9 +114,9 @@ async def _grant(
         if isinstance(summary_ids, str):
             raise InvalidArgumentError("summary_ids must be a list of summary IDs")
         for sid in summary_ids:
-            await session.retrieval.describe(sid)  # validates format, existence and scope
-            if not is_valid_id(sid, "sum"):
+            if not isinstance(sid, str) or not is_valid_id(sid, "sum"):
                 raise InvalidArgumentError(f"{sid!r} is not a summary ID")
+            await session.retrieval.describe(sid)  # existence and scope
             granted.setdefault(sid, None)
     if query is not None:
         found = await session.retrieval.grep(query, scope="both", limit=20)

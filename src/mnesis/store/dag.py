@@ -27,17 +27,4 @@ class SummaryDAGStore:
 
     async def get_source_message_ids(self, summary_id: str) -> list[str]:
         """The messages a summary covers, through every level of condensation, in order."""
-        out: list[str] = []
-        stack = [summary_id]
-        seen: set[str] = set()
-        while stack:
-            current = stack.pop()
-            if current in seen:
-                continue
-            seen.add(current)
-            children = await self.store.get_summary_parent_ids(current)
-            if children:
-                stack.extend(reversed(children))
-            else:
-                out.extend(await self.store.get_summary_source_ids(current))
-        return out
+        return await self.store.get_source_message_ids_deep(summary_id)

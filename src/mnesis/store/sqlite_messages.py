@@ -22,9 +22,11 @@ from mnesis.store.sqlite_rows import (
     _MSG_COLS,
     _PART_COLS,
     SQLiteStoreBase,
+    _insert_message,
     _insert_parts,
     _load_messages,
     _message_update,
+    _next_value,
     _now_ms,
 )
 
@@ -49,38 +51,17 @@ class MessagesMixin(SQLiteStoreBase):
 
         def _append(conn: sqlite3.Connection) -> list[AppendedMessage]:
             out: list[AppendedMessage] = []
+            # One MAX lookup per session and batch; later rows of the batch count on.
+            next_seq: dict[str, int] = {}
+            next_position: dict[str, int] = {}
             for item, rows in prepared:
                 m = item.message
-                seq = conn.execute(
-                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?",
-                    (m.session_id,),
-                ).fetchone()[0]
-                t = m.tokens or TokenUsage()
+                if m.session_id not in next_seq:
+                    next_seq[m.session_id] = _next_value(conn, "messages", "seq", m.session_id)
+                seq = next_seq[m.session_id]
+                next_seq[m.session_id] += 1
                 try:
-                    conn.execute(
-                        f"INSERT INTO messages ({_MSG_COLS}, seq) VALUES "
-                        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (
-                            m.id,
-                            m.session_id,
-                            m.role,
-                            m.created_at,
-                            m.agent,
-                            m.model_id,
-                            m.provider_id,
-                            int(m.is_summary),
-                            m.parent_id,
-                            t.input,
-                            t.output,
-                            t.cache_read,
-                            t.cache_write,
-                            t.effective_total(),
-                            m.cost,
-                            m.finish_reason,
-                            m.token_estimate,
-                            seq,
-                        ),
-                    )
+                    _insert_message(conn, m, seq)
                 except sqlite3.IntegrityError as exc:
                     if "FOREIGN KEY" in str(exc):
                         raise SessionNotFoundError(m.session_id) from exc
@@ -88,11 +69,12 @@ class MessagesMixin(SQLiteStoreBase):
                 _insert_parts(conn, m.id, m.session_id, 0, rows, now)
                 position = None
                 if item.in_context:
-                    position = conn.execute(
-                        "SELECT COALESCE(MAX(position), 0) + 1 FROM context_items "
-                        "WHERE session_id = ?",
-                        (m.session_id,),
-                    ).fetchone()[0]
+                    if m.session_id not in next_position:
+                        next_position[m.session_id] = _next_value(
+                            conn, "context_items", "position", m.session_id
+                        )
+                    position = next_position[m.session_id]
+                    next_position[m.session_id] += 1
                     conn.execute(
                         "INSERT INTO context_items (session_id, position, item_type, message_id, "
                         "tokens, created_at) VALUES (?, ?, 'message', ?, ?, ?)",

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mnesis.errors import MessageNotFoundError
-from mnesis.models.message import MessageWithParts
+from mnesis.models.message import Message, MessageWithParts
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import FileReference, SessionRecord, SummaryRecord
 from mnesis.store.codec import decode_part, make_message
@@ -159,6 +159,44 @@ _PART_INSERT = (
     "completed_at, token_estimate, created_at) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+
+
+def _next_value(conn: sqlite3.Connection, table: str, column: str, session_id: str) -> int:
+    """The next ``seq`` / ``position`` of a session (an index lookup on its maximum)."""
+    row = conn.execute(
+        f"SELECT COALESCE(MAX({column}), 0) + 1 FROM {table} WHERE session_id = ?",
+        (session_id,),
+    ).fetchone()
+    return int(row[0])
+
+
+def _insert_message(conn: sqlite3.Connection, m: Message, seq: int) -> None:
+    """Insert one ``messages`` row."""
+    t = m.tokens or TokenUsage()
+    conn.execute(
+        f"INSERT INTO messages ({_MSG_COLS}, seq) VALUES "
+        "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            m.id,
+            m.session_id,
+            m.role,
+            m.created_at,
+            m.agent,
+            m.model_id,
+            m.provider_id,
+            int(m.is_summary),
+            m.parent_id,
+            t.input,
+            t.output,
+            t.cache_read,
+            t.cache_write,
+            t.effective_total(),
+            m.cost,
+            m.finish_reason,
+            m.token_estimate,
+            seq,
+        ),
+    )
 
 
 def _insert_parts(

@@ -12,6 +12,9 @@ from mnesis.store.sqlite_rows import _DOWN_CTE, SQLiteStoreBase
 
 __all__ = ["SearchMixin"]
 
+FTS_SESSION_TOKEN_MIN_MESSAGES = 20_000
+"""Below this many stored messages the session filter is applied after the join."""
+
 _TOOL_WEIGHT = 0.35
 """BM25 weight of tool input/output relative to conversation text."""
 
@@ -100,7 +103,7 @@ class SearchMixin(SQLiteStoreBase):
 
         def _share(conn: sqlite3.Connection) -> bool:
             total = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM messages").fetchone()[0]
-            if total < 20_000:
+            if total < FTS_SESSION_TOKEN_MIN_MESSAGES:
                 return False
             mine = 0
             for sid in session_ids[:50]:

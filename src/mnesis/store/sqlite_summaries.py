@@ -14,10 +14,11 @@ from mnesis.store.codec import dumps, encode_part
 from mnesis.store.search_text import index_text
 from mnesis.store.sqlite_rows import (
     _DOWN_CTE,
-    _MSG_COLS,
     _SUMMARY_COLS,
     SQLiteStoreBase,
+    _insert_message,
     _insert_parts,
+    _next_value,
     _now_ms,
     _summary,
 )
@@ -104,27 +105,8 @@ class SummariesMixin(SQLiteStoreBase):
                         f"(position {position}); another compactor won, retry"
                     )
             m = marker.message
-            seq = conn.execute(
-                "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?",
-                (m.session_id,),
-            ).fetchone()[0]
-            conn.execute(
-                f"INSERT INTO messages ({_MSG_COLS}, seq) VALUES "
-                "(?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, 0, 0, 0, NULL, ?, ?)",
-                (
-                    m.id,
-                    m.session_id,
-                    m.role,
-                    m.created_at,
-                    m.agent,
-                    m.model_id,
-                    m.provider_id,
-                    1,
-                    m.parent_id,
-                    m.token_estimate,
-                    seq,
-                ),
-            )
+            seq = _next_value(conn, "messages", "seq", m.session_id)
+            _insert_message(conn, m, seq)
             _insert_parts(conn, m.id, m.session_id, 0, marker_rows, now)
             conn.execute(
                 f"INSERT INTO summaries ({_SUMMARY_COLS}, search_text) VALUES "

@@ -21,6 +21,8 @@ from mnesis.errors import (
 from mnesis.llm import FakeLLM, Respond, ToolCall
 from mnesis.retrieval import RetrievalEngine, parse_query
 from mnesis.store import SummaryDAGStore
+from mnesis.store.search_query import SearchQuery, Term
+from mnesis.store.sqlite_search import render_fts5
 
 FACTS = [
     (
@@ -112,22 +114,24 @@ class TestQueryParsing:
     def test_a_question_becomes_an_or_of_its_content_words(self) -> None:
         parsed = parse_query("which port did we move the API to?")
         assert parsed.required == []
-        assert set(parsed.optional) == {'"port"', '"move"', '"api"'}
+        assert set(parsed.optional) == {Term.word("port"), Term.word("move"), Term.word("api")}
 
     def test_quoted_phrases_are_required(self) -> None:
         parsed = parse_query('"line of output" errors')
-        assert parsed.required == ['"line of output"']
-        assert parsed.optional == ['"errors"']
+        assert parsed.required == [Term.phrase("line", "of", "output")]
+        assert parsed.optional == [Term.word("errors")]
 
     def test_operators_and_quotes_in_user_text_are_neutralised(self) -> None:
         parsed = parse_query('NEAR(a b) AND "unterminated * OR col:x')
-        assert parsed.fts is not None
+        assert parsed.tiers
         conn = sqlite3.connect(":memory:")
         conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
-        conn.execute("SELECT * FROM t WHERE t MATCH ?", (parsed.fts,)).fetchall()
+        for tier in parsed.tiers:
+            conn.execute("SELECT * FROM t WHERE t MATCH ?", (render_fts5(tier),)).fetchall()
 
     def test_punctuated_identifiers_become_phrases(self) -> None:
-        assert '"db staging 7 internal"' in parse_query("db-staging-7.internal").optional
+        expected = Term.phrase("db", "staging", "7", "internal")
+        assert expected in parse_query("db-staging-7.internal").optional
 
 
 class TestGrepFindsCompactedFacts:
@@ -551,8 +555,13 @@ class TestRankingTiers:
     def test_a_single_word_has_one_tier_and_several_words_two(self) -> None:
         assert len(parse_query("quokka").tiers) == 1
         tiers = parse_query("quokka lighthouse").tiers
-        assert tiers[0] == '"quokka" AND "lighthouse"'
-        assert "NOT" in tiers[1]
+        both = (Term.word("quokka"), Term.word("lighthouse"))
+        assert tiers[0] == SearchQuery(all_of=both)
+        assert tiers[1] == SearchQuery(any_of=both, not_all_of=both)
+        assert render_fts5(tiers[0]) == '"quokka" AND "lighthouse"'
+        assert render_fts5(tiers[1]) == (
+            '(("quokka" OR "lighthouse")) NOT ("quokka" AND "lighthouse")'
+        )
 
 
 class TestSessionFilterStrategies:

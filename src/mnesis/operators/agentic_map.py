@@ -8,7 +8,7 @@ Invariants:
   database file: parallel sub-sessions never see "database is locked".
 * The caller sees only each sub-agent's final text, plus its ``session_id`` for
   audit; the whole sub-conversation stays in the store.
-* Every item's state is stored in ``map_items`` (see :mod:`.run_store`) before and
+* Every item's state is stored in ``map_items`` (see :mod:`mnesis.store.map_runs`) before and
   after each attempt. Running the same ``run_id`` again resumes the run: completed
   items are returned from the store and never run again; items a dead process left
   ``running`` are run again, their lost attempt counted in ``attempts``.
@@ -39,13 +39,12 @@ from mnesis.models.parts import ToolPart
 from mnesis.models.tokens import TokenUsage
 from mnesis.operators.llm_map import bounded_map
 from mnesis.operators.results import AgentMapBatch, AgentMapResult
-from mnesis.operators.run_store import ItemRow, MapRunStore
 from mnesis.operators.template import ItemTemplate, TemplateError
 from mnesis.retrieval.engine import RetrievalEngine
 from mnesis.retrieval.tools import LCM_TOOL_NAMES
 from mnesis.session import MnesisSession
+from mnesis.store.map_runs import ItemRow, MapRunStore
 from mnesis.store.pool import StorePool
-from mnesis.store.sqlite import SQLiteStore
 
 __all__ = ["DEFAULT_AGENT", "DEFAULT_SYSTEM_PROMPT", "AgenticMap", "ToolHandler"]
 
@@ -367,9 +366,7 @@ class AgenticMap:
         store = await pool.acquire(self._session_config.store)
         key: tuple[str, str] | None = None
         try:
-            if not isinstance(store, SQLiteStore):
-                raise InvalidArgumentError("AgenticMap needs an SQLite store to record its runs")
-            key = (store.path, plan.run_id)
+            key = (store.location, plan.run_id)
             if key in _ACTIVE_RUNS:
                 key = None
                 raise InvalidArgumentError(
@@ -379,7 +376,7 @@ class AgenticMap:
             _ACTIVE_RUNS.add(key)
             if plan.parent_id is not None:
                 await store.get_session(plan.parent_id)  # SessionNotFoundError if absent
-            runs = MapRunStore(store.db)
+            runs = store.map_runs
             rows, existed = await runs.start(
                 plan.run_id,
                 kind="agentic",

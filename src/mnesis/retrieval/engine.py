@@ -47,6 +47,7 @@ from mnesis.retrieval.results import (
     SummaryDescription,
 )
 from mnesis.store.base import ImmutableStore, SearchFilter, SearchHit, SummaryRecord
+from mnesis.store.search_query import SearchQuery
 from mnesis.store.search_text import original_text
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
 
@@ -468,7 +469,7 @@ class RetrievalEngine:
 
     async def _fts_tier(
         self,
-        fts: str,
+        tier_query: SearchQuery,
         scopes: list[Literal["messages", "summaries"]],
         where: SearchFilter,
         size: int,
@@ -479,7 +480,7 @@ class RetrievalEngine:
         for scope in scopes:
             # Extra rows tell whether another page exists and absorb duplicates.
             pools[scope] = await self.store.search_text(
-                fts_query=fts,
+                query=tier_query,
                 scope=scope,
                 where=where,
                 limit=size * 3 + 1,

@@ -8,7 +8,8 @@ nothing, and a stray quote or ``NEAR`` would be a syntax error. So:
 * other words lose stop words and become an OR of terms, ranked by BM25;
 * words with inner punctuation (``db-staging-7.internal``) become phrases;
 * CJK words become phrases of the bigrams the store indexes;
-* every term is quoted, so no user input can form an operator.
+* the result is backend-neutral (:class:`~mnesis.store.search_query.SearchQuery`): each
+  backend quotes every term, so no user input can form an operator.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from mnesis.store.search_query import SearchQuery, Term
 from mnesis.store.search_text import cjk_bigrams
 
 __all__ = ["ParsedQuery", "parse_query"]
@@ -95,57 +97,47 @@ _WORD_RE = re.compile(r"\w+", re.UNICODE)
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
-def _quote(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
-
-
 @dataclass(slots=True)
 class ParsedQuery:
-    """A parsed user query."""
+    """A parsed user query, in backend-neutral terms."""
 
-    required: list[str] = field(default_factory=list)
-    """Phrases that must all match (already FTS-quoted)."""
-    optional: list[str] = field(default_factory=list)
-    """Terms of which any may match (already FTS-quoted)."""
+    required: list[Term] = field(default_factory=list)
+    """Phrases that must all match."""
+    optional: list[Term] = field(default_factory=list)
+    """Terms of which any may match."""
     highlights: list[str] = field(default_factory=list)
     """Plain strings to look for when cutting a snippet."""
 
     @property
-    def fts(self) -> str | None:
-        """The FTS5 expression, or None when nothing searchable remains."""
-        parts = list(self.required)
-        if self.optional:
-            parts.append("(" + " OR ".join(self.optional) + ")")
-        return " AND ".join(parts) if parts else None
-
-    @property
-    def tiers(self) -> list[str]:
-        """Disjoint FTS5 expressions, best first: documents with every word, then
-        documents with some of them. Each tier is ranked by BM25 on its own.
+    def tiers(self) -> list[SearchQuery]:
+        """Disjoint queries, best first: documents with every word, then documents with
+        some of them. Each tier is ranked by the backend on its own.
 
         Ranking all-words matches first is the classic coordination boost, and it lets
         a question made of common words be answered from the (small) intersection
         without scoring every document that contains any one of the words.
         """
-        everything = self.fts
-        if everything is None:
+        if not self.required and not self.optional:
             return []
-        if len(self.optional) < 2:
-            return [everything]
-        all_words = " AND ".join([*self.required, *self.optional])
-        return [all_words, f"({everything}) NOT ({' AND '.join(self.optional)})"]
+        required, optional = tuple(self.required), tuple(self.optional)
+        if len(optional) < 2:
+            return [SearchQuery(all_of=required, any_of=optional)]
+        return [
+            SearchQuery(all_of=required + optional),
+            SearchQuery(all_of=required, any_of=optional, not_all_of=optional),
+        ]
 
 
-def _phrase_for(chunk: str) -> str | None:
+def _phrase_for(chunk: str) -> Term | None:
     if _CJK_RE.search(chunk):
         grams = cjk_bigrams(chunk)
-        words = [w for w in _WORD_RE.findall(_CJK_RE.sub(" ", chunk))]
+        words = [w.lower() for w in _WORD_RE.findall(_CJK_RE.sub(" ", chunk))]
         pieces = grams + words
-        return _quote(" ".join(pieces)) if pieces else None
-    words = _WORD_RE.findall(chunk)
+        return Term((tuple(pieces),)) if pieces else None
+    words = [w.lower() for w in _WORD_RE.findall(chunk)]
     if not words:
         return None
-    return _quote(" ".join(words))
+    return Term((tuple(words),))
 
 
 def parse_query(text: str) -> ParsedQuery:
@@ -157,8 +149,8 @@ def parse_query(text: str) -> ParsedQuery:
             parsed.required.append(quoted)
             parsed.highlights.append(phrase.strip())
     rest = _PHRASE_RE.sub(" ", text).replace('"', " ")
-    terms: dict[str, None] = {}
-    stop_only: dict[str, None] = {}
+    terms: dict[Term, None] = {}
+    stop_only: dict[Term, None] = {}
     for chunk in rest.split():
         core = chunk.strip(".,;:!?()[]{}<>'`*")
         if not core:
@@ -175,13 +167,13 @@ def parse_query(text: str) -> ParsedQuery:
         target = stop_only if word in _STOP_WORDS else terms
         forms = _FORMS.get(word)
         if forms and target is terms:
-            target.setdefault("(" + " OR ".join(_quote(f) for f in forms) + ")", None)
+            target.setdefault(Term(tuple((f,) for f in forms)), None)
         else:
-            target.setdefault(_quote(word), None)
+            target.setdefault(Term.word(word), None)
         if target is terms:
             parsed.highlights.extend(forms or (word,))
     if not terms and not parsed.required:
         terms = stop_only
-        parsed.highlights.extend(t.strip('"') for t in stop_only)
+        parsed.highlights.extend(t.alternatives[0][0] for t in stop_only)
     parsed.optional = list(terms)
     return parsed

@@ -24,6 +24,8 @@ from typing import Any, Literal
 from mnesis.models.message import Message, MessageWithParts
 from mnesis.models.parts import MessagePart, ToolState
 from mnesis.models.tokens import TokenUsage
+from mnesis.store.map_runs import MapRunStore
+from mnesis.store.search_query import SearchQuery
 
 __all__ = [
     "AppendedMessage",
@@ -36,6 +38,7 @@ __all__ = [
     "SearchFilter",
     "SearchHit",
     "SessionRecord",
+    "StoreBackend",
     "SummaryRecord",
 ]
 
@@ -190,8 +193,20 @@ class IntegritySnapshot:
     """Positions whose message or summary row does not exist."""
 
 
-class ImmutableStore(ABC):
-    """Async, append-only storage of sessions, messages, summaries and context."""
+class StoreBackend(ABC):
+    """Async, append-only storage of sessions, messages, summaries and context.
+
+    Every backend (SQLite, PostgreSQL) implements this interface."""
+
+    @property
+    @abstractmethod
+    def location(self) -> str:
+        """Where the data lives: the SQLite file path or the PostgreSQL URL (no password)."""
+
+    @property
+    @abstractmethod
+    def map_runs(self) -> MapRunStore:
+        """The resumable run state of :class:`~mnesis.operators.AgenticMap`."""
 
     @abstractmethod
     async def close(self) -> None:
@@ -416,13 +431,16 @@ class ImmutableStore(ABC):
     async def search_text(
         self,
         *,
-        fts_query: str,
+        query: SearchQuery,
         scope: Literal["messages", "summaries"],
         where: SearchFilter,
         limit: int,
         offset: int = 0,
     ) -> list[SearchHit]:
-        """Full-text search (backend query syntax), best rank first."""
+        """Full-text search, best rank first (the backend renders ``query`` in its syntax).
+
+        Message hits rank conversation text above tool input/output; ``rank`` is lower
+        for better hits and comparable between the scopes of one backend."""
 
     @abstractmethod
     async def scan_text(
@@ -467,3 +485,7 @@ class ImmutableStore(ABC):
     @abstractmethod
     async def get_file_reference(self, content_or_file_id: str) -> FileReference | None:
         """Look a file reference up by content ID or file ID."""
+
+
+ImmutableStore = StoreBackend
+"""The name the rest of mnesis uses for a store (the seeds' ``ImmutableStore``)."""

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Literal
 from mnesis.errors import SessionNotFoundError
 from mnesis.store.base import FileReference, ImmutableStore, SessionRecord
 from mnesis.store.codec import dumps
+from mnesis.store.map_runs import MapRunStore
 from mnesis.store.sqlite_integrity import IntegrityMixin
+from mnesis.store.sqlite_map_runs import SQLiteMapRunStore
 from mnesis.store.sqlite_messages import MessagesMixin
 from mnesis.store.sqlite_rows import _SESSION_COLS, _get_file, _now_ms, _session
 from mnesis.store.sqlite_search import SearchMixin
@@ -46,6 +48,14 @@ class SQLiteStore(MessagesMixin, SummariesMixin, SearchMixin, IntegrityMixin, Im
     def path(self) -> str:
         """The database file path."""
         return self.db.path
+
+    @property
+    def location(self) -> str:
+        return self.db.path
+
+    @property
+    def map_runs(self) -> MapRunStore:
+        return SQLiteMapRunStore(self.db)
 
     async def close(self) -> None:
         if self._released:

@@ -8,9 +8,10 @@ from typing import Any, Literal
 
 from mnesis.store.base import SearchFilter, SearchHit
 from mnesis.store.codec import dumps
+from mnesis.store.search_query import SearchQuery, Term
 from mnesis.store.sqlite_rows import _DOWN_CTE, SQLiteStoreBase
 
-__all__ = ["SearchMixin"]
+__all__ = ["SearchMixin", "render_fts5"]
 
 FTS_SESSION_TOKEN_MIN_MESSAGES = 20_000
 """Below this many stored messages the session filter is applied after the join."""
@@ -25,12 +26,13 @@ class SearchMixin(SQLiteStoreBase):
     async def search_text(
         self,
         *,
-        fts_query: str,
+        query: SearchQuery,
         scope: Literal["messages", "summaries"],
         where: SearchFilter,
         limit: int,
         offset: int = 0,
     ) -> list[SearchHit]:
+        fts_query = render_fts5(query)
         column = "{text_content tool_content}" if scope == "messages" else "search_text"
         match = f"{column} : ({fts_query})"
         clauses, args = _filter_sql(where, scope)
@@ -192,3 +194,21 @@ def _filter_sql(where: SearchFilter, scope: str) -> tuple[str, list[Any]]:
         else:
             clauses.append("AND 0")
     return " ".join(clauses), args
+
+
+def _fts5_term(term: Term) -> str:
+    quoted = ['"' + " ".join(phrase).replace('"', '""') + '"' for phrase in term.alternatives]
+    return quoted[0] if len(quoted) == 1 else "(" + " OR ".join(quoted) + ")"
+
+
+def render_fts5(query: SearchQuery) -> str:
+    """The FTS5 ``MATCH`` expression of a query; every phrase is quoted, so no word can
+    form an operator."""
+    parts = [_fts5_term(t) for t in query.all_of]
+    if query.any_of:
+        parts.append("(" + " OR ".join(_fts5_term(t) for t in query.any_of) + ")")
+    expression = " AND ".join(parts)
+    if query.not_all_of:
+        excluded = " AND ".join(_fts5_term(t) for t in query.not_all_of)
+        expression = f"({expression}) NOT ({excluded})"
+    return expression

@@ -556,9 +556,25 @@ class TestHardThresholdBlocks:
         )
         assert session.context_tokens + ESTIMATOR.estimate_part(big) > budget.usable
 
+        # The turn reports when it starts waiting for the background compaction;
+        # the gated model cannot finish first, so the turn must still be pending.
+        engine = session.compaction_engine
+        waiting = asyncio.Event()
+        wait_for_pending = engine.wait_for_pending
+
+        async def reporting_wait() -> None:
+            waiting.set()
+            await wait_for_pending()
+
+        engine.wait_for_pending = reporting_wait  # type: ignore[method-assign]
         turn_task = asyncio.create_task(session.record("Read the generated schema.", [big]))
-        await asyncio.sleep(0.05)
-        assert not turn_task.done(), "the turn went on while the context was over the limit"
+        waited = asyncio.create_task(waiting.wait())
+        done, _ = await asyncio.wait(
+            {turn_task, waited}, timeout=60, return_when=asyncio.FIRST_COMPLETED
+        )
+        assert turn_task not in done, "the turn went on while the context was over the limit"
+        assert waited in done, "the turn never waited for the background compaction"
+        assert not turn_task.done()
         assert MnesisEvent.COMPACTION_COMPLETED not in _names(events)
 
         llm.gate.set()

@@ -1,4 +1,4 @@
-"""Compaction: the engine, the three levels, the pruner and the extractive summariser."""
+"""Compaction: the engine, the summariser ladder and its levels, the pruner."""
 
 from mnesis.compaction.engine import CompactionEngine
 from mnesis.compaction.extractive import extractive_summary
@@ -12,10 +12,12 @@ from mnesis.compaction.levels import (
     level3_deterministic,
 )
 from mnesis.compaction.pruner import PruneResult, ToolOutputPruner
+from mnesis.compaction.summariser import Summariser
 
 __all__ = [
     "CompactionEngine",
     "PruneResult",
+    "Summariser",
     "SummaryCandidate",
     "ToolOutputPruner",
     "condense_level1",

@@ -1,0 +1,133 @@
+"""Writing a compaction round: the summary row, its lineage, the context swap and the marker."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from mnesis.compaction.candidates import CondensedCandidate, SummaryCandidate
+from mnesis.models.message import Message, MessageWithParts
+from mnesis.models.parts import CompactionPart, MessagePart, TextPart
+from mnesis.models.render import render_summary
+from mnesis.store.base import CompactionCommit, ImmutableStore, NewMessage, SummaryRecord
+from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
+
+__all__ = ["SummaryWriter", "now_ms"]
+
+
+def now_ms() -> int:
+    """Wall-clock time in milliseconds."""
+    return int(time.time() * 1000)
+
+
+class SummaryWriter:
+    """Commits leaf and condensed summaries, each in one atomic store call."""
+
+    def __init__(
+        self, store: ImmutableStore, estimator: TokenEstimator, new_id: Callable[[str], str]
+    ) -> None:
+        self.store = store
+        self.estimator = estimator
+        self._id = new_id
+
+    async def commit_leaf(
+        self,
+        session_id: str,
+        candidate: SummaryCandidate,
+        covered: Sequence[MessageWithParts],
+        replaced: list[tuple[int, str]],
+    ) -> tuple[str, str]:
+        """Commit a leaf summary of ``covered``; returns ``(summary_id, marker_message_id)``."""
+        record = SummaryRecord(
+            id=self._id("sum"),
+            session_id=session_id,
+            kind="leaf",
+            depth=0,
+            level=candidate.compaction_level,
+            content=candidate.text,
+            token_count=candidate.token_count,
+            file_ids=candidate.file_ids,
+            span_start_message_id=covered[0].id,
+            span_end_message_id=covered[-1].id,
+            source_message_count=len(covered),
+            created_at=now_ms(),
+        )
+        marker = await self._commit(
+            record, source_ids=[m.id for m in covered], parent_ids=[], replaced=replaced
+        )
+        return record.id, marker
+
+    async def commit_condensed(
+        self,
+        session_id: str,
+        candidate: CondensedCandidate,
+        children: Sequence[SummaryRecord],
+        replaced: list[tuple[int, str]],
+    ) -> tuple[str, str]:
+        """Commit a merge of ``children``; returns ``(summary_id, marker_message_id)``."""
+        record = SummaryRecord(
+            id=self._id("sum"),
+            session_id=session_id,
+            kind="condensed",
+            depth=max(c.depth for c in children) + 1,
+            level=candidate.compaction_level,
+            content=candidate.text,
+            token_count=candidate.token_count,
+            file_ids=candidate.file_ids,
+            span_start_message_id=children[0].span_start_message_id,
+            span_end_message_id=children[-1].span_end_message_id,
+            source_message_count=sum(c.source_message_count for c in children),
+            created_at=now_ms(),
+        )
+        marker = await self._commit(
+            record, source_ids=[], parent_ids=[c.id for c in children], replaced=replaced
+        )
+        return record.id, marker
+
+    async def _commit(
+        self,
+        record: SummaryRecord,
+        *,
+        source_ids: list[str],
+        parent_ids: list[str],
+        replaced: list[tuple[int, str]],
+    ) -> str:
+        rendered = render_summary(
+            record.id,
+            record.kind,
+            record.depth,
+            record.source_message_count,
+            record.span_start_message_id,
+            record.span_end_message_id,
+            record.content,
+        )
+        context_tokens = self.estimator.estimate(rendered) + MESSAGE_OVERHEAD_TOKENS
+        parts: list[MessagePart] = [
+            TextPart(text=record.content, synthetic=True),
+            CompactionPart(
+                summary_id=record.id,
+                level=record.level,
+                auto=True,
+                compacted_message_count=record.source_message_count,
+            ),
+        ]
+        marker = Message(
+            id=self._id("msg"),
+            session_id=record.session_id,
+            role="assistant",
+            created_at=now_ms(),
+            is_summary=True,
+            token_estimate=context_tokens,
+        )
+        record.message_id = marker.id
+        await self.store.commit_compaction(
+            CompactionCommit(
+                summary=record,
+                source_message_ids=source_ids,
+                parent_summary_ids=parent_ids,
+                replaced=replaced,
+                context_tokens=context_tokens,
+                marker=NewMessage(marker, parts, [record.token_count, 0], in_context=False),
+            )
+        )
+        return marker.id

@@ -1,0 +1,343 @@
+"""The ``Summariser`` protocol and its kinds: model levels, extractive, a user's callable.
+
+A summariser is one rung of the escalation ladder. It turns a span of messages
+into a leaf summary (:meth:`Summariser.summarise`) and a run of summaries into a
+condensed one (:meth:`Summariser.condense`), or returns ``None`` to hand the
+span to the next rung. Rungs that call a model (``uses_model``) sit behind the
+engine's circuit breaker; a rung that never returns ``None`` (the extractive
+summariser) ends every ladder.
+
+Text summarisers (a model level or a user's callable) get a transcript and a
+body target in tokens and answer with the summary body. Their answer is
+rejected, so the ladder escalates, when it fails, is empty, looks like garbage,
+is not smaller than its input (convergence check) or overshoots twice its
+target.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from mnesis.compaction.candidates import (
+    CondensedCandidate,
+    SummaryCandidate,
+    SummaryTarget,
+    body_budget,
+    cap_input,
+    looks_like_summary,
+    merged_file_ids,
+    render_summaries,
+    render_transcript,
+    with_footer,
+)
+from mnesis.compaction.extractive import extractive_condense, extractive_summary
+from mnesis.compaction.file_ids import extract_file_ids_from_messages, strip_footer
+from mnesis.models.message import MessageWithParts
+from mnesis.store.base import SummaryRecord
+from mnesis.tokens.estimator import TokenEstimator
+
+__all__ = [
+    "CONDENSE_LEVEL3_MAX_TOKENS",
+    "EXTRACTIVE_WINDOW",
+    "CallableSummariser",
+    "ExtractiveSummariser",
+    "LLMCall",
+    "ModelSummariser",
+    "SummariseFn",
+    "Summariser",
+]
+
+logger = logging.getLogger("mnesis.compaction")
+
+CONDENSE_LEVEL3_MAX_TOKENS = 512
+EXTRACTIVE_WINDOW = 64_000
+"""The extractive summariser has no window; bounded spans keep each pass cheap
+and each leaf specific enough to be useful when expanded."""
+
+LLMCall = Callable[[str, list[dict[str, Any]], int], Awaitable[str]]
+"""``async (model, messages, max_tokens) -> text``; raises on failure."""
+
+SummariseFn = Callable[[str, int], Awaitable[str]]
+"""``async (text, target_tokens) -> summary body``; raises on failure."""
+
+SpanKind = Literal["leaf", "condensed"]
+
+
+class Summariser(Protocol):
+    """One rung of the compaction ladder, for leaf and for condensed summaries."""
+
+    @property
+    def level(self) -> int:
+        """The compaction level recorded on what this rung produces."""
+        ...
+
+    @property
+    def uses_model(self) -> bool:
+        """True if this rung calls a model (the circuit breaker guards it)."""
+        ...
+
+    @property
+    def input_window(self) -> int:
+        """Input tokens this rung can read; a leaf span is at most 75 % of the first rung's."""
+        ...
+
+    async def summarise(
+        self, messages: Sequence[MessageWithParts], target: SummaryTarget
+    ) -> SummaryCandidate | None:
+        """A leaf summary of (a leading part of) ``messages``, or None to escalate."""
+        ...
+
+    async def condense(
+        self, summaries: Sequence[SummaryRecord], target: SummaryTarget
+    ) -> CondensedCandidate | None:
+        """One summary of consecutive ``summaries`` (oldest first), or None to escalate."""
+        ...
+
+
+class _TextSummariser:
+    """Shared body of the model levels and the callable: render, ask, validate, add the footer."""
+
+    level: int
+    input_window: int
+    message_chars: int
+    summary_chars: int
+
+    async def _complete(self, kind: SpanKind, text: str, body_target: int) -> str:
+        raise NotImplementedError
+
+    async def summarise(
+        self, messages: Sequence[MessageWithParts], target: SummaryTarget
+    ) -> SummaryCandidate | None:
+        """A leaf summary of the messages that fit the input window, or None to escalate."""
+        kept = cap_input(messages, target.estimator, self.input_window)
+        if not kept:
+            return None
+        full = render_transcript(kept)
+        transcript = render_transcript(kept, self.message_chars) if self.message_chars else full
+        file_ids = extract_file_ids_from_messages(kept)
+        answer = await self._attempt(
+            "leaf", transcript, file_ids, target, target.capped_tokens, full_text=full
+        )
+        if answer is None:
+            return None
+        text, tokens = answer
+        return SummaryCandidate(
+            text=text,
+            token_count=tokens,
+            span_start_message_id=kept[0].id,
+            span_end_message_id=kept[-1].id,
+            compaction_level=self.level,
+            messages_covered=len(kept),
+            file_ids=file_ids,
+        )
+
+    async def condense(
+        self, summaries: Sequence[SummaryRecord], target: SummaryTarget
+    ) -> CondensedCandidate | None:
+        """A merge of ``summaries``, or None to escalate."""
+        file_ids = merged_file_ids(summaries)
+        answer = await self._attempt(
+            "condensed",
+            render_summaries(summaries, self.summary_chars),
+            file_ids,
+            target,
+            target.capped_tokens,
+            input_tokens=sum(s.token_count for s in summaries),
+        )
+        if answer is None:
+            return None
+        text, tokens = answer
+        return CondensedCandidate(text, tokens, self.level, file_ids)
+
+    async def _attempt(
+        self,
+        kind: SpanKind,
+        text: str,
+        file_ids: list[str],
+        target: SummaryTarget,
+        target_tokens: int,
+        *,
+        full_text: str | None = None,
+        input_tokens: int = 0,
+    ) -> tuple[str, int] | None:
+        estimator = target.estimator
+        if full_text is not None:
+            input_tokens = estimator.estimate(full_text)
+        body_target = body_budget(file_ids, target_tokens, target.footer_cap, estimator)
+        try:
+            answer = await self._complete(kind, text, body_target)
+        except Exception as exc:
+            logger.info("%s level %d summary failed: %s", kind, self.level, exc)
+            return None
+        if not isinstance(answer, str) or not answer.strip():
+            logger.info("%s level %d summary was empty", kind, self.level)
+            return None
+        if not looks_like_summary(answer):
+            logger.info("%s level %d answer does not look like a summary", kind, self.level)
+            return None
+        out = with_footer(answer, file_ids, target_tokens, target.footer_cap, estimator)
+        tokens = estimator.estimate(out)
+        if tokens >= input_tokens:
+            logger.info(
+                "%s level %d did not converge (%d >= %d)", kind, self.level, tokens, input_tokens
+            )
+            return None
+        if tokens > target_tokens * 2:
+            logger.info("%s level %d overshot (%d > 2x%d)", kind, self.level, tokens, target_tokens)
+            return None
+        return out, tokens
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSummariser(_TextSummariser):
+    """A model level: the level's prompt (``{target_tokens}`` filled in) and the transcript.
+
+    Level 2 sets ``message_chars`` / ``summary_chars`` to cut each message /
+    summary of its input.
+    """
+
+    level: int
+    model: str
+    llm_call: LLMCall
+    leaf_prompt: str
+    condense_prompt: str
+    input_window: int = 200_000
+    message_chars: int = 0
+    summary_chars: int = 0
+
+    @property
+    def uses_model(self) -> bool:
+        """Always True."""
+        return True
+
+    async def _complete(self, kind: SpanKind, text: str, body_target: int) -> str:
+        prompt = self.leaf_prompt if kind == "leaf" else self.condense_prompt
+        request = [
+            {"role": "system", "content": prompt.replace("{target_tokens}", str(body_target))},
+            {"role": "user", "content": text},
+        ]
+        return await self.llm_call(self.model, request, max(64, body_target * 2))
+
+
+@dataclass(frozen=True, slots=True)
+class CallableSummariser(_TextSummariser):
+    """A user's ``async (text, target_tokens) -> summary`` function as a ladder rung.
+
+    ``text`` is the transcript of the span (or the summaries to merge) and
+    ``target_tokens`` the size the body should stay under; the file-ID footer
+    is added afterwards. Set ``uses_model=False`` to keep the rung outside the
+    circuit breaker.
+    """
+
+    fn: SummariseFn
+    level: int = 1
+    input_window: int = 200_000
+    message_chars: int = 0
+    summary_chars: int = 0
+    uses_model: bool = True
+
+    async def _complete(self, kind: SpanKind, text: str, body_target: int) -> str:
+        return await self.fn(text, body_target)
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractiveSummariser:
+    """The offline extractive summariser: no model, never escalates, always within target.
+
+    At level 3 (the last rung of every model ladder) the text carries a notice
+    and a condensed summary is capped at ``min(target, 512)`` tokens; at level 1
+    (compaction model ``"extractive"``) neither applies.
+    """
+
+    level: int = 3
+    input_window: int = EXTRACTIVE_WINDOW
+
+    @property
+    def uses_model(self) -> bool:
+        """Always False."""
+        return False
+
+    async def summarise(
+        self, messages: Sequence[MessageWithParts], target: SummaryTarget
+    ) -> SummaryCandidate:
+        """See :meth:`summarise_now`."""
+        return self.summarise_now(messages, target)
+
+    async def condense(
+        self, summaries: Sequence[SummaryRecord], target: SummaryTarget
+    ) -> CondensedCandidate:
+        """See :meth:`condense_now`."""
+        return self.condense_now(summaries, target)
+
+    def summarise_now(
+        self, messages: Sequence[MessageWithParts], target: SummaryTarget
+    ) -> SummaryCandidate:
+        """A leaf summary of all ``messages`` within the target.
+
+        File IDs of *all* messages go into the footer, even those whose prose
+        did not fit.
+        """
+        estimator = target.estimator
+        file_ids = extract_file_ids_from_messages(messages)
+        target_tokens = max(32, target.capped_tokens)
+        notice = (
+            "[Deterministic summary (level 3): extracted without a model]"
+            if self.level == 3
+            else ""
+        )
+        body = extractive_summary(
+            messages,
+            target_tokens=self._body_tokens(file_ids, target_tokens, target, notice),
+            estimator=estimator,
+        )
+        text = with_footer(
+            f"{notice}\n{body}" if notice else body,
+            file_ids,
+            target_tokens,
+            target.footer_cap,
+            estimator,
+        )
+        return SummaryCandidate(
+            text=text,
+            token_count=estimator.estimate(text),
+            span_start_message_id=messages[0].id,
+            span_end_message_id=messages[-1].id,
+            compaction_level=self.level,
+            messages_covered=len(messages),
+            file_ids=file_ids,
+        )
+
+    def condense_now(
+        self, summaries: Sequence[SummaryRecord], target: SummaryTarget
+    ) -> CondensedCandidate:
+        """A section-by-section merge of ``summaries`` within the target."""
+        estimator = target.estimator
+        target_tokens = target.capped_tokens
+        if self.level == 3:
+            target_tokens = min(target_tokens, CONDENSE_LEVEL3_MAX_TOKENS)
+        file_ids = merged_file_ids(summaries)
+        notice = (
+            f"[Condensed deterministically from {len(summaries)} summaries (level 3)]"
+            if self.level == 3
+            else ""
+        )
+        body = extractive_condense(
+            [strip_footer(s.content) for s in summaries],
+            target_tokens=self._body_tokens(file_ids, target_tokens, target, notice),
+            estimator=estimator,
+        )
+        if notice:
+            body = f"{notice}\n{body}"
+        text = with_footer(body, file_ids, target_tokens, target.footer_cap, estimator)
+        return CondensedCandidate(text, estimator.estimate(text), self.level, file_ids)
+
+    @staticmethod
+    def _body_tokens(
+        file_ids: list[str], target_tokens: int, target: SummaryTarget, notice: str
+    ) -> int:
+        estimator: TokenEstimator = target.estimator
+        body = body_budget(file_ids, target_tokens, target.footer_cap, estimator)
+        return max(8, body - estimator.estimate(notice) - 2)

@@ -1,0 +1,131 @@
+"""The span planner on hand-built context views: no store, no model.
+
+Context items are ``(position, type, id, tokens, role)`` rows, as
+``get_context_items`` returns them.
+"""
+
+from __future__ import annotations
+
+from mnesis.compaction.planner import (
+    LEAF_CHUNK_TOKENS,
+    condense_run,
+    drain_target,
+    leaf_span,
+    leaf_span_tokens,
+    plan_leaf_span,
+    tail_start,
+)
+from mnesis.store.base import ContextItem
+
+
+def _view(spec: str, tokens: int = 1_000) -> list[ContextItem]:
+    """One item per letter: u(ser), a(ssistant), t(ool) message or S(ummary)."""
+    roles = {"u": "user", "a": "assistant", "t": "tool"}
+    items = []
+    for position, kind in enumerate(spec):
+        if kind == "S":
+            items.append(ContextItem(position, "summary", f"sum_{position}", tokens))
+        else:
+            items.append(ContextItem(position, "message", f"msg_{position}", tokens, roles[kind]))
+    return items
+
+
+def _ids(items: list[ContextItem]) -> list[str]:
+    return [i.item_id for i in items]
+
+
+class TestTailStart:
+    def test_the_last_exchange_stays_whole(self) -> None:
+        # users at 0, 2, 4, 6: the tail starts at the second-to-last user message
+        assert tail_start(_view("uauauaua"), fresh_tail_count=0) == 4
+
+    def test_fresh_tail_count_can_pull_the_tail_earlier(self) -> None:
+        assert tail_start(_view("uauauaua"), fresh_tail_count=6) == 2
+
+    def test_fresh_tail_count_never_pushes_the_tail_later(self) -> None:
+        assert tail_start(_view("uauauaua"), fresh_tail_count=1) == 4
+
+    def test_a_single_user_message_starts_the_tail(self) -> None:
+        assert tail_start(_view("Sattua"), fresh_tail_count=0) == 4
+
+    def test_summaries_do_not_count_as_messages(self) -> None:
+        # fresh tail of 3 messages: positions 4, 5, 7 (6 is a summary)
+        assert tail_start(_view("uauauaSa"), fresh_tail_count=3) == 2
+
+    def test_without_messages_nothing_is_protected_and_nothing_is_a_span(self) -> None:
+        view = _view("SSS")
+        assert tail_start(view, fresh_tail_count=8) > view[-1].position
+        assert leaf_span(view, 10_000, fresh_tail_count=8) == []
+
+
+class TestLeafSpan:
+    def test_the_span_stops_before_the_tail(self) -> None:
+        span = leaf_span(_view("uauauaua"), 100_000, fresh_tail_count=0)
+        assert _ids(span) == ["msg_0", "msg_1", "msg_2", "msg_3"]
+
+    def test_leading_summaries_are_skipped_and_the_next_summary_ends_the_span(self) -> None:
+        span = leaf_span(_view("SSuaSuauaua"), 100_000, fresh_tail_count=0)
+        assert _ids(span) == ["msg_2", "msg_3"]
+
+    def test_the_span_stops_at_the_wanted_size(self) -> None:
+        span = leaf_span(_view("uauauauaua"), 2_500, fresh_tail_count=0)
+        assert _ids(span) == ["msg_0", "msg_1"]
+
+    def test_the_first_item_is_taken_even_if_larger_than_wanted(self) -> None:
+        assert _ids(leaf_span(_view("uauaua", tokens=9_000), 10, fresh_tail_count=0)) == ["msg_0"]
+
+    def test_tool_results_stay_with_the_call_before_them(self) -> None:
+        span = leaf_span(_view("utttauaua"), 1_500, fresh_tail_count=0)
+        assert _ids(span) == ["msg_0", "msg_1", "msg_2", "msg_3"]
+
+
+class TestLeafSpanTokens:
+    def test_the_excess_is_spread_over_the_rounds_left(self) -> None:
+        assert leaf_span_tokens(90_000, 3, 1_000_000) == 30_000
+        assert leaf_span_tokens(90_001, 3, 1_000_000) == 30_001  # rounded up
+
+    def test_never_below_the_chunk_size(self) -> None:
+        assert leaf_span_tokens(0, 10, 1_000_000) == LEAF_CHUNK_TOKENS
+        assert leaf_span_tokens(-5_000, 0, 1_000_000) == LEAF_CHUNK_TOKENS
+
+    def test_never_above_75_percent_of_the_input_window(self) -> None:
+        assert leaf_span_tokens(900_000, 1, 64_000) == 48_000
+        assert leaf_span_tokens(900_000, 1, 8_000) == 6_000  # even below the chunk size
+
+
+class TestPlanLeafSpan:
+    def _plan(self, view: list[ContextItem], leaf_target_tokens: int) -> list[ContextItem]:
+        return plan_leaf_span(
+            view,
+            excess=50_000,
+            rounds_left=1,
+            input_window=200_000,
+            fresh_tail_count=0,
+            leaf_target_tokens=leaf_target_tokens,
+        )
+
+    def test_a_span_larger_than_the_leaf_target_is_planned(self) -> None:
+        assert _ids(self._plan(_view("uauauaua"), 600)) == ["msg_0", "msg_1", "msg_2", "msg_3"]
+
+    def test_a_span_within_1_2_times_the_leaf_target_is_not_worth_a_summary(self) -> None:
+        view = _view("uauauaua")  # the span is 4 x 1,000 tokens
+        assert self._plan(view, 3_334) == []
+        assert self._plan(view, 3_333) != []
+
+
+class TestCondenseRun:
+    def test_the_first_run_of_two_or_more_summaries(self) -> None:
+        assert _ids(condense_run(_view("SuaSSSuSS"))) == ["sum_3", "sum_4", "sum_5"]
+
+    def test_a_lone_summary_is_not_a_run(self) -> None:
+        assert condense_run(_view("SuaSua")) == []
+
+    def test_a_run_is_cut_at_max_children(self) -> None:
+        assert _ids(condense_run(_view("SSSSSua"), max_children=3)) == ["sum_0", "sum_1", "sum_2"]
+
+    def test_a_run_at_the_end_of_the_view(self) -> None:
+        assert _ids(condense_run(_view("uaSS"))) == ["sum_2", "sum_3"]
+
+
+def test_drain_target_is_half_the_soft_threshold() -> None:
+    assert drain_target(26_000, 0.6) == 7_800

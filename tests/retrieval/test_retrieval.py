@@ -85,7 +85,12 @@ async def _filled_session(
 
 @pytest.fixture(scope="module")
 def template_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, dict[str, str]]:
-    """Build the compacted session once per module; tests get a copy of the file."""
+    """Build the compacted session once per module; tests get a copy of the file.
+
+    The build is deterministic (extractive summaries, fixed texts): 220 turns of large
+    tool outputs leave pruned tool outputs, leaf summaries over the oldest messages and
+    several summaries in the context. Tests assert these facts; they never skip on them.
+    """
     path = str(tmp_path_factory.mktemp("retrieval") / "template.db")
 
     async def build() -> tuple[str, dict[str, str]]:
@@ -395,14 +400,15 @@ class TestExpand:
     ) -> None:
         session, _ = filled
         conn = sqlite3.connect(session.store.path)  # type: ignore[attr-defined]
+        # The oldest pruned message: compaction summarises the oldest messages first.
         row = conn.execute(
-            "SELECT message_id FROM message_parts WHERE compacted_at IS NOT NULL LIMIT 1"
+            "SELECT p.message_id FROM message_parts p JOIN messages m ON m.id = p.message_id"
+            " WHERE p.compacted_at IS NOT NULL ORDER BY m.seq, p.ordinal LIMIT 1"
         ).fetchone()
         conn.close()
         assert row is not None, "the fixture prunes tool outputs"
         leaf = (await session.describe(row[0])).leaf_summary_ids
-        if not leaf:
-            pytest.skip("pruned message not yet summarised")
+        assert leaf, "the fixture summarises its oldest pruned message"
         expanded = await session.expand(leaf[0], depth=1, token_cap=10**6)
         text = next(m.text for m in expanded.messages if m.id == row[0])
         assert "ok line" in text and "compacted at" not in text
@@ -522,8 +528,7 @@ class TestAgentTools:
     ) -> None:
         session, _ = filled
         items = await session.store.get_context_items(session.id, item_type="summary")
-        if len(items) < 2:
-            pytest.skip("needs two summaries in context")
+        assert len(items) >= 2, "the fixture compacts into several summaries in context"
         engine = RetrievalEngine(session.store, session.id, allowed_summary_ids=[items[0].item_id])
         await engine.expand(items[0].item_id)
         with pytest.raises(OutOfScopeError):

@@ -378,6 +378,26 @@ class TestResumingARun:
             with pytest.raises(InvalidArgumentError, match="already running"):
                 await operator.run_all(["a", "b"], "{{ item }}", run_id=run_id)
 
+    async def test_the_same_run_is_refused_through_another_pool_then_resumes(
+        self, db_path: str, pool: StorePool
+    ) -> None:
+        run_id = new_id("run")
+        operator = make_map(db_path, pool, FakeLLM(delay_seconds=0.01))
+        other_pool = StorePool()
+        try:
+            other = make_map(db_path, other_pool, FakeLLM())
+            async with contextlib.aclosing(
+                operator.run(["a", "b", "c"], "{{ item }}", run_id=run_id)
+            ) as one:
+                await anext(one)
+                with pytest.raises(InvalidArgumentError, match="already running"):
+                    await other.run_all(["a", "b", "c"], "{{ item }}", run_id=run_id)
+            # Once the first run has stopped, the same run resumes through either pool.
+            batch = await other.run_all(["a", "b", "c"], "{{ item }}", run_id=run_id)
+            assert batch.completed == 3
+        finally:
+            await other_pool.close_all()
+
     async def test_a_run_killed_midway_resumes_and_completes_every_item_once(
         self, db_path: str, pool: StorePool, parent: MnesisSession
     ) -> None:

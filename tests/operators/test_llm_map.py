@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from pydantic import BaseModel
 
 from mnesis import EventBus, InvalidArgumentError, MnesisEvent, OperatorConfig
 from mnesis.llm import Fail, FakeLLM, Hang, LLMRequest, Respond
-from mnesis.operators import LLMMap, MapBatch, MapResult
+from mnesis.operators import LLMMap, MapBatch, MapOptions, MapResult
 
 
 class Person(BaseModel):
@@ -177,10 +176,9 @@ class TestOutputSchemaRetries:
         assert batch.results[0].attempts == 2
         assert "x" in last_user(llm.calls[1])
 
-    async def test_a_json_schema_dict_is_validated_without_jsonschema_installed(
-        self, monkeypatch: pytest.MonkeyPatch
+    async def test_the_feedback_names_every_problem_of_a_json_schema_dict_by_path(
+        self,
     ) -> None:
-        monkeypatch.setitem(sys.modules, "jsonschema", None)  # import now fails
         llm = FakeLLM().script(
             Respond('{"name": "Ada", "age": 1.5, "x": 1}'),
             Respond('{"age": 36}'),
@@ -189,9 +187,33 @@ class TestOutputSchemaRetries:
         batch = await make_map(llm).run_all(["a"], "{{ item }}", output_schema=PERSON_SCHEMA)
         assert batch.results[0].output == {"name": "Ada", "age": 36}
         feedback = last_user(llm.calls[1])
-        assert "$.age: expected integer, got number" in feedback
-        assert "unexpected property 'x'" in feedback
-        assert "missing required property 'name'" in last_user(llm.calls[2])
+        assert "$.age: 1.5 is not of type 'integer'" in feedback
+        assert "'x' was unexpected" in feedback
+        assert "$: 'name' is a required property" in last_user(llm.calls[2])
+
+    async def test_the_feedback_for_alternatives_names_the_problem_of_each(self) -> None:
+        schema = {
+            "type": "object",
+            "required": ["v"],
+            "properties": {
+                "v": {
+                    "anyOf": [{"type": "integer"}, {"type": "array", "items": {"type": "string"}}]
+                }
+            },
+        }
+        llm = FakeLLM().script(Respond('{"v": [1]}'), Respond('{"v": 2}'))
+        batch = await make_map(llm).run_all(["a"], "{{ item }}", output_schema=schema)
+        assert batch.results[0].output == {"v": 2}
+        feedback = last_user(llm.calls[1])
+        assert "$.v: [1] is not valid under any of the given schemas" in feedback
+        assert "option 1: $.v: [1] is not of type 'integer'" in feedback
+        assert "option 2: $.v[0]: 1 is not of type 'string'" in feedback
+
+    async def test_a_non_json_reply_to_a_json_schema_dict_is_retried(self) -> None:
+        llm = FakeLLM().script(Respond("sure!"), Respond('{"name": "Ada", "age": 36}'))
+        batch = await make_map(llm).run_all(["a"], "{{ item }}", output_schema=PERSON_SCHEMA)
+        assert batch.results[0].attempts == 2
+        assert "not valid JSON" in last_user(llm.calls[1])
 
     async def test_an_invalid_json_schema_is_refused_before_any_call(self) -> None:
         llm = FakeLLM()
@@ -324,6 +346,47 @@ class TestResultsCorrelateWithInputs:
     async def test_a_model_is_required(self) -> None:
         with pytest.raises(InvalidArgumentError, match="model"):
             LLMMap(llm=FakeLLM()).run(["a"], "{{ item }}")
+
+
+class TestOptionsObject:
+    async def test_options_give_the_same_settings_as_keyword_arguments(self) -> None:
+        llm = FakeLLM(reply=lambda r: '{"name": "Ada"}')
+        options = MapOptions(output_schema=Person, max_retries=1, system_prompt="Be terse.")
+        batch = await make_map(llm).run_all(["a"], "{{ item }}", options=options)
+        assert batch.results[0].attempts == 2
+        assert len(llm.calls) == 2
+        assert llm.calls[0].messages[0]["content"].startswith("Be terse.")
+
+    async def test_a_keyword_argument_wins_over_the_options(self) -> None:
+        llm = FakeLLM(reply=lambda r: "not json")
+        options = MapOptions(output_schema=Person, max_retries=0)
+        batch = await make_map(llm).run_all(["a"], "{{ item }}", options=options, max_retries=2)
+        assert batch.results[0].attempts == 3
+        assert len(llm.calls) == 3
+
+    async def test_run_and_run_jsonl_take_options(self, tmp_path: Path) -> None:
+        llm = FakeLLM(reply=lambda r: "")
+        options = MapOptions(max_retries=0, model="fake/other")
+        results = [r async for r in make_map(llm).run(["a"], "{{ item }}", options=options)]
+        assert results[0].attempts == 1
+        assert llm.calls[0].model == "fake/other"
+        source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+        write_jsonl(source, iter(["a", "b"]))
+        summary = await make_map(llm).run_jsonl(
+            str(source), str(target), "{{ item }}", options=options
+        )
+        assert (summary.total, summary.failed) == (2, 2)
+        assert len(llm.calls) == 3
+
+    @pytest.mark.parametrize(
+        "options",
+        [MapOptions(timeout=0), MapOptions(concurrency=0), {"max_retries": 1}],
+    )
+    async def test_bad_options_are_refused_before_any_call(self, options: Any) -> None:
+        llm = FakeLLM()
+        with pytest.raises(InvalidArgumentError):
+            make_map(llm).run(["a"], "{{ item }}", options=options)
+        assert llm.calls == []
 
 
 class TestEvents:

@@ -1,8 +1,9 @@
 """Parallel operators: ``LLMMap`` (one model call per input) and ``AgenticMap``
-(one full sub-session per input), with their result types."""
+(one full sub-session per input), their per-run ``MapOptions`` and result types."""
 
 from mnesis.operators.agentic_map import AgenticMap
 from mnesis.operators.llm_map import LLMMap
+from mnesis.operators.options import MapOptions
 from mnesis.operators.results import (
     AgentMapBatch,
     AgentMapResult,
@@ -18,5 +19,6 @@ __all__ = [
     "LLMMap",
     "MapBatch",
     "MapFileSummary",
+    "MapOptions",
     "MapResult",
 ]

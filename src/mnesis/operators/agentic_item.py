@@ -1,0 +1,249 @@
+"""One item of an :class:`~mnesis.operators.AgenticMap` run: its durable attempt loop
+and the multi-turn sub-session of each attempt.
+
+Invariants:
+
+* The item's row in ``map_items`` is claimed before every attempt and completed,
+  failed or (on cancellation) released after it, so a resume knows exactly what
+  is left.
+* A fresh item (or one retried explicitly) gets the whole attempt budget; one that
+  an earlier process left unfinished gets what remains, but at least one
+  attempt, so resuming always makes progress.
+* Each attempt runs in a fresh sub-session that is closed (its background
+  compaction aborted) when the attempt ends. Sub-agents never spawn sub-agents:
+  ``lcm_expand_query`` is neither offered nor executed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from mnesis.config import MnesisConfig
+from mnesis.errors import MnesisError
+from mnesis.llm import LLMClient
+from mnesis.models.parts import ToolPart
+from mnesis.models.tokens import TokenUsage
+from mnesis.operators.agentic_plan import AgentPlan
+from mnesis.operators.results import AgentMapResult
+from mnesis.operators.template import TemplateError
+from mnesis.retrieval.engine import RetrievalEngine
+from mnesis.retrieval.tools import LCM_TOOL_NAMES
+from mnesis.session import MnesisSession
+from mnesis.store.map_runs import ItemRow, MapRunStore
+from mnesis.store.pool import StorePool
+
+__all__ = ["ItemWorker", "stored_result"]
+
+logger = logging.getLogger("mnesis.operators")
+
+_CONTINUE = "The tool results are above. Continue, and give your final answer when done."
+_RETRIEVAL_TOOLS = tuple(sorted(LCM_TOOL_NAMES - {"lcm_expand_query"}))
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    session_id: str
+    text: str
+    turns: int
+    usage: TokenUsage
+    finish_reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ItemWorker:
+    """Runs the items of one plan in sub-sessions on ``pool``, recording in ``runs``."""
+
+    plan: AgentPlan
+    runs: MapRunStore
+    pool: StorePool
+    client: LLMClient
+    session_config: MnesisConfig
+
+    async def run(self, row: ItemRow) -> AgentMapResult:
+        """Attempt the item of ``row`` until it succeeds or its budget is spent."""
+        plan, runs = self.plan, self.runs
+        item = plan.inputs[row.idx]
+        base = {"run_id": plan.run_id, "index": row.idx, "input": item}
+        try:
+            prompt = plan.template.render(item, row.idx)
+        except TemplateError as exc:
+            error = f"the template could not render this input: {type(exc).__name__}: {exc}"
+            await runs.fail(plan.run_id, row.idx, error)
+            return AgentMapResult(**base, success=False, error=error, attempts=row.attempts)
+        if row.attempts == 0 or row.state == "failed":
+            budget = plan.max_attempts
+        else:
+            budget = max(1, plan.max_attempts - row.attempts)
+        error = row.error or ""
+        attempts = row.attempts
+        session_id = row.session_id
+        for _ in range(budget):
+            try:
+                claimed = await runs.claim(plan.run_id, row.idx)
+                if claimed is None:  # finished meanwhile (cannot happen within one process)
+                    break
+                attempts = claimed
+                holder: list[str] = []
+                try:
+                    outcome = await self._attempt(row.idx, prompt, holder)
+                except Exception as exc:
+                    error = _describe(exc)
+                    session_id = holder[0] if holder else session_id
+                    logger.debug(
+                        "agentic_map %s item %d attempt %d failed: %s",
+                        plan.run_id,
+                        row.idx,
+                        attempts,
+                        error,
+                    )
+                    await runs.note_error(plan.run_id, row.idx, error)
+                    continue
+                record = {
+                    "text": outcome.text,
+                    "turns": outcome.turns,
+                    "finish_reason": outcome.finish_reason,
+                    "usage": outcome.usage.model_dump(),
+                }
+                await runs.complete(
+                    plan.run_id,
+                    row.idx,
+                    json.dumps(record, ensure_ascii=False),
+                    outcome.session_id,
+                )
+            except asyncio.CancelledError:
+                # Interrupted, not failed: put the item back for a later resume. The
+                # store's single writer thread runs writes in order, so this lands
+                # after a claim or completion that was still in flight, and a
+                # completed item stays completed.
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(runs.release(plan.run_id, row.idx))
+                raise
+            return AgentMapResult(
+                **base,
+                success=True,
+                output_text=outcome.text,
+                session_id=outcome.session_id,
+                attempts=attempts,
+                turns=outcome.turns,
+                finish_reason=outcome.finish_reason,
+                token_usage=outcome.usage,
+            )
+        await runs.fail(plan.run_id, row.idx, error)
+        return AgentMapResult(
+            **base,
+            success=False,
+            error=error,
+            session_id=session_id,
+            attempts=attempts,
+            finish_reason="error",
+        )
+
+    async def _attempt(self, index: int, prompt: str, holder: list[str]) -> _Outcome:
+        """One sub-session: send ``prompt``, run the tools asked for, repeat until the
+        model stops, loops or reaches ``max_turns``. The session ID goes to ``holder``
+        as soon as it exists, so a failed attempt still names its session."""
+        plan = self.plan
+        session = await MnesisSession.create(
+            model=plan.model,
+            agent=plan.agent,
+            parent_id=plan.parent_id,
+            config=self.session_config,
+            system_prompt=plan.system_prompt,
+            pool=self.pool,
+            llm=self.client,
+        )
+        holder.append(session.id)
+        try:
+            await self.runs.attach_session(plan.run_id, index, session.id)
+            # Sub-agents never spawn sub-agents: an engine of their own session without
+            # the expand_query hook makes the session refuse lcm_expand_query.
+            session.use_tool_engine(_retrieval_engine_without_expansion(session))
+            offered = [*session.lcm_tool_definitions(exclude=("lcm_expand_query",)), *plan.tools]
+            message = prompt
+            usage = TokenUsage()
+            turns = 0
+            while True:
+                turns += 1
+                result = await session.send(message, tools=offered, run_lcm_tools=True)
+                usage = usage + result.tokens
+                if result.doom_loop_detected:
+                    reason = "doom_loop"
+                    break
+                if not result.tool_calls:
+                    reason = "stop"
+                    break
+                if turns >= plan.max_turns:
+                    reason = "max_turns"
+                    break
+                for call in result.tool_calls:
+                    output, error = await self._call_tool(session, call)
+                    await session.complete_tool_call(call.tool_call_id, output=output, error=error)
+                message = _CONTINUE
+            return _Outcome(session.id, result.text, turns, usage, reason)
+        finally:
+            # The sub-session takes no more turns, so a compaction its last turn
+            # started in the background would only cost model calls.
+            await session.close(abort_compaction=True)
+
+    async def _call_tool(
+        self, session: MnesisSession, call: ToolPart
+    ) -> tuple[str | None, str | None]:
+        """``(output, error)`` of one tool call the sub-agent made."""
+        plan = self.plan
+        name = call.tool_name
+        if name in _RETRIEVAL_TOOLS:
+            return await session.execute_tool(name, call.input), None
+        if plan.read_only:
+            return None, f"tool {name!r} is not available to a read-only sub-agent"
+        if plan.tool_handler is None or name in LCM_TOOL_NAMES:
+            return None, f"tool {name!r} is not available here"
+        try:
+            output = plan.tool_handler(name, dict(call.input))
+            if inspect.isawaitable(output):
+                output = await output
+        except Exception as exc:
+            return None, f"{type(exc).__name__}: {exc}"
+        return str(output), None
+
+
+def _retrieval_engine_without_expansion(session: MnesisSession) -> RetrievalEngine:
+    return RetrievalEngine(
+        session.store,
+        session.id,
+        estimator=session.retrieval.estimator,
+        config=session.config.retrieval,
+    )
+
+
+def stored_result(plan: AgentPlan, row: ItemRow) -> AgentMapResult:
+    """The result of an item an earlier run finished, read back from its row."""
+    base: dict[str, Any] = {
+        "run_id": plan.run_id,
+        "index": row.idx,
+        "input": plan.inputs[row.idx],
+        "session_id": row.session_id,
+        "attempts": row.attempts,
+        "resumed": True,
+    }
+    if row.state != "completed":
+        return AgentMapResult(**base, success=False, error=row.error, finish_reason="error")
+    record = json.loads(row.output or "{}")
+    return AgentMapResult(
+        **base,
+        success=True,
+        output_text=record.get("text", ""),
+        turns=record.get("turns", 0),
+        finish_reason=record.get("finish_reason", "stop"),
+        token_usage=TokenUsage(**record.get("usage", {})),
+    )
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if isinstance(exc, MnesisError) else f"{type(exc).__name__}: {text}"

@@ -1,0 +1,38 @@
+"""Argument checks shared by the map operators; each raises
+:class:`~mnesis.errors.InvalidArgumentError` naming the bad argument."""
+
+from __future__ import annotations
+
+from mnesis.config import MnesisConfig, OperatorConfig
+from mnesis.errors import InvalidArgumentError
+from mnesis.events.bus import EventBus
+
+__all__ = ["check_event_bus", "int_at_least", "operator_config"]
+
+
+def operator_config(config: object) -> OperatorConfig:
+    """The operator section of ``config`` (an ``OperatorConfig``, a ``MnesisConfig`` or
+    ``None`` for the defaults)."""
+    if config is None:
+        return OperatorConfig()
+    if isinstance(config, MnesisConfig):
+        return config.operators
+    if isinstance(config, OperatorConfig):
+        return config
+    raise InvalidArgumentError(
+        f"config must be an OperatorConfig (or MnesisConfig), got {type(config).__name__}"
+    )
+
+
+def check_event_bus(event_bus: object) -> EventBus | None:
+    """``event_bus`` if it is an :class:`EventBus` or ``None``."""
+    if event_bus is not None and not isinstance(event_bus, EventBus):
+        raise InvalidArgumentError(f"event_bus must be an EventBus, got {type(event_bus).__name__}")
+    return event_bus
+
+
+def int_at_least(value: object, minimum: int, name: str) -> int:
+    """``value`` if it is an integer (not a bool) of at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidArgumentError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value

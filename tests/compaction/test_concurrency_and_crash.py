@@ -29,13 +29,13 @@ import pytest
 from mnesis import CompactionResult, MnesisSession, StorePool
 from mnesis.context.builder import ContextBudget
 from mnesis.llm import FakeLLM
+from mnesis.testing import SESSIONS, ReplayResult, generate, replay
 from tests.compaction import (
     lineage_report,
     run_in_fresh_loop,
     seed_session,
     small_window_config,
 )
-from tests.fixtures.conversations import SESSIONS, ReplayResult, generate, replay
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = "bugfix_sprint"

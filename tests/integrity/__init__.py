@@ -36,9 +36,9 @@ from mnesis.integrity import IntegrityChecker, ViolationKind
 from mnesis.llm import FakeLLM
 from mnesis.models.ids import new_id
 from mnesis.store.codec import encode_part
+from mnesis.testing import SESSIONS, generate, replay
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS
 from tests.compaction import run_in_fresh_loop, seed_session, small_window_config
-from tests.fixtures.conversations import SESSIONS, generate, replay
 
 __all__ = [
     "HISTORY_TABLES",

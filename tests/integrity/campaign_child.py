@@ -26,8 +26,8 @@ from typing import IO, Any
 
 from mnesis import MnesisEvent, MnesisSession, StorePool, TurnComplete
 from mnesis.llm import FakeLLM
+from mnesis.testing import SESSIONS, generate
 from tests.compaction import small_window_config
-from tests.fixtures.conversations import SESSIONS, generate
 
 FIXTURE = "webapp_auth"
 START_TURN = 20

@@ -51,8 +51,8 @@ from mnesis.integrity import (
 )
 from mnesis.llm import FakeLLM, Respond, ToolCall
 from mnesis.store.sqlite import SQLiteStore
+from mnesis.testing import SESSIONS, generate, replay
 from tests.compaction import run_in_fresh_loop, small_window_config
-from tests.fixtures.conversations import SESSIONS, generate, replay
 from tests.integrity import copy_database, database_checksum, last_message_dropped, tampering
 
 UNKNOWN_SESSION = "sess_01ARZ3NDEKTSV4RRFFQ69G5FAV"

@@ -29,8 +29,8 @@ import pytest
 from mnesis import MnesisSession, StorePool
 from mnesis.integrity import IntegrityChecker
 from mnesis.llm import Fail, FakeLLM, Respond, ToolCall
+from mnesis.testing import SESSIONS, generate, replay
 from tests.compaction import run_in_fresh_loop, small_window_config
-from tests.fixtures.conversations import SESSIONS, generate, replay
 from tests.integrity import (
     Template,
     Trial,

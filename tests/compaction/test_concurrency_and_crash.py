@@ -279,6 +279,7 @@ def crash_trials(
 
 
 class TestKilledCompactor:
+    @pytest.mark.slow
     @pytest.mark.parametrize("trial", range(CRASH_TRIALS), ids=lambda t: f"trial-{t:02d}")
     async def test_a_killed_process_leaves_a_whole_store_and_every_acknowledged_message(
         self, trial: int, crash_trials: dict[int, CrashTrial], template: Template, pool: StorePool

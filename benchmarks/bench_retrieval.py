@@ -3,7 +3,7 @@
     python -m benchmarks.bench_retrieval            # recall + 100k and 1M messages
     python -m benchmarks.bench_retrieval --quick    # recall + 10k and 100k messages
 
-Recall: each fixture session of ``tests/fixtures`` is replayed with compaction (32k
+Recall: each session of ``mnesis.testing.SESSIONS`` is replayed with compaction (32k
 window, offline extractive summaries); for every planted fact that was compacted out of
 the context, a natural-language question is asked with ``grep`` and we record whether
 the fact's message is in the top 5 / top 1, and whether ``expand`` of the covering
@@ -28,14 +28,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.fixtures.conversations import SESSIONS, generate, replay
-
 from mnesis import MnesisConfig, MnesisSession, StorePool
 from mnesis.config import CompactionConfig, RetrievalConfig
 from mnesis.models.ids import new_id
 from mnesis.models.message import Message
 from mnesis.models.parts import TextPart
 from mnesis.store.base import NewMessage
+from mnesis.testing import SESSIONS, generate, replay
 
 QUESTIONS = {
     "api_port": "which port did the API move to?",

@@ -2,7 +2,7 @@
 
     python -m benchmarks.bench_summariser [--quick]
 
-Each fixture of ``tests/fixtures`` is replayed with compaction (32k window,
+Each session of ``mnesis.testing.SESSIONS`` is replayed with compaction (32k window,
 ``compaction_model="extractive"``). For every leaf summary we collect the file paths and
 identifiers present in its source span and count how many appear in the summary text:
 
@@ -24,13 +24,12 @@ import json
 import os
 import tempfile
 
-from tests.fixtures.conversations import SESSIONS, generate, replay
-
 from mnesis import MnesisConfig, MnesisSession, StorePool, TextPart, ToolPart
 from mnesis.compaction.extractive import _IDENT_RE, _PATH_RE
 from mnesis.compaction.file_ids import FILE_ID_RE
 from mnesis.config import CompactionConfig
 from mnesis.models.message import MessageWithParts
+from mnesis.testing import SESSIONS, generate, replay
 
 FACT_VALUES = {
     "api_port": "8443",

@@ -7,7 +7,7 @@ Usage::
     python -m benchmarks.crash_campaign --keep DIR   # keep the trial databases and logs
 
 Each trial copies a session sitting just over the soft compaction threshold of a
-32k window and starts ``tests/integrity/campaign_child.py``: a random mix of
+32k window and starts ``benchmarks/crash_child.py``: a random mix of
 ``record``, ``send``, ``stream`` and ``compact`` against a fake model with small
 delays (background compaction on), each acknowledged call fsynced to a side log.
 The child is killed with SIGKILL a random time after it is ready. Then the store
@@ -33,7 +33,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from rich.console import Console
 from rich.table import Table
-from tests.integrity import (
+
+from benchmarks.crash_trials import (
     TrialOutcome,
     build_campaign_template,
     run_trial,
@@ -47,7 +48,7 @@ def run_campaign(
     trials: int, *, workers: int, max_delay: float, directory: str
 ) -> list[TrialOutcome]:
     """Run ``trials`` trials, ``workers`` children at a time, and verify each."""
-    template = build_campaign_template(f"{directory}/template.db")
+    template = asyncio.run(build_campaign_template(f"{directory}/template.db"))
     outcomes: list[TrialOutcome] = []
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = [

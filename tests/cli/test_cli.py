@@ -15,9 +15,8 @@ import pytest
 from typer.main import get_command
 from typer.testing import CliRunner, Result
 
-from mnesis import MnesisSession, StorePool, TextPart, ToolPart
+from mnesis import MnesisSession, StorePool, TextPart
 from mnesis.cli import app, run
-from mnesis.cli._scenario import scenario
 from mnesis.llm import FakeLLM
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
@@ -117,22 +116,6 @@ class TestDemo:
         for _ in range(2):
             assert invoke("demo", "--turns", "3", "-q", "--db", db).exit_code == 0
         assert len(json.loads(invoke("sessions", "--db", db, "--json").stdout)) == 2
-
-
-class TestScenario:
-    def test_the_same_seed_gives_the_same_turns(self) -> None:
-        assert list(scenario(80, 3)) == list(scenario(80, 3))
-        assert list(scenario(80, 3)) != list(scenario(80, 4))
-
-    def test_it_mixes_chat_turns_and_tool_heavy_turns_with_errors(self) -> None:
-        turns = list(scenario(300, 0))
-        assert len(turns) == 300
-        assert turns[0].is_chat and "Never touch migrations/" in turns[0].user
-        tools = [p for t in turns for p in t.assistant or [] if isinstance(p, ToolPart)]
-        assert {t.tool_name for t in tools} == {"bash", "read_file", "grep", "edit"}
-        assert any(t.status.state == "error" for t in tools)
-        assert max(len(t.output or "") for t in tools) > 3_000
-        assert 10 < sum(t.is_chat for t in turns) < 60
 
 
 class TestInspection:

@@ -29,7 +29,7 @@ from mnesis.config import CompactionConfig
 from mnesis.llm import FakeLLM, LLMClient
 from mnesis.store.base import ContextItem, ImmutableStore
 from mnesis.store.dag import SummaryDAGStore
-from tests.fixtures.conversations import SESSIONS, ReplayResult, generate, replay
+from mnesis.testing import SESSIONS, ReplayResult, generate, replay
 
 T = TypeVar("T")
 

@@ -29,8 +29,8 @@ from collections.abc import AsyncIterator
 
 from mnesis import MnesisSession, StorePool
 from mnesis.llm import FakeLLM, LLMChunk, LLMRequest
+from mnesis.testing import SESSIONS, generate
 from tests.compaction import small_window_config
-from tests.fixtures.conversations import SESSIONS, generate
 
 
 def say(line: str) -> None:

@@ -29,13 +29,13 @@ import pytest
 from mnesis import CompactionResult, MnesisSession, StorePool
 from mnesis.context.builder import ContextBudget
 from mnesis.llm import FakeLLM
+from mnesis.testing import SESSIONS, ReplayResult, generate, replay
 from tests.compaction import (
     lineage_report,
     run_in_fresh_loop,
     seed_session,
     small_window_config,
 )
-from tests.fixtures.conversations import SESSIONS, ReplayResult, generate, replay
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = "bugfix_sprint"
@@ -279,6 +279,7 @@ def crash_trials(
 
 
 class TestKilledCompactor:
+    @pytest.mark.slow
     @pytest.mark.parametrize("trial", range(CRASH_TRIALS), ids=lambda t: f"trial-{t:02d}")
     async def test_a_killed_process_leaves_a_whole_store_and_every_acknowledged_message(
         self, trial: int, crash_trials: dict[int, CrashTrial], template: Template, pool: StorePool

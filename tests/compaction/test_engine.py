@@ -29,6 +29,14 @@ from mnesis import (
 )
 from mnesis.context.builder import BuiltContext, ContextBudget
 from mnesis.llm import Empty, Fail, FakeLLM, Garbage, Hang, LLMChunk, LLMRequest, Respond
+from mnesis.testing import (
+    SESSIONS,
+    Conversation,
+    ReplayResult,
+    generate,
+    message_tokens,
+    replay,
+)
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS
 from tests.compaction import (
     LineageReport,
@@ -36,14 +44,6 @@ from tests.compaction import (
     run_in_fresh_loop,
     seed_session,
     small_window_config,
-)
-from tests.fixtures.conversations import (
-    SESSIONS,
-    Conversation,
-    ReplayResult,
-    generate,
-    message_tokens,
-    replay,
 )
 
 ESTIMATOR = TokenEstimator()

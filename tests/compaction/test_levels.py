@@ -36,8 +36,8 @@ from mnesis.models.message import Message, Role
 from mnesis.models.model_info import ModelInfo
 from mnesis.models.parts import MessagePart
 from mnesis.store.base import SummaryRecord
+from mnesis.testing import SESSIONS, generate
 from tests.compaction import small_window_config
-from tests.fixtures.conversations import SESSIONS, generate
 
 ESTIMATOR = TokenEstimator()
 BUDGET = ContextBudget.compute(

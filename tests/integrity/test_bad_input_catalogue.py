@@ -51,9 +51,12 @@ from mnesis.integrity import (
 )
 from mnesis.llm import FakeLLM, Respond, ToolCall
 from mnesis.store.sqlite import SQLiteStore
+from mnesis.testing import SESSIONS, generate, replay
 from tests.compaction import run_in_fresh_loop, small_window_config
-from tests.fixtures.conversations import SESSIONS, generate, replay
-from tests.integrity import copy_database, database_checksum, last_message_dropped, tampering
+from tests.integrity.checksums import database_checksum
+from tests.integrity.faults import last_message_dropped
+from tests.integrity.tampering import tampering
+from tests.integrity.template import copy_database
 
 UNKNOWN_SESSION = "sess_01ARZ3NDEKTSV4RRFFQ69G5FAV"
 UNKNOWN_SUMMARY = "sum_01ARZ3NDEKTSV4RRFFQ69G5FAV"

@@ -1,7 +1,7 @@
 """``IntegrityChecker``: every kind of violation, produced on purpose and detected.
 
 Each :class:`Fault` writes bad rows into a copy of a compacted session with raw
-``sqlite3`` (see :func:`tests.integrity.tampering`) and names the violation kinds
+``sqlite3`` (see :func:`tests.integrity.tampering.tampering`) and names the violation kinds
 the checker must report: exactly those, no more, and naming the object the fault
 touched. A session built only through the public API reports nothing.
 """
@@ -12,7 +12,6 @@ import asyncio
 import json
 import sqlite3
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -28,30 +27,18 @@ from mnesis.models.ids import new_id
 from mnesis.store.base import FileReference
 from mnesis.store.sqlite import SQLiteStore
 from tests.compaction import lineage_report
-from tests.integrity import (
+from tests.integrity.checksums import database_checksum
+from tests.integrity.faults import (
+    FAULTS,
     LINEAGE_TRIGGERS,
-    Inject,
-    Template,
-    append_tool_message,
-    build_template,
-    copy_database,
-    dangling,
-    database_checksum,
+    Fault,
     inflated_token_estimate,
-    last_item_twice,
     last_message_dropped,
     lineage_deleted,
-    message_under_two_summaries,
-    orphan_summary,
-    raw_and_summarised,
-    summaries_in_context,
-    summary_with_its_source,
-    tampering,
-    tool_result_after_a_summary,
     two_messages_swapped,
-    two_summaries_merging_each_other,
-    unknown_file_id_in_a_summary,
 )
+from tests.integrity.tampering import append_tool_message, summaries_in_context, tampering
+from tests.integrity.template import Template, build_template, copy_database
 
 K = ViolationKind
 UNKNOWN_SESSION = "sess_01ARZ3NDEKTSV4RRFFQ69G5FAV"
@@ -76,81 +63,6 @@ async def check(db_path: str, session_id: str | None, *, tokens: bool = False) -
         return await IntegrityChecker(store, check_tokens=tokens).run(session_id)
     finally:
         await pool.close_all()
-
-
-@dataclass(frozen=True)
-class Fault:
-    name: str
-    inject: Inject
-    kinds: frozenset[ViolationKind]
-    drop_triggers: tuple[str, ...] = ()
-    check_tokens: bool = False
-
-
-FAULTS = [
-    Fault("a summary with no source", orphan_summary, frozenset({K.SUMMARY_WITHOUT_SOURCE})),
-    Fault(
-        "the lineage rows of a summary in context deleted",
-        lineage_deleted,
-        frozenset({K.SUMMARY_WITHOUT_SOURCE, K.LOST_FROM_VIEW}),
-        drop_triggers=LINEAGE_TRIGGERS,
-    ),
-    Fault(
-        "a context item naming no message",
-        dangling("message"),
-        frozenset({K.DANGLING_CONTEXT_ITEM}),
-    ),
-    Fault(
-        "a context item naming no summary",
-        dangling("summary"),
-        frozenset({K.DANGLING_CONTEXT_ITEM}),
-    ),
-    Fault(
-        "two context messages swapped", two_messages_swapped, frozenset({K.CONTEXT_OUT_OF_ORDER})
-    ),
-    Fault("a context item twice", last_item_twice, frozenset({K.DUPLICATE_CONTEXT_ITEM})),
-    Fault("a message both raw and summarised", raw_and_summarised, frozenset({K.DOUBLE_COUNTED})),
-    Fault(
-        "a summary followed by one of its sources",
-        summary_with_its_source(source_first=False),
-        frozenset({K.DOUBLE_COUNTED}),
-    ),
-    Fault(
-        "a summary preceded by one of its sources",
-        summary_with_its_source(source_first=True),
-        frozenset({K.DOUBLE_COUNTED}),
-    ),
-    Fault(
-        "a message under two summaries in context",
-        message_under_two_summaries,
-        frozenset({K.DOUBLE_COUNTED}),
-    ),
-    Fault(
-        "a message dropped from the context", last_message_dropped, frozenset({K.LOST_FROM_VIEW})
-    ),
-    Fault(
-        "two summaries merging each other",
-        two_summaries_merging_each_other,
-        frozenset({K.DAG_CYCLE}),
-    ),
-    Fault(
-        "a tool result whose call is under a summary",
-        tool_result_after_a_summary(call_summarised=True),
-        frozenset({K.SEPARATED_TOOL_RESULT}),
-    ),
-    Fault(
-        "a stored token estimate ten times too large",
-        inflated_token_estimate,
-        frozenset({K.TOKEN_MISMATCH}),
-        check_tokens=True,
-    ),
-    Fault(
-        "a summary naming a file ID with no file reference",
-        unknown_file_id_in_a_summary,
-        frozenset({K.MISSING_FILE_REFERENCE}),
-        drop_triggers=("summaries_no_update",),
-    ),
-]
 
 
 class TestEachViolationKindIsDetected:

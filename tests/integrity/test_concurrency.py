@@ -16,8 +16,8 @@ import sqlite3
 from mnesis import MnesisEvent, MnesisSession, RecordResult, StorePool
 from mnesis.integrity import IntegrityChecker, IntegrityReport
 from mnesis.llm import FakeLLM
+from mnesis.testing import SESSIONS, generate, replay
 from tests.compaction import lineage_report, small_window_config
-from tests.fixtures.conversations import SESSIONS, generate, replay
 
 WRITERS = 50
 TURNS_PER_WRITER = 20

@@ -1,7 +1,7 @@
 """Crash campaign (reduced): a writer killed with SIGKILL at random moments.
 
 Each trial copies a session sitting just over the soft compaction threshold and
-starts ``campaign_child``, which runs a random mix of ``record``, ``send``,
+starts ``benchmarks/crash_child.py``, which runs a random mix of ``record``, ``send``,
 ``stream`` and ``compact`` (background compaction on, a fake model with small
 delays) and fsyncs an ``ack`` line to a side log after each call returns. The
 parent kills it at a random moment. Afterwards the store must open, pass
@@ -25,13 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-
-from mnesis import MnesisSession, StorePool
-from mnesis.integrity import IntegrityChecker
-from mnesis.llm import Fail, FakeLLM, Respond, ToolCall
-from tests.compaction import run_in_fresh_loop, small_window_config
-from tests.fixtures.conversations import SESSIONS, generate, replay
-from tests.integrity import (
+from benchmarks.crash_trials import (
     Template,
     Trial,
     TrialOutcome,
@@ -40,13 +34,20 @@ from tests.integrity import (
     verify_trial,
 )
 
+from mnesis import MnesisSession, StorePool
+from mnesis.integrity import IntegrityChecker
+from mnesis.llm import Fail, FakeLLM, Respond, ToolCall
+from mnesis.testing import SESSIONS, generate, replay
+from tests.compaction import run_in_fresh_loop, small_window_config
+
 TRIALS = 10
 MAX_DELAY_SECONDS = 2.0
 
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory: pytest.TempPathFactory) -> Template:
-    return build_campaign_template(str(tmp_path_factory.mktemp("campaign") / "template.db"))
+    path = str(tmp_path_factory.mktemp("campaign") / "template.db")
+    return run_in_fresh_loop(lambda: build_campaign_template(path))
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +75,7 @@ def outcomes(trials: dict[int, Trial]) -> dict[int, TrialOutcome]:
     return run_in_fresh_loop(verify_all)
 
 
+@pytest.mark.slow
 class TestAKilledWriter:
     @pytest.mark.parametrize("trial", range(TRIALS), ids=lambda t: f"trial-{t:02d}")
     def test_leaves_a_whole_store_with_every_acknowledged_turn(

@@ -11,7 +11,6 @@ mutation the store permits), every lineage row still there.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -31,92 +30,39 @@ from mnesis.integrity.checker import REPAIRABLE
 from mnesis.llm import FakeLLM
 from mnesis.store.sqlite import SQLiteStore
 from tests.compaction import lineage_report
-from tests.integrity import (
-    LINEAGE_TRIGGERS,
-    Inject,
-    Template,
-    build_template,
-    copy_database,
-    dangling,
+from tests.integrity.checksums import (
     database_checksum,
     history_checksum,
-    inflated_token_estimate,
     integrity_check,
-    last_item_twice,
-    last_message_dropped,
-    lineage_deleted,
     lineage_rows,
-    orphan_summary,
-    raw_and_summarised,
-    summary_with_its_source,
-    tampering,
-    tool_result_after_a_summary,
+)
+from tests.integrity.faults import (
+    FAULTS,
+    Fault,
+    inflated_token_estimate,
+    last_message_dropped,
     two_messages_swapped,
     two_summaries_merging_each_other,
-    unknown_file_id_in_a_summary,
 )
+from tests.integrity.tampering import tampering
+from tests.integrity.template import Template, build_template, copy_database
 
 K = ViolationKind
 NO_AUTO = MnesisConfig(compaction=CompactionConfig(auto=False))
 
 
-@dataclass(frozen=True)
-class Scenario:
-    name: str
-    inject: Inject
-    kinds: frozenset[ViolationKind]
-    drop_triggers: tuple[str, ...] = ()
-    check_tokens: bool = False
-
-
-REPAIRABLE_SCENARIOS = [
-    Scenario("an orphan summary", orphan_summary, frozenset({K.SUMMARY_WITHOUT_SOURCE})),
-    Scenario(
-        "a summary in context that lost its lineage rows",
-        lineage_deleted,
-        frozenset({K.SUMMARY_WITHOUT_SOURCE, K.LOST_FROM_VIEW}),
-        drop_triggers=LINEAGE_TRIGGERS,
-    ),
-    Scenario("a dangling message item", dangling("message"), frozenset({K.DANGLING_CONTEXT_ITEM})),
-    Scenario("a dangling summary item", dangling("summary"), frozenset({K.DANGLING_CONTEXT_ITEM})),
-    Scenario(
-        "two messages out of order", two_messages_swapped, frozenset({K.CONTEXT_OUT_OF_ORDER})
-    ),
-    Scenario("a duplicate item", last_item_twice, frozenset({K.DUPLICATE_CONTEXT_ITEM})),
-    Scenario(
-        "a message both raw and summarised", raw_and_summarised, frozenset({K.DOUBLE_COUNTED})
-    ),
-    Scenario(
-        "a summary next to its own source",
-        summary_with_its_source(source_first=True),
-        frozenset({K.DOUBLE_COUNTED}),
-    ),
-    Scenario("a message lost from view", last_message_dropped, frozenset({K.LOST_FROM_VIEW})),
-    Scenario(
-        "a tool result whose calling message was dropped",
-        tool_result_after_a_summary(call_summarised=False),
-        frozenset({K.SEPARATED_TOOL_RESULT, K.LOST_FROM_VIEW}),
-    ),
-    Scenario(
-        "a tool result whose calling message is under a summary",
-        tool_result_after_a_summary(call_summarised=True),
-        frozenset({K.SEPARATED_TOOL_RESULT}),
-    ),
-    Scenario(
-        "a wrong token estimate",
-        inflated_token_estimate,
-        frozenset({K.TOKEN_MISMATCH}),
-        check_tokens=True,
-    ),
-]
-UNREPAIRABLE_SCENARIOS = [
-    Scenario("a lineage cycle", two_summaries_merging_each_other, frozenset({K.DAG_CYCLE})),
-    Scenario(
-        "a file ID without its file reference",
-        unknown_file_id_in_a_summary,
-        frozenset({K.MISSING_FILE_REFERENCE}),
-        drop_triggers=("summaries_no_update",),
-    ),
+REPAIRABLE_FAULTS = [f for f in FAULTS if f.repairable]
+UNREPAIRABLE_FAULTS = [f for f in FAULTS if not f.repairable]
+REPAIR_GAPS = {
+    "a message under two summaries in context": "the repair plan leaves the message under "
+    "both summaries (one double_counted violation is left after the repair)",
+}
+"""Faults of repairable kinds the repair does not fix yet: strict xfails, so a fix shows."""
+REPAIR_CASES = [
+    pytest.param(f, marks=pytest.mark.xfail(strict=True, reason=REPAIR_GAPS[f.name]))
+    if f.name in REPAIR_GAPS
+    else f
+    for f in REPAIRABLE_FAULTS
 ]
 
 
@@ -125,7 +71,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Template:
     return build_template(str(tmp_path_factory.mktemp("repairs") / "template.db"))
 
 
-async def corrupted(template: Template, tmp_path: Path, scenario: Scenario) -> str:
+async def corrupted(template: Template, tmp_path: Path, scenario: Fault) -> str:
     db_path = copy_database(template.db_path, str(tmp_path / "store.db"))
     with tampering(db_path, drop_triggers=scenario.drop_triggers) as conn:
         scenario.inject(conn, template.session_id)
@@ -133,7 +79,7 @@ async def corrupted(template: Template, tmp_path: Path, scenario: Scenario) -> s
 
 
 async def checked(
-    store: SQLiteStore, session_id: str | None, scenario: Scenario
+    store: SQLiteStore, session_id: str | None, scenario: Fault
 ) -> IntegrityReport:
     report = await IntegrityChecker(store, check_tokens=scenario.check_tokens).run(session_id)
     assert set(report.by_kind()) == {k.value for k in scenario.kinds}, report.violations
@@ -142,11 +88,11 @@ async def checked(
 
 class TestEveryRepairableKindIsRepaired:
     def test_every_repairable_kind_has_a_scenario(self) -> None:
-        assert {k for s in REPAIRABLE_SCENARIOS for k in s.kinds} == set(REPAIRABLE)
+        assert {k for s in REPAIRABLE_FAULTS for k in s.kinds} == set(REPAIRABLE)
 
-    @pytest.mark.parametrize("scenario", REPAIRABLE_SCENARIOS, ids=lambda s: s.name)
+    @pytest.mark.parametrize("scenario", REPAIR_CASES, ids=lambda s: s.name)
     async def test_the_repair_leaves_a_clean_store_a_backup_and_history_untouched(
-        self, template: Template, tmp_path: Path, pool: StorePool, scenario: Scenario
+        self, template: Template, tmp_path: Path, pool: StorePool, scenario: Fault
     ) -> None:
         db_path = await corrupted(template, tmp_path, scenario)
         sid = template.session_id
@@ -202,9 +148,9 @@ class TestEveryRepairableKindIsRepaired:
 
 
 class TestUnrepairableKinds:
-    @pytest.mark.parametrize("scenario", UNREPAIRABLE_SCENARIOS, ids=lambda s: s.name)
+    @pytest.mark.parametrize("scenario", UNREPAIRABLE_FAULTS, ids=lambda s: s.name)
     async def test_they_are_listed_and_the_plan_changes_nothing(
-        self, template: Template, tmp_path: Path, pool: StorePool, scenario: Scenario
+        self, template: Template, tmp_path: Path, pool: StorePool, scenario: Fault
     ) -> None:
         db_path = await corrupted(template, tmp_path, scenario)
         store = await pool.acquire_sqlite(db_path)
@@ -226,7 +172,7 @@ class TestNothingIsWrittenUnlessAsked:
     async def test_checking_and_planning_write_nothing(
         self, template: Template, tmp_path: Path, pool: StorePool
     ) -> None:
-        db_path = await corrupted(template, tmp_path, REPAIRABLE_SCENARIOS[1])
+        db_path = await corrupted(template, tmp_path, REPAIRABLE_FAULTS[1])
         before = database_checksum(db_path)
         store = await pool.acquire_sqlite(db_path)
         try:

@@ -1,4 +1,4 @@
-"""The demo's agent session, turn by turn: migrating a payments service to asyncio.
+"""The ``payments_migration`` story: a coding agent migrating a payments service to asyncio.
 
 A user gives a coding agent a long task with constraints and adds more along the way;
 the agent explores the repository, edits modules one at a time, runs tests, hits real
@@ -7,20 +7,23 @@ async-migration failures, decides on fixes, and after the migration hardens the 
 tool output each, which is what makes a long session outgrow its window.
 
 Everything comes from one ``random.Random(seed)``: the same ``(turns, seed)`` gives the
-same turns, in the same order, with the same text.
+same turns, in the same order, with the same text. The user's instructions (the
+kickoff's and the constraints added along the way) are the planted facts.
 """
 
 from __future__ import annotations
 
 import random
+import re
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from mnesis.cli import _fixtures as fx
 from mnesis.models.parts import MessagePart, TextPart, ToolPart, ToolStatus
+from mnesis.testing import _payments_outputs as fx
+from mnesis.testing._types import ConversationSpec, PlantedFact, Turn
 
-__all__ = ["CONSTRAINTS", "KEY_INSTRUCTIONS", "KICKOFF", "DemoTurn", "scenario"]
+__all__ = ["CONSTRAINTS", "KEY_INSTRUCTIONS", "KICKOFF", "payments_facts", "payments_turns"]
 
 KICKOFF = (
     "Let's migrate the payments service (repo acme/payments) to async. Move the HTTP "
@@ -68,16 +71,11 @@ _NUDGES = ("Continue.", "Go ahead.", "OK, next step.", "Looks good, carry on.", 
 
 
 @dataclass(frozen=True, slots=True)
-class DemoTurn:
-    """One turn: a chat turn the model answers (``assistant is None``) or a recorded one."""
+class _Step:
+    """One turn before it is numbered: a chat turn (``assistant is None``) or a recorded one."""
 
     user: str
     assistant: list[MessagePart] | None = None
-
-    @property
-    def is_chat(self) -> bool:
-        """True if the turn goes through ``session.send`` (the fake model answers)."""
-        return self.assistant is None
 
 
 @dataclass
@@ -87,7 +85,7 @@ class _Agent:
     rng: random.Random
     calls: int = 0
     migrated: set[str] = field(default_factory=set)
-    queue: deque[Callable[[], DemoTurn]] = field(default_factory=deque)
+    queue: deque[Callable[[], _Step]] = field(default_factory=deque)
     cycle: int = 0
 
     def _tool(
@@ -108,12 +106,12 @@ class _Agent:
             status=ToolStatus(state=state),
         )
 
-    def _turn(self, user: str, text: str, *tools: ToolPart) -> DemoTurn:
-        return DemoTurn(user=user, assistant=[TextPart(text=text), *tools])
+    def _turn(self, user: str, text: str, *tools: ToolPart) -> _Step:
+        return _Step(user=user, assistant=[TextPart(text=text), *tools])
 
     # -- the opening ----------------------------------------------------------
-    def explore(self) -> list[Callable[[], DemoTurn]]:
-        def listing() -> DemoTurn:
+    def explore(self) -> list[Callable[[], _Step]]:
+        def listing() -> _Step:
             return self._turn(
                 "Start by getting oriented in the repo.",
                 "Listing the repository and reading the project metadata first.",
@@ -125,7 +123,7 @@ class _Agent:
                 ),
             )
 
-        def blocking_calls() -> DemoTurn:
+        def blocking_calls() -> _Step:
             pattern = r"requests\.|psycopg2|time\.sleep|\.execute\("
             return self._turn(
                 "Where are the blocking calls?",
@@ -140,11 +138,11 @@ class _Agent:
         return [listing, blocking_calls]
 
     # -- one module ----------------------------------------------------------
-    def migrate(self, module: fx.Module) -> list[Callable[[], DemoTurn]]:
+    def migrate(self, module: fx.Module) -> list[Callable[[], _Step]]:
         failure = self.rng.choice(fx.FAILURES) if self.rng.random() < 0.6 else None
         stale_edit = self.rng.random() < 0.25
 
-        def read() -> DemoTurn:
+        def read() -> _Step:
             return self._turn(
                 f"Next: {module.path}.",
                 f"Reading {module.path} to see which calls block.",
@@ -155,7 +153,7 @@ class _Agent:
                 ),
             )
 
-        def edit() -> DemoTurn:
+        def edit() -> _Step:
             tools = []
             if stale_edit:
                 tools.append(
@@ -193,7 +191,7 @@ class _Agent:
                 *tools,
             )
 
-        def test() -> DemoTurn:
+        def test() -> _Step:
             return self._turn(
                 "Run the tests for it.",
                 f"Running {module.test}.",
@@ -209,7 +207,7 @@ class _Agent:
             steps.append(lambda: self._fix(module, failure))
         return steps
 
-    def _fix(self, module: fx.Module, failure: fx.Failure) -> DemoTurn:
+    def _fix(self, module: fx.Module, failure: fx.Failure) -> _Step:
         function = module.functions[-1]
         return self._turn(
             "Fix that failure.",
@@ -228,8 +226,8 @@ class _Agent:
         )
 
     # -- after the migration -------------------------------------------------
-    def harden(self) -> list[Callable[[], DemoTurn]]:
-        def typecheck() -> DemoTurn:
+    def harden(self) -> list[Callable[[], _Step]]:
+        def typecheck() -> _Step:
             return self._turn(
                 "Run the type checker over everything.",
                 "Running mypy to find coroutines that are never awaited.",
@@ -238,7 +236,7 @@ class _Agent:
                 ),
             )
 
-        def stack() -> DemoTurn:
+        def stack() -> _Step:
             timed_out = self.rng.random() < 0.3
             tools = [
                 self._tool(
@@ -261,7 +259,7 @@ class _Agent:
                 *tools,
             )
 
-        def load_test() -> DemoTurn:
+        def load_test() -> _Step:
             rps = self.rng.uniform(900, 2400)
             p99 = self.rng.uniform(40, 180)
             report = "\n".join(
@@ -307,19 +305,42 @@ def _spread(turns: int, count: int) -> list[int]:
     )
 
 
-def scenario(turns: int, seed: int) -> Iterator[DemoTurn]:
-    """Yield ``turns`` turns of the demo session, deterministic in ``seed``."""
+def _constraint_turns(turns: int) -> dict[int, str]:
+    """The turn at which the user adds each of :data:`CONSTRAINTS` (a short session has fewer)."""
+    return dict(zip(_spread(turns, len(CONSTRAINTS)), CONSTRAINTS, strict=False))
+
+
+def payments_facts(spec: ConversationSpec) -> tuple[PlantedFact, ...]:
+    """The user's instructions given in a ``spec.turns`` session: label, text and turn."""
+    said = [(0, KICKOFF)] if spec.turns > 0 else []
+    said += sorted(_constraint_turns(spec.turns).items())
+    return tuple(
+        PlantedFact(label, "user", sentence, phrase, turn)
+        for label, phrase in KEY_INSTRUCTIONS
+        for turn, text in said
+        for sentence in re.split(r"(?<=[.;])\s+", text)
+        if phrase in sentence
+    )
+
+
+def payments_turns(spec: ConversationSpec) -> Iterator[Turn]:
+    """Yield the ``spec.turns`` turns of the session, deterministic in ``spec.seed``."""
+    for index, step in enumerate(_steps(spec.turns, spec.seed)):
+        yield Turn(index, (TextPart(text=step.user),), tuple(step.assistant or ()))
+
+
+def _steps(turns: int, seed: int) -> Iterator[_Step]:
     rng = random.Random(seed)
     agent = _Agent(rng)
-    constraint_at = dict(zip(_spread(turns, len(CONSTRAINTS)), CONSTRAINTS, strict=False))
+    constraint_at = _constraint_turns(turns)
     agent.queue.extend(agent.explore())
     for index in range(turns):
         if index == 0:
-            yield DemoTurn(user=KICKOFF)
+            yield _Step(user=KICKOFF)
         elif index in constraint_at:
-            yield DemoTurn(user=constraint_at[index])
+            yield _Step(user=constraint_at[index])
         elif rng.random() < 0.07:
-            yield DemoTurn(user=rng.choice(_QUESTIONS))
+            yield _Step(user=rng.choice(_QUESTIONS))
         else:
             if not agent.queue:
                 agent.refill()

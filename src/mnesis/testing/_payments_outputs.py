@@ -1,6 +1,6 @@
-"""Synthetic but realistic tool outputs for the demo: source files, test logs, listings.
+"""Synthetic but realistic tool outputs for the ``payments_migration`` story.
 
-The demo's agent works on an imaginary repository, ``acme/payments``, a payments service
+The story's agent works on an imaginary repository, ``acme/payments``, a payments service
 being migrated from blocking I/O (``requests``, ``psycopg2``) to asyncio (``httpx``,
 SQLAlchemy's async engine on ``asyncpg``). Every function here is pure: the same
 arguments (and the same ``random.Random`` state) give the same text.

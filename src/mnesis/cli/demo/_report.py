@@ -7,8 +7,8 @@ rendered as rich tables.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from rich.console import Console, Group
 from rich.markup import escape
@@ -17,16 +17,14 @@ from rich.table import Table
 from rich.text import Text
 
 from mnesis.cli._common import format_bytes, format_tokens
-from mnesis.cli._scenario import KEY_INSTRUCTIONS
+from mnesis.cli.demo._live import LiveStats
 from mnesis.context.builder import BuiltContext
 from mnesis.models.message import MessageWithParts
 from mnesis.models.parts import CompactionPart, MessagePart, ToolPart
 from mnesis.session import MnesisSession
 from mnesis.store.base import SummaryRecord
+from mnesis.testing.conversations import PlantedFact
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
-
-if TYPE_CHECKING:
-    from mnesis.cli.demo import LiveStats
 
 __all__ = ["DemoReport", "collect_report", "full_history_tokens", "render_report"]
 
@@ -102,9 +100,17 @@ def full_history_tokens(messages: list[MessageWithParts], estimator: TokenEstima
 
 
 async def collect_report(
-    session: MnesisSession, live: LiveStats, *, turns: int, seed: int
+    session: MnesisSession,
+    live: LiveStats,
+    instructions: Sequence[PlantedFact],
+    *,
+    turns: int,
+    seed: int,
 ) -> DemoReport:
-    """Read the stored session and its next context (before the session is closed)."""
+    """Read the stored session and its next context (before the session is closed).
+
+    ``instructions`` are the user's instructions the session was given (its planted facts).
+    """
     messages = await session.messages()
     report = DemoReport(
         session_id=session.id,
@@ -132,22 +138,19 @@ async def collect_report(
     report.history_tokens = full_history_tokens(
         messages, TokenEstimator(session.model_info.encoding)
     )
-    _check_instructions(report, messages)
+    _check_instructions(report, instructions)
     report.summaries = await session.store.get_summaries(summary_ids)
     report.sessions_in_db = len(await session.store.list_sessions(limit=1_000_000))
     return report
 
 
-def _check_instructions(report: DemoReport, messages: list[MessageWithParts]) -> None:
+def _check_instructions(report: DemoReport, instructions: Sequence[PlantedFact]) -> None:
     """Which of the user's instructions the next context still shows, word for word."""
-    given = _normalise(" ".join(m.text for m in messages if m.role == "user"))
     built = report.context
     visible = _normalise(" ".join([built.system_prompt, *(str(m.content) for m in built.messages)]))
-    for label, phrase in KEY_INSTRUCTIONS:
-        key = _normalise(phrase)
-        if key not in given:
-            continue  # a short demo may end before the user says it
-        (report.instructions_visible if key in visible else report.instructions_lost).append(label)
+    for fact in instructions:
+        seen = _normalise(fact.needle) in visible
+        (report.instructions_visible if seen else report.instructions_lost).append(fact.key)
 
 
 def _table(title: str) -> Table:

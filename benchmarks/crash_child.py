@@ -1,6 +1,6 @@
 """The child process of the crash campaign (run with ``python -m``; not a test module).
 
-``campaign_child DB SESSION_ID SIDE_LOG SEED``
+``python -m benchmarks.crash_child DB SESSION_ID SIDE_LOG SEED``
 
 Reopens the session with a 32k window and automatic compaction on, prints
 ``ready`` and then runs a random mix (drawn from ``SEED``) of ``record``,
@@ -24,14 +24,10 @@ import random
 import sys
 from typing import IO, Any
 
+from benchmarks.crash_trials import FIXTURE, START_TURN, campaign_config
 from mnesis import MnesisEvent, MnesisSession, StorePool, TurnComplete
-from mnesis.llm import FakeLLM
-from tests.compaction import small_window_config
-from tests.fixtures.conversations import SESSIONS, generate
+from mnesis.testing import SESSIONS, FakeLLM, generate
 
-FIXTURE = "webapp_auth"
-START_TURN = 20
-"""The template holds the fixture's first ``START_TURN`` turns."""
 MAX_OPS = 400
 OPS = ("record", "send", "stream", "compact")
 WEIGHTS = (50, 20, 20, 10)
@@ -57,7 +53,7 @@ async def campaign(db_path: str, session_id: str, side_log: str, seed: int) -> N
     log = SideLog(side_log)
     llm = FakeLLM(chunk_chars=rng.choice((16, 48)), delay_seconds=rng.choice((0.001, 0.003)))
     extractive = seed % 2 == 0
-    config = small_window_config(compaction_model="extractive" if extractive else None)
+    config = campaign_config(compaction_model="extractive" if extractive else None)
     pool = StorePool()
     session = await MnesisSession.load(
         session_id, config=config, db_path=db_path, pool=pool, llm=llm

@@ -593,7 +593,7 @@ class AgenticMap:
             await runs.attach_session(plan.run_id, index, session.id)
             # Sub-agents never spawn sub-agents: an engine of their own session without
             # the expand_query hook makes the session refuse lcm_expand_query.
-            session.use_tool_engine(
+            session._wiring.tools.restrict(
                 RetrievalEngine(
                     session.store,
                     session.id,

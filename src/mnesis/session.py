@@ -23,10 +23,10 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from mnesis._session.input import check_new_session, resolve_config
 from mnesis._session.opening import StoredSession, create_stored, load_stored
 from mnesis._session.tools import ToolLoop, lcm_tool_definitions
 from mnesis._session.turns import PartCallback as PartCallback  # re-exported
+from mnesis._session.validation import check_new_session, resolve_config
 from mnesis._session.wiring import wire
 from mnesis.compaction.engine import CompactionEngine
 from mnesis.config import MnesisConfig

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from mnesis._session.input import check_session_id, resolve_config
+from mnesis._session.validation import check_session_id, resolve_config
 from mnesis.config import MnesisConfig
 from mnesis.errors import MnesisError
 from mnesis.models.clock import now_ms

@@ -13,11 +13,11 @@ from typing import Any
 
 from mnesis._session.doom import DoomLoopDetector
 from mnesis._session.gate import CompactionGate
-from mnesis._session.input import normalize_parts
 from mnesis._session.meter import ContextMeter
 from mnesis._session.model_round import ModelRound
 from mnesis._session.state import OpenState
 from mnesis._session.tools import ToolLoop
+from mnesis._session.validation import normalize_parts
 from mnesis._session.writer import MessageWriter
 from mnesis.errors import InvalidArgumentError
 from mnesis.models.clock import now_ms

@@ -12,44 +12,51 @@ Ordering guarantees of a turn (``send`` / ``stream``):
 
 Turns of one session are serialised; different sessions run concurrently and
 share one database connection per file through :class:`~mnesis.store.StorePool`.
+
+The class is a facade over the collaborators in :mod:`mnesis._session`, wired in
+:func:`mnesis._session.wiring.wire`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import logging
-from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+from mnesis._session.opening import StoredSession, create_stored, load_stored
+from mnesis._session.tools import ToolLoop, lcm_tool_definitions
+from mnesis._session.turns import PartCallback as PartCallback  # re-exported
+from mnesis._session.validation import check_new_session, resolve_config
+from mnesis._session.wiring import wire
 from mnesis.compaction.engine import CompactionEngine
-from mnesis.config import DEFAULT_DB_PATH, MnesisConfig
-from mnesis.context.builder import BuiltContext, ContextBuilder
-from mnesis.errors import InvalidArgumentError, MnesisError, SessionClosedError
+from mnesis.config import MnesisConfig
+from mnesis.context.builder import BuiltContext
+from mnesis.errors import InvalidArgumentError
 from mnesis.events.bus import EventBus, EventHandler, MnesisEvent
-from mnesis.files import LargeFileHandler
+from mnesis.files import FileHandleResult
 from mnesis.llm import LLMClient, resolve_client
-from mnesis.models.ids import is_valid_id, new_id
-from mnesis.models.message import CompactionResult, MessageWithParts, TurnSnapshot
+from mnesis.models.message import (
+    CompactionResult,
+    FinishReason,
+    MessageWithParts,
+    RecordResult,
+    TextDelta,
+    TurnComplete,
+    TurnResult,
+    TurnSnapshot,
+)
 from mnesis.models.model_info import ModelInfo
+from mnesis.models.parts import MessagePart
 from mnesis.models.tokens import TokenUsage
 from mnesis.retrieval.engine import RetrievalEngine
-from mnesis.session_input import _check_encodable
-from mnesis.session_tools import ToolsMixin
-from mnesis.session_turns import PartCallback as PartCallback  # re-exported
-from mnesis.session_turns import TurnsMixin, _now_ms
+from mnesis.retrieval.results import DescribeResult, ExpandQueryResult, ExpandResult, GrepResult
 from mnesis.store.base import ImmutableStore, SessionRecord
-from mnesis.store.dag import SummaryDAGStore
 from mnesis.store.pool import StorePool
-from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
 
-__all__ = ["MnesisSession"]
-
-logger = logging.getLogger("mnesis.session")
+__all__ = ["MnesisSession", "PartCallback"]
 
 
-class MnesisSession(TurnsMixin, ToolsMixin):
+class MnesisSession:
     """A long-running conversation whose context mnesis manages.
 
     Create one with :meth:`create` / :meth:`open`, or reopen it with :meth:`load`.
@@ -72,40 +79,19 @@ class MnesisSession(TurnsMixin, ToolsMixin):
         self._store = store
         self._config = config
         self._llm = llm
-        self._model_info = ModelInfo.from_model_string(record.model, config.model_overrides)
-        self._estimator = TokenEstimator(self._model_info.encoding)
-        self._dag = SummaryDAGStore(store)
-        self._builder = ContextBuilder(store, self._dag, self._estimator)
-        self._bus = event_bus if event_bus is not None else EventBus()
-        self._retrieval = RetrievalEngine(
-            store, record.id, estimator=self._estimator, config=config.retrieval
-        )
-        self._engine = CompactionEngine(
-            store,
-            self._dag,
-            self._estimator,
-            self._bus,
-            config,
-            session_model=record.model,
-            llm=llm,
-            on_commit=self._on_compaction_commit,
-        )
-        self._files: LargeFileHandler | None = None
-        self._tool_engine = self._retrieval
-        self._tool_token_cap: int | None = None
-        self.tool_calls_run = 0
         self._pool = pool
         self._db_path = db_path
-        self._context_tokens = context_tokens
-        self._system_tokens = (
-            self._estimator.estimate(record.system_prompt) + MESSAGE_OVERHEAD_TOKENS
+        self._bus = event_bus if event_bus is not None else EventBus()
+        self._wiring = wire(
+            record=record,
+            store=store,
+            config=config,
+            llm=llm,
+            bus=self._bus,
+            context_tokens=context_tokens,
+            token_usage=token_usage,
+            spawn=self._spawn_sub_agent,
         )
-        self._context_stale = False
-        self._token_usage = token_usage
-        self._turns: list[TurnSnapshot] = []
-        self._tool_signatures: deque[str] = deque(maxlen=config.session.doom_loop_threshold)
-        self._lock: asyncio.Lock | None = None
-        self._closed = False
 
     # -- construction -------------------------------------------------------
     @classmethod
@@ -130,48 +116,22 @@ class MnesisSession(TurnsMixin, ToolsMixin):
         Raises ``ValueError`` if both ``db_path`` and a non-default ``config.store.db_path``
         are given.
         """
-        if not isinstance(model, str) or not model.strip():
-            raise InvalidArgumentError(f"model must be a non-empty string, got {model!r}")
-        if not isinstance(agent, str) or not agent:
-            raise InvalidArgumentError(f"agent must be a non-empty string, got {agent!r}")
-        if not isinstance(system_prompt, str):
-            raise InvalidArgumentError("system_prompt must be a string")
-        for name, value in (("model", model), ("agent", agent), ("system_prompt", system_prompt)):
-            _check_encodable(value, name)
-        if parent_id is not None and not is_valid_id(parent_id, "sess"):
-            raise InvalidArgumentError(f"parent_id {parent_id!r} is not a session ID")
-        cfg = cls._resolve_config(config, db_path)
+        check_new_session(model, agent, system_prompt, parent_id)
+        cfg = resolve_config(config, db_path)
         client = resolve_client(model, llm)
-        pool = pool or StorePool.default()
-        store = await pool.acquire(cfg.store, db_path=db_path)
-        now = _now_ms()
-        record = SessionRecord(
-            id=new_id("sess"),
+        stored = await create_stored(
             model=model,
             agent=agent,
             parent_id=parent_id,
-            system_prompt=system_prompt,
-            created_at=now,
-            updated_at=now,
-            config=cfg.model_dump(mode="json", exclude={"store"}),
-        )
-        try:
-            await store.create_session(record)
-        except BaseException:
-            await store.close()
-            raise
-        session = cls(
-            record=record,
-            store=store,
             config=cfg,
-            llm=client,
-            context_tokens=0,
-            token_usage=TokenUsage(),
+            system_prompt=system_prompt,
+            db_path=db_path,
             pool=pool,
-            db_path=db_path or cfg.store.db_path,
-            event_bus=event_bus,
         )
-        session._bus.publish(MnesisEvent.SESSION_CREATED, {"session_id": record.id, "model": model})
+        session = cls._of(stored, client, event_bus)
+        session._bus.publish(
+            MnesisEvent.SESSION_CREATED, {"session_id": session.id, "model": model}
+        )
         return session
 
     @classmethod
@@ -202,58 +162,37 @@ class MnesisSession(TurnsMixin, ToolsMixin):
         event_bus: EventBus | None = None,
     ) -> MnesisSession:
         """Reopen a stored session; raises :class:`~mnesis.errors.SessionNotFoundError`."""
-        if not isinstance(session_id, str):
-            raise InvalidArgumentError(
-                f"session_id must be a string, got {type(session_id).__name__}"
-            )
-        if not is_valid_id(session_id, "sess"):
-            raise InvalidArgumentError(
-                f"{session_id[:80]!r} is not a session ID (sess_ followed by 26 characters)"
-            )
-        cfg = cls._resolve_config(config, db_path)
-        pool = pool or StorePool.default()
-        store = await pool.acquire(cfg.store, db_path=db_path)
-        try:
-            record = await store.get_session(session_id)
-            context_tokens = await store.context_token_total(session_id)
-            usage = await store.session_token_usage(session_id)
-        except BaseException:
-            await store.close()
-            raise
-        if config is None and record.config:
-            # Reopen with the configuration the session was created with (its window,
-            # thresholds and targets); the store section stays the caller's.
-            try:
-                cfg = MnesisConfig(**{**record.config, "store": cfg.store})
-            except MnesisError:
-                logger.warning("stored config of %s is invalid; using defaults", session_id)
+        stored = await load_stored(session_id, config, db_path, pool)
+        return cls._of(stored, resolve_client(stored.record.model, llm), event_bus)
+
+    @classmethod
+    def _of(cls, stored: StoredSession, llm: LLMClient, bus: EventBus | None) -> MnesisSession:
         return cls(
-            record=record,
-            store=store,
-            config=cfg,
-            llm=resolve_client(record.model, llm),
-            context_tokens=context_tokens,
-            token_usage=usage,
-            pool=pool,
-            db_path=db_path or cfg.store.db_path,
-            event_bus=event_bus,
+            record=stored.record,
+            store=stored.store,
+            config=stored.config,
+            llm=llm,
+            context_tokens=stored.context_tokens,
+            token_usage=stored.token_usage,
+            pool=stored.pool,
+            db_path=stored.db_path,
+            event_bus=bus,
         )
 
-    @staticmethod
-    def _resolve_config(config: MnesisConfig | None, db_path: str | None) -> MnesisConfig:
-        if config is not None and not isinstance(config, MnesisConfig):
-            raise InvalidArgumentError(
-                f"config must be a MnesisConfig, got {type(config).__name__}"
-            )
-        if db_path is not None:
-            if not isinstance(db_path, str) or not db_path.strip() or "\x00" in db_path:
-                raise InvalidArgumentError(f"db_path must be a non-empty path, got {db_path!r}")
-            if config is not None and config.store.db_path != DEFAULT_DB_PATH:
-                raise InvalidArgumentError(
-                    "give either db_path or config.store.db_path, not both "
-                    f"({db_path!r} vs {config.store.db_path!r})"
-                )
-        return config if config is not None else MnesisConfig.from_env()
+    async def spawn_child(self, *, agent: str, system_prompt: str) -> MnesisSession:
+        """A new session whose ``parent_id`` is this one, on the same store and model."""
+        self._wiring.state.check_open()
+        config = self._config.model_copy(deep=True)
+        config.store.db_path = self._db_path
+        return await MnesisSession.create(
+            model=self.model,
+            agent=agent,
+            parent_id=self.id,
+            config=config,
+            system_prompt=system_prompt,
+            pool=self._pool,
+            llm=self._llm,
+        )
 
     # -- properties ---------------------------------------------------------
     @property
@@ -269,7 +208,7 @@ class MnesisSession(TurnsMixin, ToolsMixin):
     @property
     def model_info(self) -> ModelInfo:
         """Limits of the session's model."""
-        return self._model_info
+        return self._wiring.model_info
 
     @property
     def config(self) -> MnesisConfig:
@@ -284,17 +223,17 @@ class MnesisSession(TurnsMixin, ToolsMixin):
     @property
     def token_usage(self) -> TokenUsage:
         """Cumulative model token usage of the session."""
-        return self._token_usage
+        return self._wiring.turns.token_usage
 
     @property
     def context_tokens(self) -> int:
         """Estimated tokens of everything currently in the context view."""
-        return self._context_tokens
+        return self._wiring.meter.tokens
 
     @property
     def compaction_in_progress(self) -> bool:
         """True while a compaction task runs."""
-        return self._engine.in_progress
+        return self._wiring.engine.in_progress
 
     @property
     def event_bus(self) -> EventBus:
@@ -304,22 +243,91 @@ class MnesisSession(TurnsMixin, ToolsMixin):
     @property
     def compaction_engine(self) -> CompactionEngine:
         """The session's compaction engine."""
-        return self._engine
+        return self._wiring.engine
 
     @property
     def closed(self) -> bool:
         """True once :meth:`close` was called."""
-        return self._closed
+        return self._wiring.state.closed
 
     @property
     def retrieval(self) -> RetrievalEngine:
         """The session's retrieval engine (describe / grep / expand)."""
-        return self._retrieval
+        return self._wiring.retrieval
 
     def subscribe(self, event: MnesisEvent | None, handler: EventHandler) -> None:
         """Call ``handler(event, payload)`` for ``event`` (``None``: all events)."""
         self._bus.subscribe(event, handler)
 
+    # -- turns --------------------------------------------------------------
+    async def send(
+        self,
+        message: str | list[MessagePart],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        on_part: PartCallback | None = None,
+        system_prompt: str | None = None,
+        run_lcm_tools: bool = False,
+    ) -> TurnResult:
+        """Send a user message to the model and persist the whole turn.
+
+        Raises :class:`~mnesis.errors.LLMError` when the model fails (the user message
+        and the assistant stub stay stored, the stub marked ``error``).
+        """
+        return await self._wiring.turns.send(
+            message,
+            tools=tools,
+            on_part=on_part,
+            system_prompt=system_prompt,
+            run_lcm_tools=run_lcm_tools,
+        )
+
+    def stream(
+        self,
+        message: str | list[MessagePart],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        system_prompt: str | None = None,
+        run_lcm_tools: bool = False,
+    ) -> AsyncIterator[TextDelta | TurnComplete]:
+        """Like :meth:`send`, yielding :class:`TextDelta` as text arrives, then
+        one :class:`TurnComplete`.
+
+        With ``run_lcm_tools=True`` the session executes the model's ``lcm_*`` tool
+        calls itself and calls the model again, up to ``session.max_tool_rounds``
+        times; the result is the last round's.
+        """
+        return self._wiring.turns.stream(
+            message, tools=tools, system_prompt=system_prompt, run_lcm_tools=run_lcm_tools
+        )
+
+    async def record(
+        self,
+        user_message: str | list[MessagePart],
+        assistant_response: str | list[MessagePart],
+        *,
+        tokens: TokenUsage | None = None,
+        finish_reason: FinishReason | str = "stop",
+    ) -> RecordResult:
+        """Persist a turn made with your own model client (both messages, one transaction).
+
+        Tool calls go in ``assistant_response`` as :class:`ToolPart` objects.
+        """
+        return await self._wiring.turns.record(
+            user_message, assistant_response, tokens=tokens, finish_reason=finish_reason
+        )
+
+    async def complete_tool_call(
+        self, tool_call_id: str, *, output: str | None = None, error: str | None = None
+    ) -> None:
+        """Store the result of a tool call the model asked for (``pending`` → done)."""
+        await self._wiring.turns.complete_tool_call(tool_call_id, output=output, error=error)
+
+    def history(self) -> list[TurnSnapshot]:
+        """Snapshots of the turns made through this session object."""
+        return list(self._wiring.turns.snapshots)
+
+    # -- context and compaction ---------------------------------------------
     async def context_for_next_turn(self, system_prompt: str | None = None) -> list[dict[str, Any]]:
         """The ``{"role", "content"}`` messages the next model call would receive."""
         built = await self.build_context(system_prompt)
@@ -327,20 +335,18 @@ class MnesisSession(TurnsMixin, ToolsMixin):
 
     async def build_context(self, system_prompt: str | None = None) -> BuiltContext:
         """The assembled context of the next turn, with its token breakdown."""
-        self._check_open()
+        self._wiring.state.check_open()
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise InvalidArgumentError("system_prompt must be a string")
         prompt = self._record.system_prompt if system_prompt is None else system_prompt
-        return await self._builder.build(self.id, self._model_info, prompt, self._config)
+        wiring = self._wiring
+        return await wiring.builder.build(self.id, wiring.model_info, prompt, self._config)
 
     async def compact(self) -> CompactionResult:
         """Compact now (waits for a running compaction first). Never raises for model
         failures: the result says what happened."""
-        self._check_open()
-        await self._engine.wait_for_pending()
-        result = await self._engine.run_compaction(self.id, force=True)
-        await self._refresh_context_tokens()
-        return result
+        self._wiring.state.check_open()
+        return await self._wiring.gate.compact_now()
 
     async def messages(self) -> list[MessageWithParts]:
         """Every stored message of the session, summaries included, in order."""
@@ -350,20 +356,90 @@ class MnesisSession(TurnsMixin, ToolsMixin):
         """The stored conversation without summary messages, in order."""
         return await self._store.get_messages(self.id, include_summaries=False)
 
-    def history(self) -> list[TurnSnapshot]:
-        """Snapshots of the turns made through this session object."""
-        return list(self._turns)
+    # -- retrieval and files ------------------------------------------------
+    async def describe(self, object_id: str) -> DescribeResult:
+        """Describe a summary, message or file ID (see :meth:`RetrievalEngine.describe`)."""
+        self._wiring.state.check_open()
+        return await self._wiring.retrieval.describe(object_id)
 
+    async def grep(self, query: str, **kwargs: Any) -> GrepResult:
+        """Search this session's history (see :meth:`RetrievalEngine.grep`)."""
+        self._wiring.state.check_open()
+        return await self._wiring.retrieval.grep(query, **kwargs)
+
+    async def expand(
+        self,
+        summary_id: str,
+        *,
+        depth: int = 1,
+        include_messages: bool = True,
+        token_cap: int | None = None,
+    ) -> ExpandResult:
+        """Open a summary (see :meth:`RetrievalEngine.expand`)."""
+        self._wiring.state.check_open()
+        return await self._wiring.retrieval.expand(
+            summary_id, depth=depth, include_messages=include_messages, token_cap=token_cap
+        )
+
+    async def expand_query(
+        self,
+        prompt: str,
+        *,
+        query: str | None = None,
+        summary_ids: Sequence[str] | None = None,
+        token_cap: int | None = None,
+        max_answer_tokens: int = 800,
+        timeout: float = 120.0,
+    ) -> ExpandQueryResult:
+        """Answer a narrow question about compacted history with a bounded sub-agent
+        (a child session granted only the matching summaries)."""
+        self._wiring.state.check_open()
+        return await self._wiring.expander.expand_query(
+            prompt,
+            query=query,
+            summary_ids=summary_ids,
+            token_cap=token_cap,
+            max_answer_tokens=max_answer_tokens,
+            timeout=timeout,
+        )
+
+    async def handle_file(self, path: str) -> FileHandleResult:
+        """Inline a small file or turn a large one into a content-addressed ``FileRefPart``.
+
+        Put ``result.file_ref`` (or a ``TextPart`` of ``result.inline_content``) into the
+        next ``send``/``record``; the file's ID then flows into summaries and
+        ``describe(file_id)`` returns its structural summary.
+        """
+        self._wiring.state.check_open()
+        return await self._wiring.files.handle_file(path, session_id=self.id)
+
+    # -- agent tools --------------------------------------------------------
+    def lcm_tool_definitions(
+        self, *, format: str = "openai", exclude: Sequence[str] = ()
+    ) -> list[dict[str, Any]]:
+        """Definitions of ``lcm_grep``/``lcm_describe``/``lcm_expand``/``lcm_expand_query``
+        in the ``"openai"`` (litellm) or ``"anthropic"`` format."""
+        return lcm_tool_definitions(format=format, exclude=exclude)
+
+    async def execute_tool(self, name: str, arguments: dict[str, Any] | str | None) -> str:
+        """Run an ``lcm_*`` tool call against this session; returns JSON for the model.
+
+        Errors are reported inside the JSON (``{"error": ...}``), never raised.
+        """
+        self._wiring.state.check_open()
+        return await self._wiring.tools.execute(name, arguments)
+
+    # -- closing ------------------------------------------------------------
     async def close(self, *, abort_compaction: bool = False) -> None:
         """Finish (or abort) background compaction, then release the store. Idempotent."""
-        if self._closed:
+        if self._wiring.state.closed:
             return
-        self._closed = True
+        self._wiring.state.closed = True
         try:
             if abort_compaction:
-                await self._engine.cancel_pending()
+                await self._wiring.engine.cancel_pending()
             else:
-                await self._engine.wait_for_pending()
+                await self._wiring.engine.wait_for_pending()
             self._bus.publish(MnesisEvent.SESSION_CLOSED, {"session_id": self.id})
             await self._bus.drain()
         finally:
@@ -375,43 +451,9 @@ class MnesisSession(TurnsMixin, ToolsMixin):
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    # -- internals ----------------------------------------------------------
-    def _check_open(self) -> None:
-        if self._closed:
-            raise SessionClosedError(f"session {self.id} is closed; load it again to continue")
-
-    def _on_compaction_commit(self) -> None:
-        self._context_stale = True
-        self._builder.invalidate()
-
-    async def _refresh_context_tokens(self) -> None:
-        self._context_stale = False
-        self._context_tokens = await self._store.context_token_total(self.id)
-
-    async def _ensure_under_hard_limit(self) -> CompactionResult | None:
-        if self._context_stale:
-            await self._refresh_context_tokens()
-        if not self._config.compaction.auto:
-            return None
-        if not self._engine.is_hard_overflow(self._view_tokens, self._model_info):
-            return None
-        if self._engine.in_progress:
-            await self._engine.wait_for_pending()
-            await self._refresh_context_tokens()
-            if not self._engine.is_hard_overflow(self._view_tokens, self._model_info):
-                return self._engine.last_result
-        result = await self._engine.run_compaction(self.id)
-        await self._refresh_context_tokens()
-        return result
-
-    async def _after_turn(self) -> bool:
-        if self._context_stale and not self._engine.in_progress:
-            await self._refresh_context_tokens()
-        if not self._config.compaction.auto:
-            return False
-        return self._engine.check_and_trigger(self.id, self._view_tokens, self._model_info)
-
-    @property
-    def _view_tokens(self) -> int:
-        """What thresholds compare: the context view plus the default system prompt."""
-        return self._context_tokens + self._system_tokens
+    # -- wiring -------------------------------------------------------------
+    async def _spawn_sub_agent(
+        self, agent: str, system_prompt: str
+    ) -> tuple[MnesisSession, ToolLoop]:
+        child = await self.spawn_child(agent=agent, system_prompt=system_prompt)
+        return child, child._wiring.tools

@@ -163,7 +163,7 @@ class ItemWorker:
             await self.runs.attach_session(plan.run_id, index, session.id)
             # Sub-agents never spawn sub-agents: an engine of their own session without
             # the expand_query hook makes the session refuse lcm_expand_query.
-            session.use_tool_engine(_retrieval_engine_without_expansion(session))
+            session._wiring.tools.restrict(_retrieval_engine_without_expansion(session))
             offered = [*session.lcm_tool_definitions(exclude=("lcm_expand_query",)), *plan.tools]
             message = prompt
             usage = TokenUsage()

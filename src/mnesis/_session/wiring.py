@@ -1,0 +1,127 @@
+"""The one place a session's collaborators are built and wired together."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mnesis._session.doom import DoomLoopDetector
+from mnesis._session.expansion import SpawnSubAgent, SubAgentExpander
+from mnesis._session.gate import CompactionGate
+from mnesis._session.meter import ContextMeter
+from mnesis._session.model_round import ModelRound
+from mnesis._session.state import OpenState
+from mnesis._session.tools import ToolLoop
+from mnesis._session.turns import TurnRunner
+from mnesis._session.writer import MessageWriter
+from mnesis.compaction.engine import CompactionEngine
+from mnesis.config import MnesisConfig
+from mnesis.context.builder import ContextBuilder
+from mnesis.events.bus import EventBus
+from mnesis.files import LargeFileHandler
+from mnesis.llm import LLMClient
+from mnesis.models.model_info import ModelInfo
+from mnesis.models.tokens import TokenUsage
+from mnesis.retrieval.engine import RetrievalEngine
+from mnesis.store.base import ImmutableStore, SessionRecord
+from mnesis.store.dag import SummaryDAGStore
+from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
+
+__all__ = ["Wiring", "wire"]
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """The collaborators of one session."""
+
+    state: OpenState
+    model_info: ModelInfo
+    estimator: TokenEstimator
+    builder: ContextBuilder
+    meter: ContextMeter
+    engine: CompactionEngine
+    gate: CompactionGate
+    retrieval: RetrievalEngine
+    expander: SubAgentExpander
+    tools: ToolLoop
+    turns: TurnRunner
+    files: LargeFileHandler
+
+
+def wire(
+    *,
+    record: SessionRecord,
+    store: ImmutableStore,
+    config: MnesisConfig,
+    llm: LLMClient,
+    bus: EventBus,
+    context_tokens: int,
+    token_usage: TokenUsage,
+    spawn: SpawnSubAgent,
+) -> Wiring:
+    """Build the collaborators of the session ``record`` describes."""
+    session_id = record.id
+    model_info = ModelInfo.from_model_string(record.model, config.model_overrides)
+    estimator = TokenEstimator(model_info.encoding)
+    state = OpenState(session_id)
+    dag = SummaryDAGStore(store)
+    builder = ContextBuilder(store, dag, estimator)
+    system_tokens = estimator.estimate(record.system_prompt) + MESSAGE_OVERHEAD_TOKENS
+    meter = ContextMeter(store, session_id, tokens=context_tokens, system_tokens=system_tokens)
+
+    def on_compaction_commit() -> None:
+        meter.mark_stale()
+        builder.invalidate()
+
+    engine = CompactionEngine(
+        store,
+        dag,
+        estimator,
+        bus,
+        config,
+        session_model=record.model,
+        llm=llm,
+        on_commit=on_compaction_commit,
+    )
+    gate = CompactionGate(engine, meter, config, model_info, session_id)
+    retrieval = RetrievalEngine(store, session_id, estimator=estimator, config=config.retrieval)
+    expander = SubAgentExpander(
+        store, session_id, retrieval=retrieval, estimator=estimator, config=config, spawn=spawn
+    )
+    tools = ToolLoop(retrieval, config, expand_query=expander.tool_call)
+    writer = MessageWriter(record, model_info, store, estimator, bus, meter)
+    model_round = ModelRound(
+        record=record,
+        config=config,
+        llm=llm,
+        model_info=model_info,
+        builder=builder,
+        store=store,
+        writer=writer,
+        meter=meter,
+    )
+    turns = TurnRunner(
+        record=record,
+        store=store,
+        state=state,
+        writer=writer,
+        model_round=model_round,
+        meter=meter,
+        gate=gate,
+        doom=DoomLoopDetector(config, bus, session_id),
+        tools=tools,
+        token_usage=token_usage,
+    )
+    return Wiring(
+        state=state,
+        model_info=model_info,
+        estimator=estimator,
+        builder=builder,
+        meter=meter,
+        engine=engine,
+        gate=gate,
+        retrieval=retrieval,
+        expander=expander,
+        tools=tools,
+        turns=turns,
+        files=LargeFileHandler(store, estimator, config.file),
+    )

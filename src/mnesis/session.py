@@ -39,8 +39,9 @@ from mnesis.session_input import _check_encodable
 from mnesis.session_tools import ToolsMixin
 from mnesis.session_turns import PartCallback as PartCallback  # re-exported
 from mnesis.session_turns import TurnsMixin, _now_ms
-from mnesis.store.base import ImmutableStore, SessionRecord
+from mnesis.store.base import SessionRecord
 from mnesis.store.dag import SummaryDAGStore
+from mnesis.store.immutable import ImmutableStore
 from mnesis.store.pool import StorePool
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
 

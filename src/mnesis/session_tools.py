@@ -12,7 +12,7 @@ from mnesis.llm import LLMClient
 from mnesis.retrieval.engine import RetrievalEngine
 from mnesis.retrieval.results import DescribeResult, ExpandQueryResult, ExpandResult, GrepResult
 from mnesis.retrieval.tools import LCM_TOOL_NAMES, anthropic_tools, execute_lcm_tool, openai_tools
-from mnesis.store.base import ImmutableStore
+from mnesis.store.immutable import ImmutableStore
 from mnesis.store.pool import StorePool
 from mnesis.tokens.estimator import TokenEstimator
 

@@ -38,7 +38,8 @@ from mnesis.models.parts import MessagePart, RetryPart, TextPart, ToolPart, Tool
 from mnesis.models.tokens import TokenUsage
 from mnesis.retrieval.tools import LCM_TOOL_NAMES
 from mnesis.session_input import _normalize
-from mnesis.store.base import ImmutableStore, NewMessage, SessionRecord
+from mnesis.store.base import NewMessage, SessionRecord
+from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
 
 __all__ = ["PartCallback", "TurnsMixin"]

@@ -52,6 +52,7 @@ from tests.integrity import (
     two_summaries_merging_each_other,
     unknown_file_id_in_a_summary,
 )
+from tests.store.sqlite.helpers import sqlite_db
 
 K = ViolationKind
 UNKNOWN_SESSION = "sess_01ARZ3NDEKTSV4RRFFQ69G5FAV"
@@ -72,7 +73,7 @@ def copy(template: Template, tmp_path: Path) -> Template:
 async def check(db_path: str, session_id: str | None, *, tokens: bool = False) -> IntegrityReport:
     pool = StorePool()
     try:
-        store = await pool.acquire_sqlite(db_path)
+        store = await pool.acquire(db_path=db_path)
         return await IntegrityChecker(store, check_tokens=tokens).run(session_id)
     finally:
         await pool.close_all()
@@ -196,7 +197,7 @@ class TestEachViolationKindIsDetected:
         file_id = new_id("file")
         pool = StorePool()
         try:
-            store = await pool.acquire_sqlite(copy.db_path)
+            store = await pool.acquire(db_path=copy.db_path)
             await store.store_file_reference(
                 FileReference("sha256:" + "ab" * 32, file_id, "data/big.csv", "csv", 12_000)
             )
@@ -227,7 +228,7 @@ class TestACleanStore:
         assert report.messages_checked > 200
         pool = StorePool()
         try:
-            store = await pool.acquire_sqlite(template.db_path)
+            store = await pool.acquire(db_path=template.db_path)
             lineage = await lineage_report(store, template.db_path, template.session_id)
         finally:
             await pool.close_all()
@@ -246,7 +247,7 @@ class TestACleanStore:
             return session.id
 
         ids = await asyncio.gather(*[one(i) for i in range(200)])
-        store = await pool.acquire_sqlite(db_path)
+        store = await pool.acquire(db_path=db_path)
         try:
             started = time.perf_counter()
             report = await IntegrityChecker(store).run()
@@ -264,7 +265,7 @@ class TestACleanStore:
         )
 
     async def test_an_empty_store_is_clean(self, db_path: str, pool: StorePool) -> None:
-        store = await pool.acquire_sqlite(db_path)
+        store = await pool.acquire(db_path=db_path)
         try:
             report = await IntegrityChecker(store).run()
         finally:
@@ -295,7 +296,7 @@ class TestScope:
     async def test_a_malformed_session_id_is_an_invalid_argument(
         self, db_path: str, pool: StorePool, session_id: str
     ) -> None:
-        store = await pool.acquire_sqlite(db_path)
+        store = await pool.acquire(db_path=db_path)
         try:
             with pytest.raises(InvalidArgumentError):
                 await IntegrityChecker(store).run(session_id)
@@ -303,7 +304,7 @@ class TestScope:
             await store.close()
 
     async def test_an_unknown_session_is_not_found(self, db_path: str, pool: StorePool) -> None:
-        store = await pool.acquire_sqlite(db_path)
+        store = await pool.acquire(db_path=db_path)
         try:
             with pytest.raises(SessionNotFoundError):
                 await IntegrityChecker(store).run(UNKNOWN_SESSION)
@@ -319,8 +320,8 @@ class TestASnapshotIsConsistent:
     async def test_a_turn_committed_between_the_snapshot_queries_is_not_a_violation(
         self, copy: Template, pool: StorePool
     ) -> None:
-        store = await pool.acquire_sqlite(copy.db_path)
-        conn: sqlite3.Connection = await store.db.read(lambda c: c)
+        store = await pool.acquire(db_path=copy.db_path)
+        conn: sqlite3.Connection = await sqlite_db(store).read(lambda c: c)
         injected: list[str] = []
 
         def between_queries(statement: str) -> None:
@@ -338,7 +339,7 @@ class TestASnapshotIsConsistent:
 
         conn.set_trace_callback(between_queries)
         try:
-            assert isinstance(store, SQLiteStore)
+            assert isinstance(store.backend, SQLiteStore)
             report = await IntegrityChecker(store).run(copy.session_id)
         finally:
             conn.set_trace_callback(None)

@@ -29,7 +29,7 @@ from mnesis.integrity import (
 )
 from mnesis.integrity.checker import REPAIRABLE
 from mnesis.llm import FakeLLM
-from mnesis.store.sqlite import SQLiteStore
+from mnesis.store import ImmutableStore
 from tests.compaction import lineage_report
 from tests.integrity import (
     LINEAGE_TRIGGERS,
@@ -133,7 +133,7 @@ async def corrupted(template: Template, tmp_path: Path, scenario: Scenario) -> s
 
 
 async def checked(
-    store: SQLiteStore, session_id: str | None, scenario: Scenario
+    store: ImmutableStore, session_id: str | None, scenario: Scenario
 ) -> IntegrityReport:
     report = await IntegrityChecker(store, check_tokens=scenario.check_tokens).run(session_id)
     assert set(report.by_kind()) == {k.value for k in scenario.kinds}, report.violations
@@ -150,7 +150,7 @@ class TestEveryRepairableKindIsRepaired:
     ) -> None:
         db_path = await corrupted(template, tmp_path, scenario)
         sid = template.session_id
-        store = await pool.acquire_sqlite(db_path)
+        store = await pool.acquire(db_path=db_path)
         try:
             plan = plan_repairs(await checked(store, sid, scenario))
             assert plan.actions and plan.unrepairable == []
@@ -179,7 +179,7 @@ class TestEveryRepairableKindIsRepaired:
         self, template: Template, tmp_path: Path, pool: StorePool
     ) -> None:
         db_path = copy_database(template.db_path, str(tmp_path / "store.db"))
-        store = await pool.acquire_sqlite(db_path)
+        store = await pool.acquire(db_path=db_path)
         try:
             other_id = await _another_session(store)
         finally:
@@ -187,7 +187,7 @@ class TestEveryRepairableKindIsRepaired:
         with tampering(db_path) as conn:
             last_message_dropped(conn, template.session_id)
             two_messages_swapped(conn, other_id)
-        store = await pool.acquire_sqlite(db_path)
+        store = await pool.acquire(db_path=db_path)
         try:
             report = await IntegrityChecker(store).run()
             assert {v.session_id for v in report.violations} == {template.session_id, other_id}
@@ -207,7 +207,7 @@ class TestUnrepairableKinds:
         self, template: Template, tmp_path: Path, pool: StorePool, scenario: Scenario
     ) -> None:
         db_path = await corrupted(template, tmp_path, scenario)
-        store = await pool.acquire_sqlite(db_path)
+        store = await pool.acquire(db_path=db_path)
         try:
             report = await checked(store, template.session_id, scenario)
             plan = plan_repairs(report)
@@ -228,7 +228,7 @@ class TestNothingIsWrittenUnlessAsked:
     ) -> None:
         db_path = await corrupted(template, tmp_path, REPAIRABLE_SCENARIOS[1])
         before = database_checksum(db_path)
-        store = await pool.acquire_sqlite(db_path)
+        store = await pool.acquire(db_path=db_path)
         try:
             report = await IntegrityChecker(store, check_tokens=True).run()
             plan = plan_repairs(report)
@@ -246,7 +246,7 @@ def _files(directory: Path) -> set[str]:
     return {p.name for p in directory.iterdir()}
 
 
-async def _another_session(store: SQLiteStore) -> str:
+async def _another_session(store: ImmutableStore) -> str:
     """A second session of the store with a few messages of its own."""
     session = await MnesisSession.create(
         model="fake/other", db_path=store.path, pool=store.pool, llm=FakeLLM(), config=NO_AUTO

@@ -22,7 +22,7 @@ from mnesis.llm import FakeLLM, Respond, ToolCall
 from mnesis.retrieval import RetrievalEngine, parse_query
 from mnesis.store import SummaryDAGStore
 from mnesis.store.search_query import SearchQuery, Term
-from mnesis.store.sqlite_search import render_fts5
+from mnesis.store.sqlite.search import render_fts5
 
 FACTS = [
     (
@@ -569,7 +569,7 @@ class TestSessionFilterStrategies:
     async def test_both_ways_of_filtering_by_session_give_the_same_scoped_results(
         self, db_path: str, pool: StorePool, monkeypatch: pytest.MonkeyPatch, min_messages: int
     ) -> None:
-        from mnesis.store import sqlite_search
+        from mnesis.store.sqlite import search as sqlite_search
 
         monkeypatch.setattr(sqlite_search, "FTS_SESSION_TOKEN_MIN_MESSAGES", min_messages)
         mine = await MnesisSession.create(model="fake/m", db_path=db_path, pool=pool)

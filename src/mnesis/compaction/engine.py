@@ -57,11 +57,11 @@ from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import (
     CompactionCommit,
     ContextItem,
-    ImmutableStore,
     NewMessage,
     SummaryRecord,
 )
 from mnesis.store.dag import SummaryDAGStore
+from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
 
 __all__ = ["CompactionEngine"]

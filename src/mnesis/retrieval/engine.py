@@ -46,7 +46,8 @@ from mnesis.retrieval.results import (
     MessageDescription,
     SummaryDescription,
 )
-from mnesis.store.base import ImmutableStore, SearchFilter, SearchHit, SummaryRecord
+from mnesis.store.base import SearchFilter, SearchHit, SummaryRecord
+from mnesis.store.immutable import ImmutableStore
 from mnesis.store.search_query import SearchQuery
 from mnesis.store.search_text import original_text
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator

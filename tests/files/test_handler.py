@@ -150,7 +150,7 @@ class TestInlineOrReference:
             and stored.path == str(path)
             and stored.byte_size == len(path.read_bytes())
         )
-        db_bytes = database_bytes(store.path)
+        db_bytes = database_bytes(store.location)
         assert marker.encode() not in db_bytes
         assert str(path).encode() in db_bytes
 

@@ -249,7 +249,7 @@ def _files(directory: Path) -> set[str]:
 async def _another_session(store: ImmutableStore) -> str:
     """A second session of the store with a few messages of its own."""
     session = await MnesisSession.create(
-        model="fake/other", db_path=store.path, pool=store.pool, llm=FakeLLM(), config=NO_AUTO
+        model="fake/other", db_path=store.location, pool=store.pool, llm=FakeLLM(), config=NO_AUTO
     )
     for turn in range(3):
         await session.record(f"question {turn}", f"answer {turn}")

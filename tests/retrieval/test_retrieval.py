@@ -378,7 +378,7 @@ class TestExpand:
     ) -> None:
         session, _ = filled
         dag = SummaryDAGStore(session.store)
-        conn = sqlite3.connect(session.store.path)  # type: ignore[attr-defined]
+        conn = sqlite3.connect(session.store.location)
         summary_ids = [r[0] for r in conn.execute("SELECT id FROM summaries")]
         conn.close()
         assert summary_ids
@@ -394,7 +394,7 @@ class TestExpand:
         self, filled: tuple[MnesisSession, dict[str, str]]
     ) -> None:
         session, _ = filled
-        conn = sqlite3.connect(session.store.path)  # type: ignore[attr-defined]
+        conn = sqlite3.connect(session.store.location)
         row = conn.execute(
             "SELECT message_id FROM message_parts WHERE compacted_at IS NOT NULL LIMIT 1"
         ).fetchone()
@@ -421,7 +421,7 @@ class TestExpand:
         self, filled: tuple[MnesisSession, dict[str, str]]
     ) -> None:
         session, _ = filled
-        conn = sqlite3.connect(session.store.path)  # type: ignore[attr-defined]
+        conn = sqlite3.connect(session.store.location)
         row = conn.execute("SELECT id FROM summaries WHERE kind = 'condensed' LIMIT 1").fetchone()
         conn.close()
         assert row is not None, (

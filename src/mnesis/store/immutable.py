@@ -142,6 +142,11 @@ class ImmutableStore(StoreBackend):
         return self._backend
 
     @property
+    def pool(self) -> StorePool | None:
+        """The pool this store shares its database through (None: it owns the database)."""
+        return self._pool
+
+    @property
     def location(self) -> str:
         return self._backend.location if self._backend else self._location.describe()
 

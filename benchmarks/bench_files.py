@@ -84,7 +84,7 @@ async def _handle(path: str, db: str, warmup: str, repeat: bool) -> dict[str, An
 
     pool = StorePool()
     try:
-        store = await pool.acquire_sqlite(db)
+        store = await pool.acquire(db_path=db)
         estimator = TokenEstimator()
         await LargeFileHandler(store, estimator, FileConfig()).handle_file(warmup)
         if repeat:  # measure the second call: the content is known

@@ -141,7 +141,7 @@ async def agentic_floor(items: list[str], db_path: str) -> float:
     llm = instant_llm()
     config = session_config()
     # Keep the file open between sessions, as the operator's own handle does.
-    await pool.acquire_sqlite(db_path)
+    await pool.acquire(db_path=db_path)
 
     async def sessions() -> None:
         for item in items:

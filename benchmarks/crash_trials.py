@@ -238,7 +238,7 @@ async def verify_trial(trial: Trial) -> TrialOutcome:
     integrity, foreign = integrity_check(trial.db_path)
     pool = StorePool()
     try:
-        store = await pool.acquire_sqlite(trial.db_path)
+        store = await pool.acquire(db_path=trial.db_path)
         try:
             report = await IntegrityChecker(store, check_tokens=True).run()
             stored = {m.id for m in await store.get_messages(trial.session_id)}

@@ -50,7 +50,8 @@ from mnesis.models.parts import MessagePart
 from mnesis.models.tokens import TokenUsage
 from mnesis.retrieval.engine import RetrievalEngine
 from mnesis.retrieval.results import DescribeResult, ExpandQueryResult, ExpandResult, GrepResult
-from mnesis.store.base import ImmutableStore, SessionRecord
+from mnesis.store.base import SessionRecord
+from mnesis.store.immutable import ImmutableStore
 from mnesis.store.pool import StorePool
 
 __all__ = ["MnesisSession", "PartCallback"]

@@ -27,8 +27,9 @@ from typing import Any, TypeVar
 from mnesis import MnesisConfig, MnesisSession, StorePool
 from mnesis.config import CompactionConfig
 from mnesis.llm import FakeLLM, LLMClient
-from mnesis.store.base import ContextItem, ImmutableStore
+from mnesis.store.base import ContextItem
 from mnesis.store.dag import SummaryDAGStore
+from mnesis.store.immutable import ImmutableStore
 from mnesis.testing import SESSIONS, ReplayResult, generate, replay
 
 T = TypeVar("T")

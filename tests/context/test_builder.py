@@ -32,9 +32,9 @@ from mnesis.models.parts import (
 from mnesis.store import (
     CompactionCommit,
     ContextItem,
+    ImmutableStore,
     NewMessage,
     SessionRecord,
-    SQLiteStore,
     StorePool,
     SummaryRecord,
 )
@@ -51,26 +51,26 @@ def model(usable: int) -> ModelInfo:
 
 
 @pytest.fixture
-async def store(tmp_path: Path, pool: StorePool) -> AsyncIterator[SQLiteStore]:
-    s = await pool.acquire_sqlite(str(tmp_path / "context.db"))
+async def store(tmp_path: Path, pool: StorePool) -> AsyncIterator[ImmutableStore]:
+    s = await pool.acquire(db_path=str(tmp_path / "context.db"))
     yield s
     await s.close()
 
 
 @pytest.fixture
-async def session(store: SQLiteStore) -> str:
+async def session(store: ImmutableStore) -> str:
     sid = new_id("sess")
     await store.create_session(SessionRecord(id=sid, model="fake/tiny"))
     return sid
 
 
 @pytest.fixture
-def builder(store: SQLiteStore) -> ContextBuilder:
+def builder(store: ImmutableStore) -> ContextBuilder:
     return ContextBuilder(store, token_estimator=TokenEstimator(exact=False))
 
 
 async def append(
-    store: SQLiteStore,
+    store: ImmutableStore,
     session_id: str,
     parts: Sequence[MessagePart] | str,
     *,
@@ -90,7 +90,7 @@ async def append(
 
 
 async def compact(
-    store: SQLiteStore, session_id: str, items: Sequence[ContextItem], *, tokens: int, text: str
+    store: ImmutableStore, session_id: str, items: Sequence[ContextItem], *, tokens: int, text: str
 ) -> str:
     """Replace ``items`` (messages) with a leaf summary costing ``tokens``."""
     summary_id = new_id("sum")
@@ -186,7 +186,7 @@ class TestAssembly:
         assert built.to_dicts() == [{"role": "system", "content": "You are terse."}]
 
     async def test_the_newest_messages_that_fit_are_kept_in_chronological_order(
-        self, builder: ContextBuilder, store: SQLiteStore, session: str
+        self, builder: ContextBuilder, store: ImmutableStore, session: str
     ) -> None:
         ids = []
         for i in range(10):
@@ -203,7 +203,7 @@ class TestAssembly:
 
     @pytest.mark.parametrize("usable", [15, 24, 25, 60, 99, 1_000])
     async def test_the_assembled_context_never_exceeds_the_usable_budget(
-        self, builder: ContextBuilder, store: SQLiteStore, session: str, usable: int
+        self, builder: ContextBuilder, store: ImmutableStore, session: str, usable: int
     ) -> None:
         for i, tokens in enumerate([7, 3, 11, 5, 2, 13, 8, 1, 9, 6]):
             await append(store, session, f"m{i}", tokens=tokens)
@@ -216,7 +216,7 @@ class TestAssembly:
             assert built.token_estimate + newest_first[kept].tokens > usable
 
     async def test_the_system_prompt_is_counted_against_the_budget(
-        self, builder: ContextBuilder, store: SQLiteStore, session: str
+        self, builder: ContextBuilder, store: ImmutableStore, session: str
     ) -> None:
         for i in range(10):
             await append(store, session, f"m{i}")
@@ -230,7 +230,7 @@ class TestAssembly:
         assert built.to_dicts(include_system=False) == [m.to_dict() for m in built.messages]
 
     async def test_messages_are_provider_ready_dicts(
-        self, builder: ContextBuilder, store: SQLiteStore, session: str
+        self, builder: ContextBuilder, store: ImmutableStore, session: str
     ) -> None:
         await append(store, session, "hello")
         built = await build(builder, session, 1_000, "sys")
@@ -243,7 +243,7 @@ class TestAssembly:
 
 class TestRendering:
     async def test_a_tombstoned_tool_output_is_replaced_by_a_one_line_tombstone(
-        self, builder: ContextBuilder, store: SQLiteStore, session: str
+        self, builder: ContextBuilder, store: ImmutableStore, session: str
     ) -> None:
         tool = ToolPart(
             tool_name="read_file",
@@ -259,7 +259,7 @@ class TestRendering:
         assert text.startswith("reading")
 
     async def test_a_live_tool_call_is_rendered_with_its_input_and_output(
-        self, builder: ContextBuilder, store: SQLiteStore, session: str
+        self, builder: ContextBuilder, store: ImmutableStore, session: str
     ) -> None:
         tool = ToolPart(tool_name="bash", tool_call_id="c9", input={"cmd": "ls"}, output="a.py")
         await append(store, session, [tool], role="assistant", tokens=30)
@@ -270,7 +270,7 @@ class TestRendering:
         assert 0 < built.tool_output_tokens <= built.raw_message_tokens
 
     async def test_a_file_reference_is_rendered_as_a_file_block(
-        self, builder: ContextBuilder, store: SQLiteStore, session: str
+        self, builder: ContextBuilder, store: ImmutableStore, session: str
     ) -> None:
         ref = FileRefPart(
             content_id="sha256:" + "aa" * 32,
@@ -288,7 +288,7 @@ class TestRendering:
         assert text.rstrip().endswith("[/FILE]")
 
     async def test_a_tool_role_message_is_sent_with_a_provider_role(
-        self, builder: ContextBuilder, store: SQLiteStore, session: str
+        self, builder: ContextBuilder, store: ImmutableStore, session: str
     ) -> None:
         await append(store, session, "call", role="assistant")
         await append(store, session, "result", role="tool")
@@ -298,7 +298,7 @@ class TestRendering:
 
 class TestSummaries:
     async def test_a_summary_comes_first_with_its_annotation_and_replaces_its_span(
-        self, builder: ContextBuilder, store: SQLiteStore, session: str
+        self, builder: ContextBuilder, store: ImmutableStore, session: str
     ) -> None:
         ids = [await append(store, session, f"message {i}") for i in range(4)]
         items = await store.get_context_items(session)
@@ -315,7 +315,7 @@ class TestSummaries:
         assert built.token_estimate == EMPTY_PROMPT_TOKENS + 30 + 20
 
     async def test_the_oldest_summaries_are_dropped_when_the_newest_message_needs_room(
-        self, builder: ContextBuilder, store: SQLiteStore, session: str
+        self, builder: ContextBuilder, store: ImmutableStore, session: str
     ) -> None:
         for i in range(6):
             await append(store, session, f"m{i}")
@@ -332,7 +332,7 @@ class TestSummaries:
         assert built.token_estimate <= built.budget.usable
 
     async def test_summaries_alone_larger_than_the_budget_do_not_overflow_it(
-        self, builder: ContextBuilder, store: SQLiteStore, session: str
+        self, builder: ContextBuilder, store: ImmutableStore, session: str
     ) -> None:
         for i in range(2):
             await append(store, session, f"m{i}")
@@ -342,7 +342,7 @@ class TestSummaries:
         assert built.token_estimate <= built.budget.usable
 
     async def test_the_summary_marker_message_never_appears_in_the_context(
-        self, builder: ContextBuilder, store: SQLiteStore, session: str
+        self, builder: ContextBuilder, store: ImmutableStore, session: str
     ) -> None:
         for i in range(3):
             await append(store, session, f"m{i}")
@@ -355,7 +355,7 @@ class TestSummaries:
 
 class TestToolMessagesStayWithTheirCall:
     async def test_a_tool_result_is_dropped_with_the_call_before_it_at_the_budget_edge(
-        self, builder: ContextBuilder, store: SQLiteStore, session: str
+        self, builder: ContextBuilder, store: ImmutableStore, session: str
     ) -> None:
         await append(store, session, "run the tests")
         await append(store, session, "calling pytest", role="assistant")
@@ -370,7 +370,7 @@ class TestToolMessagesStayWithTheirCall:
         assert "3 passed" not in contents(built)
 
     async def test_a_newest_tool_result_that_fits_only_without_its_call_overflows(
-        self, builder: ContextBuilder, store: SQLiteStore, session: str
+        self, builder: ContextBuilder, store: ImmutableStore, session: str
     ) -> None:
         await append(store, session, "run the tests")
         await append(store, session, "calling pytest", role="assistant")
@@ -381,7 +381,7 @@ class TestToolMessagesStayWithTheirCall:
         assert info.value.needed == EMPTY_PROMPT_TOKENS + 20
 
     async def test_a_tool_result_and_its_call_are_kept_together_when_both_fit(
-        self, builder: ContextBuilder, store: SQLiteStore, session: str
+        self, builder: ContextBuilder, store: ImmutableStore, session: str
     ) -> None:
         await append(store, session, "run the tests")
         call = await append(store, session, "calling pytest", role="assistant")
@@ -392,7 +392,7 @@ class TestToolMessagesStayWithTheirCall:
 
 class TestOverflow:
     async def test_a_newest_message_larger_than_the_budget_raises_context_overflow(
-        self, builder: ContextBuilder, store: SQLiteStore, session: str
+        self, builder: ContextBuilder, store: ImmutableStore, session: str
     ) -> None:
         await append(store, session, "small")
         await append(store, session, "enormous paste", tokens=100)
@@ -403,7 +403,7 @@ class TestOverflow:
 
 
 class TestRenderingCache:
-    async def _tool_message(self, store: SQLiteStore, session: str) -> tuple[str, str]:
+    async def _tool_message(self, store: ImmutableStore, session: str) -> tuple[str, str]:
         tool = ToolPart(tool_name="grep", tool_call_id="c1", output="MATCHED LINE " * 30)
         appended = await store.append_message(
             Message(
@@ -418,7 +418,7 @@ class TestRenderingCache:
         return appended.message_id, appended.part_ids[0]
 
     async def test_a_tombstone_that_changes_the_estimate_is_seen_by_the_same_builder(
-        self, builder: ContextBuilder, store: SQLiteStore, session: str
+        self, builder: ContextBuilder, store: ImmutableStore, session: str
     ) -> None:
         mid, pid = await self._tool_message(store, session)
         before = await build(builder, session, 1_000)
@@ -431,7 +431,7 @@ class TestRenderingCache:
         assert after.raw_message_tokens == 20
 
     async def test_invalidate_forgets_renderings_whose_estimate_did_not_change(
-        self, builder: ContextBuilder, store: SQLiteStore, session: str
+        self, builder: ContextBuilder, store: ImmutableStore, session: str
     ) -> None:
         _, pid = await self._tool_message(store, session)
         await build(builder, session, 1_000)
@@ -442,7 +442,7 @@ class TestRenderingCache:
 
 
 class TestAssemblyCost:
-    async def _long_session(self, store: SQLiteStore, count: int) -> str:
+    async def _long_session(self, store: ImmutableStore, count: int) -> str:
         sid = new_id("sess")
         await store.create_session(SessionRecord(id=sid, model="fake/tiny"))
         batch = [
@@ -462,7 +462,7 @@ class TestAssemblyCost:
         return sid
 
     async def test_assembly_reads_a_bounded_number_of_items_whatever_the_history_length(
-        self, store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+        self, store: ImmutableStore, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         long_session = await self._long_session(store, 5_000)
         short_session = await self._long_session(store, 300)

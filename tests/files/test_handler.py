@@ -31,25 +31,25 @@ from mnesis.files.handler import MAX_SUMMARY_TOKENS
 from mnesis.models.ids import is_valid_id, new_id
 from mnesis.models.render import render_part
 from mnesis.retrieval import FileDescription, RetrievalEngine
-from mnesis.store import SessionRecord, SQLiteStore, StorePool
+from mnesis.store import ImmutableStore, SessionRecord, StorePool
 
 ESTIMATOR = TokenEstimator(exact=False)
 """The heuristic: deterministic and fast everywhere."""
 
 
 @pytest.fixture
-async def store(tmp_path: Path, pool: StorePool) -> AsyncIterator[SQLiteStore]:
-    s = await pool.acquire_sqlite(str(tmp_path / "files.db"))
+async def store(tmp_path: Path, pool: StorePool) -> AsyncIterator[ImmutableStore]:
+    s = await pool.acquire(db_path=str(tmp_path / "files.db"))
     yield s
     await s.close()
 
 
-def make_handler(store: SQLiteStore, threshold: int = 200) -> LargeFileHandler:
+def make_handler(store: ImmutableStore, threshold: int = 200) -> LargeFileHandler:
     return LargeFileHandler(store, ESTIMATOR, FileConfig(inline_threshold=threshold))
 
 
 @pytest.fixture
-def handler(store: SQLiteStore) -> LargeFileHandler:
+def handler(store: ImmutableStore) -> LargeFileHandler:
     return make_handler(store)
 
 
@@ -81,7 +81,7 @@ NUMBERED = "".join(f"line {i:05d} {'x' * (i % 37)}\n" for i in range(1, 3001))
 
 class TestInlineOrReference:
     async def test_a_file_under_the_threshold_comes_back_inline_and_stores_nothing(
-        self, handler: LargeFileHandler, store: SQLiteStore, tmp_path: Path
+        self, handler: LargeFileHandler, store: ImmutableStore, tmp_path: Path
     ) -> None:
         path = write(tmp_path / "small.py", "def f():\n    return 1\n")
         result = await handler.handle_file(path)
@@ -92,7 +92,7 @@ class TestInlineOrReference:
         assert result.to_part() == TextPart(text=result.inline_content)
 
     async def test_a_file_at_the_threshold_becomes_a_reference_and_one_below_stays_inline(
-        self, store: SQLiteStore, tmp_path: Path
+        self, store: ImmutableStore, tmp_path: Path
     ) -> None:
         path = write(tmp_path / "notes.txt", "some words here\n" * 40)
         tokens = ESTIMATOR.estimate(path.read_text())
@@ -121,7 +121,7 @@ class TestInlineOrReference:
         path = write(tmp_path / "big.py", python_source(40))
         ids = []
         for name in ("one.db", "two.db"):
-            other = await pool.acquire_sqlite(str(tmp_path / name))
+            other = await pool.acquire(db_path=str(tmp_path / name))
             ref = (await make_handler(other).handle_file(path)).file_ref
             assert ref is not None
             ids.append(ref.file_id)
@@ -138,7 +138,7 @@ class TestInlineOrReference:
         assert "Binary data" in ref.exploration_summary
 
     async def test_the_raw_content_is_not_stored_in_the_database(
-        self, handler: LargeFileHandler, store: SQLiteStore, tmp_path: Path
+        self, handler: LargeFileHandler, store: ImmutableStore, tmp_path: Path
     ) -> None:
         marker = "UNIQUE-MARKER-7f3a9c"
         path = write(tmp_path / "app.log", "ordinary log line\n" * 200 + marker + "\n")
@@ -150,12 +150,12 @@ class TestInlineOrReference:
             and stored.path == str(path)
             and stored.byte_size == len(path.read_bytes())
         )
-        db_bytes = database_bytes(store.path)
+        db_bytes = database_bytes(store.location)
         assert marker.encode() not in db_bytes
         assert str(path).encode() in db_bytes
 
     async def test_the_session_id_is_recorded_with_the_reference(
-        self, handler: LargeFileHandler, store: SQLiteStore, tmp_path: Path
+        self, handler: LargeFileHandler, store: ImmutableStore, tmp_path: Path
     ) -> None:
         session_id = new_id("sess")
         path = write(tmp_path / "big.md", "# Title\n\n" + "text " * 500)
@@ -231,7 +231,7 @@ class TestCache:
         assert second.file_id == first.file_id and second.path == str(copy)
 
     async def test_another_handler_on_the_same_store_reuses_the_exploration(
-        self, store: SQLiteStore, tmp_path: Path
+        self, store: ImmutableStore, tmp_path: Path
     ) -> None:
         path = write(tmp_path / "big.py", python_source(40))
         await make_handler(store).handle_file(path)
@@ -370,7 +370,7 @@ class TestRead:
 
 class TestDescribe:
     async def test_describe_returns_the_stored_exploration_of_a_handled_file(
-        self, handler: LargeFileHandler, store: SQLiteStore, tmp_path: Path
+        self, handler: LargeFileHandler, store: ImmutableStore, tmp_path: Path
     ) -> None:
         session_id = new_id("sess")
         await store.create_session(SessionRecord(id=session_id, model="fake/model"))
@@ -398,7 +398,7 @@ _CHILD = textwrap.dedent(
 
     async def main(db, warmup, path):
         pool = StorePool()
-        store = await pool.acquire_sqlite(db)
+        store = await pool.acquire(db_path=db)
         handler = LargeFileHandler(store, TokenEstimator(), FileConfig())
         await handler.handle_file(warmup)  # threads, SQLite, the tokenizer: all warm
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -50,6 +50,7 @@ from mnesis.integrity import (
     plan_repairs,
 )
 from mnesis.llm import FakeLLM, Respond, ToolCall
+from mnesis.store.immutable import ImmutableStore
 from mnesis.store.sqlite import SQLiteStore
 from mnesis.testing import SESSIONS, generate, replay
 from tests.compaction import run_in_fresh_loop, small_window_config
@@ -57,6 +58,7 @@ from tests.integrity.checksums import database_checksum
 from tests.integrity.faults import last_message_dropped
 from tests.integrity.tampering import tampering
 from tests.integrity.template import copy_database
+from tests.store.sqlite.helpers import sqlite_db
 
 UNKNOWN_SESSION = "sess_01ARZ3NDEKTSV4RRFFQ69G5FAV"
 UNKNOWN_SUMMARY = "sum_01ARZ3NDEKTSV4RRFFQ69G5FAV"
@@ -99,9 +101,9 @@ class World(Files):
         return self.session
 
     @property
-    def store(self) -> SQLiteStore:
+    def store(self) -> ImmutableStore:
         store = self.session.store
-        assert isinstance(store, SQLiteStore)
+        assert isinstance(store.backend, SQLiteStore)
         return store
 
 
@@ -515,7 +517,7 @@ class TestUnusualButValidInputIsAccepted:
         recorded = await world.session.record("a\x00b\ud800", [TextPart(text="\udcff\x00")])
         pool = StorePool()
         try:
-            store = await pool.acquire_sqlite(world.db_path)
+            store = await pool.acquire(db_path=world.db_path)
             user = await store.get_message(recorded.user_message_id)
             reply = await store.get_message(recorded.assistant_message_id)
             await store.close()
@@ -532,7 +534,7 @@ Opener = Callable[[str, str], Awaitable[object]]
 async def _open_store(path: str, _session_id: str) -> object:
     pool = StorePool()
     try:
-        return await pool.acquire_sqlite(path)
+        return await pool.acquire(db_path=path)
     finally:
         await pool.close_all()
 
@@ -548,13 +550,13 @@ async def _new_session(path: str, _session_id: str) -> object:
 async def _check_file(path: str, _session_id: str) -> object:
     pool = StorePool()
     try:
-        return await IntegrityChecker(await pool.acquire_sqlite(path)).run()
+        return await IntegrityChecker(await pool.acquire(db_path=path)).run()
     finally:
         await pool.close_all()
 
 
 OPENERS: dict[str, Opener] = {
-    "StorePool.acquire_sqlite": _open_store,
+    "StorePool.acquire": _open_store,
     "MnesisSession.load": _open_session,
     "MnesisSession.create": _new_session,
     "IntegrityChecker.run": _check_file,
@@ -663,17 +665,19 @@ class TestAReadOnlyDatabase:
         assert database_checksum(read_only.db_path) == before
 
 
-def _fill_up(store: SQLiteStore) -> Awaitable[object]:
+def _fill_up(store: ImmutableStore) -> Awaitable[object]:
     """Make the database 'full': no page beyond the ones it has."""
-    return store.db.write(
+    return sqlite_db(store).write(
         lambda c: c.execute(
             "PRAGMA max_page_count = " + str(c.execute("PRAGMA page_count").fetchone()[0])
         ).fetchone()
     )
 
 
-def _make_room(store: SQLiteStore) -> Awaitable[object]:
-    return store.db.write(lambda c: c.execute("PRAGMA max_page_count = 1073741823").fetchone())
+def _make_room(store: ImmutableStore) -> Awaitable[object]:
+    return sqlite_db(store).write(
+        lambda c: c.execute("PRAGMA max_page_count = 1073741823").fetchone()
+    )
 
 
 BIG = "a long tool log line that does not compress into existing pages\n" * 4_000

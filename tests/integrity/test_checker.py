@@ -39,6 +39,7 @@ from tests.integrity.faults import (
 )
 from tests.integrity.tampering import append_tool_message, summaries_in_context, tampering
 from tests.integrity.template import Template, build_template, copy_database
+from tests.store.sqlite.helpers import sqlite_db
 
 K = ViolationKind
 UNKNOWN_SESSION = "sess_01ARZ3NDEKTSV4RRFFQ69G5FAV"
@@ -59,7 +60,7 @@ def copy(template: Template, tmp_path: Path) -> Template:
 async def check(db_path: str, session_id: str | None, *, tokens: bool = False) -> IntegrityReport:
     pool = StorePool()
     try:
-        store = await pool.acquire_sqlite(db_path)
+        store = await pool.acquire(db_path=db_path)
         return await IntegrityChecker(store, check_tokens=tokens).run(session_id)
     finally:
         await pool.close_all()
@@ -108,7 +109,7 @@ class TestEachViolationKindIsDetected:
         file_id = new_id("file")
         pool = StorePool()
         try:
-            store = await pool.acquire_sqlite(copy.db_path)
+            store = await pool.acquire(db_path=copy.db_path)
             await store.store_file_reference(
                 FileReference("sha256:" + "ab" * 32, file_id, "data/big.csv", "csv", 12_000)
             )
@@ -139,7 +140,7 @@ class TestACleanStore:
         assert report.messages_checked > 200
         pool = StorePool()
         try:
-            store = await pool.acquire_sqlite(template.db_path)
+            store = await pool.acquire(db_path=template.db_path)
             lineage = await lineage_report(store, template.db_path, template.session_id)
         finally:
             await pool.close_all()
@@ -158,7 +159,7 @@ class TestACleanStore:
             return session.id
 
         ids = await asyncio.gather(*[one(i) for i in range(200)])
-        store = await pool.acquire_sqlite(db_path)
+        store = await pool.acquire(db_path=db_path)
         try:
             started = time.perf_counter()
             report = await IntegrityChecker(store).run()
@@ -176,7 +177,7 @@ class TestACleanStore:
         )
 
     async def test_an_empty_store_is_clean(self, db_path: str, pool: StorePool) -> None:
-        store = await pool.acquire_sqlite(db_path)
+        store = await pool.acquire(db_path=db_path)
         try:
             report = await IntegrityChecker(store).run()
         finally:
@@ -207,7 +208,7 @@ class TestScope:
     async def test_a_malformed_session_id_is_an_invalid_argument(
         self, db_path: str, pool: StorePool, session_id: str
     ) -> None:
-        store = await pool.acquire_sqlite(db_path)
+        store = await pool.acquire(db_path=db_path)
         try:
             with pytest.raises(InvalidArgumentError):
                 await IntegrityChecker(store).run(session_id)
@@ -215,7 +216,7 @@ class TestScope:
             await store.close()
 
     async def test_an_unknown_session_is_not_found(self, db_path: str, pool: StorePool) -> None:
-        store = await pool.acquire_sqlite(db_path)
+        store = await pool.acquire(db_path=db_path)
         try:
             with pytest.raises(SessionNotFoundError):
                 await IntegrityChecker(store).run(UNKNOWN_SESSION)
@@ -231,8 +232,8 @@ class TestASnapshotIsConsistent:
     async def test_a_turn_committed_between_the_snapshot_queries_is_not_a_violation(
         self, copy: Template, pool: StorePool
     ) -> None:
-        store = await pool.acquire_sqlite(copy.db_path)
-        conn: sqlite3.Connection = await store.db.read(lambda c: c)
+        store = await pool.acquire(db_path=copy.db_path)
+        conn: sqlite3.Connection = await sqlite_db(store).read(lambda c: c)
         injected: list[str] = []
 
         def between_queries(statement: str) -> None:
@@ -250,7 +251,7 @@ class TestASnapshotIsConsistent:
 
         conn.set_trace_callback(between_queries)
         try:
-            assert isinstance(store, SQLiteStore)
+            assert isinstance(store.backend, SQLiteStore)
             report = await IntegrityChecker(store).run(copy.session_id)
         finally:
             conn.set_trace_callback(None)

@@ -74,7 +74,7 @@ class TestASessionFamilyWritingAtOnce:
         await checker_task
         await asyncio.gather(*[s.close() for s in family])
 
-        store = await pool.acquire_sqlite(db_path)
+        store = await pool.acquire(db_path=db_path)
         try:
             report = await IntegrityChecker(store, check_tokens=True).run()
             for session in family:

@@ -130,7 +130,7 @@ async def _after_restart(db_path: str, session_id: str) -> list[str]:
     """The violations a fresh process finds (token estimates included)."""
     pool = StorePool()
     try:
-        store = await pool.acquire_sqlite(db_path)
+        store = await pool.acquire(db_path=db_path)
         report = await IntegrityChecker(store, check_tokens=True).run(session_id)
         await store.close()
     finally:

@@ -28,7 +28,7 @@ from mnesis.integrity import (
 )
 from mnesis.integrity.checker import REPAIRABLE
 from mnesis.llm import FakeLLM
-from mnesis.store.sqlite import SQLiteStore
+from mnesis.store import ImmutableStore
 from tests.compaction import lineage_report
 from tests.integrity.checksums import (
     database_checksum,
@@ -79,7 +79,7 @@ async def corrupted(template: Template, tmp_path: Path, scenario: Fault) -> str:
 
 
 async def checked(
-    store: SQLiteStore, session_id: str | None, scenario: Fault
+    store: ImmutableStore, session_id: str | None, scenario: Fault
 ) -> IntegrityReport:
     report = await IntegrityChecker(store, check_tokens=scenario.check_tokens).run(session_id)
     assert set(report.by_kind()) == {k.value for k in scenario.kinds}, report.violations
@@ -96,7 +96,7 @@ class TestEveryRepairableKindIsRepaired:
     ) -> None:
         db_path = await corrupted(template, tmp_path, scenario)
         sid = template.session_id
-        store = await pool.acquire_sqlite(db_path)
+        store = await pool.acquire(db_path=db_path)
         try:
             plan = plan_repairs(await checked(store, sid, scenario))
             assert plan.actions and plan.unrepairable == []
@@ -125,7 +125,7 @@ class TestEveryRepairableKindIsRepaired:
         self, template: Template, tmp_path: Path, pool: StorePool
     ) -> None:
         db_path = copy_database(template.db_path, str(tmp_path / "store.db"))
-        store = await pool.acquire_sqlite(db_path)
+        store = await pool.acquire(db_path=db_path)
         try:
             other_id = await _another_session(store)
         finally:
@@ -133,7 +133,7 @@ class TestEveryRepairableKindIsRepaired:
         with tampering(db_path) as conn:
             last_message_dropped(conn, template.session_id)
             two_messages_swapped(conn, other_id)
-        store = await pool.acquire_sqlite(db_path)
+        store = await pool.acquire(db_path=db_path)
         try:
             report = await IntegrityChecker(store).run()
             assert {v.session_id for v in report.violations} == {template.session_id, other_id}
@@ -153,7 +153,7 @@ class TestUnrepairableKinds:
         self, template: Template, tmp_path: Path, pool: StorePool, scenario: Fault
     ) -> None:
         db_path = await corrupted(template, tmp_path, scenario)
-        store = await pool.acquire_sqlite(db_path)
+        store = await pool.acquire(db_path=db_path)
         try:
             report = await checked(store, template.session_id, scenario)
             plan = plan_repairs(report)
@@ -174,7 +174,7 @@ class TestNothingIsWrittenUnlessAsked:
     ) -> None:
         db_path = await corrupted(template, tmp_path, REPAIRABLE_FAULTS[1])
         before = database_checksum(db_path)
-        store = await pool.acquire_sqlite(db_path)
+        store = await pool.acquire(db_path=db_path)
         try:
             report = await IntegrityChecker(store, check_tokens=True).run()
             plan = plan_repairs(report)
@@ -192,10 +192,10 @@ def _files(directory: Path) -> set[str]:
     return {p.name for p in directory.iterdir()}
 
 
-async def _another_session(store: SQLiteStore) -> str:
+async def _another_session(store: ImmutableStore) -> str:
     """A second session of the store with a few messages of its own."""
     session = await MnesisSession.create(
-        model="fake/other", db_path=store.path, pool=store.pool, llm=FakeLLM(), config=NO_AUTO
+        model="fake/other", db_path=store.location, pool=store.pool, llm=FakeLLM(), config=NO_AUTO
     )
     for turn in range(3):
         await session.record(f"question {turn}", f"answer {turn}")

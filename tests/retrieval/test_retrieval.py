@@ -22,7 +22,7 @@ from mnesis.llm import FakeLLM, Respond, ToolCall
 from mnesis.retrieval import RetrievalEngine, parse_query
 from mnesis.store import SummaryDAGStore
 from mnesis.store.search_query import SearchQuery, Term
-from mnesis.store.sqlite_search import render_fts5
+from mnesis.store.sqlite.search import render_fts5
 
 FACTS = [
     (
@@ -383,7 +383,7 @@ class TestExpand:
     ) -> None:
         session, _ = filled
         dag = SummaryDAGStore(session.store)
-        conn = sqlite3.connect(session.store.path)  # type: ignore[attr-defined]
+        conn = sqlite3.connect(session.store.location)
         summary_ids = [r[0] for r in conn.execute("SELECT id FROM summaries")]
         conn.close()
         assert summary_ids
@@ -399,7 +399,7 @@ class TestExpand:
         self, filled: tuple[MnesisSession, dict[str, str]]
     ) -> None:
         session, _ = filled
-        conn = sqlite3.connect(session.store.path)  # type: ignore[attr-defined]
+        conn = sqlite3.connect(session.store.location)
         # The oldest pruned message: compaction summarises the oldest messages first.
         row = conn.execute(
             "SELECT p.message_id FROM message_parts p JOIN messages m ON m.id = p.message_id"
@@ -427,7 +427,7 @@ class TestExpand:
         self, filled: tuple[MnesisSession, dict[str, str]]
     ) -> None:
         session, _ = filled
-        conn = sqlite3.connect(session.store.path)  # type: ignore[attr-defined]
+        conn = sqlite3.connect(session.store.location)
         row = conn.execute("SELECT id FROM summaries WHERE kind = 'condensed' LIMIT 1").fetchone()
         conn.close()
         assert row is not None, (
@@ -574,7 +574,7 @@ class TestSessionFilterStrategies:
     async def test_both_ways_of_filtering_by_session_give_the_same_scoped_results(
         self, db_path: str, pool: StorePool, monkeypatch: pytest.MonkeyPatch, min_messages: int
     ) -> None:
-        from mnesis.store import sqlite_search
+        from mnesis.store.sqlite import search as sqlite_search
 
         monkeypatch.setattr(sqlite_search, "FTS_SESSION_TOKEN_MIN_MESSAGES", min_messages)
         mine = await MnesisSession.create(model="fake/m", db_path=db_path, pool=pool)

@@ -43,6 +43,7 @@ from mnesis.errors import (
 )
 from mnesis.llm import Empty, Fail, FakeLLM, Garbage, Hang, LLMRequest, Respond, ToolCall
 from mnesis.models.parts import RetryPart
+from tests.store.sqlite.helpers import sqlite_db
 
 NO_AUTO_COMPACTION = MnesisConfig(compaction=CompactionConfig(auto=False))
 
@@ -462,11 +463,11 @@ class TestRecord:
         def trace(conn: sqlite3.Connection) -> None:
             conn.set_trace_callback(statements.append)
 
-        await session.store.db.read(trace)  # type: ignore[attr-defined]
+        await sqlite_db(session.store).read(trace)
         try:
             await session.record("q", [TextPart(text="a"), tool("c1")])
         finally:
-            await session.store.db.read(  # type: ignore[attr-defined]
+            await sqlite_db(session.store).read(
                 lambda conn: conn.set_trace_callback(None)
             )
         transaction = 0

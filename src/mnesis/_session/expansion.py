@@ -25,7 +25,7 @@ from mnesis.models.ids import is_valid_id
 from mnesis.models.message import TurnResult
 from mnesis.retrieval.engine import RetrievalEngine
 from mnesis.retrieval.results import ExpandQueryResult
-from mnesis.store.base import ImmutableStore
+from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import TokenEstimator
 
 __all__ = ["EXPANDER_PROMPT", "SubAgent", "SubAgentExpander"]

@@ -6,7 +6,7 @@ view back; after a compaction commits, the meter is stale and re-reads the total
 
 from __future__ import annotations
 
-from mnesis.store.base import ImmutableStore
+from mnesis.store.immutable import ImmutableStore
 
 __all__ = ["ContextMeter"]
 

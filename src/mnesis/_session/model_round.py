@@ -21,7 +21,8 @@ from mnesis.models.message import FinishReason, Message, TextDelta
 from mnesis.models.model_info import ModelInfo
 from mnesis.models.parts import MessagePart, TextPart, ToolPart, ToolStatus
 from mnesis.models.tokens import TokenUsage
-from mnesis.store.base import ImmutableStore, SessionRecord
+from mnesis.store.base import SessionRecord
+from mnesis.store.immutable import ImmutableStore
 
 __all__ = ["ModelCall", "ModelRound"]
 

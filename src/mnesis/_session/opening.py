@@ -11,7 +11,8 @@ from mnesis.errors import MnesisError
 from mnesis.models.clock import now_ms
 from mnesis.models.ids import new_id
 from mnesis.models.tokens import TokenUsage
-from mnesis.store.base import ImmutableStore, SessionRecord
+from mnesis.store.base import SessionRecord
+from mnesis.store.immutable import ImmutableStore
 from mnesis.store.pool import StorePool
 
 __all__ = ["StoredSession", "create_stored", "load_stored"]

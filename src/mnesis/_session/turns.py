@@ -33,7 +33,8 @@ from mnesis.models.message import (
 )
 from mnesis.models.parts import MessagePart, TextPart, ToolPart
 from mnesis.models.tokens import TokenUsage
-from mnesis.store.base import ImmutableStore, NewMessage, SessionRecord
+from mnesis.store.base import NewMessage, SessionRecord
+from mnesis.store.immutable import ImmutableStore
 
 __all__ = ["PartCallback", "TurnRunner"]
 

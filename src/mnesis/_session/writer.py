@@ -10,7 +10,8 @@ from mnesis.models.ids import new_id
 from mnesis.models.message import FinishReason, Message, Role
 from mnesis.models.model_info import ModelInfo
 from mnesis.models.parts import MessagePart, RetryPart, TextPart, ToolPart
-from mnesis.store.base import ImmutableStore, SessionRecord
+from mnesis.store.base import SessionRecord
+from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
 
 __all__ = ["MessageWriter"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sqlite3
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Annotated, Any, NoReturn
@@ -21,6 +20,7 @@ from rich.markup import escape
 
 from mnesis.config import MnesisConfig
 from mnesis.errors import MnesisError, MnesisStoreError, NotFoundError, StoreCorruptError
+from mnesis.store.factory import parse_location, resolve_location
 
 __all__ = [
     "DbOption",
@@ -42,14 +42,15 @@ DbOption = Annotated[
     str | None,
     typer.Option(
         "--db",
-        metavar="PATH",
-        help="SQLite database file (default: $MNESIS_DB_PATH, else ~/.mnesis/sessions.db).",
+        metavar="PATH|URL",
+        help=(
+            "SQLite database file or postgresql:// URL (default: $LCM_DATABASE_URL, "
+            "else $MNESIS_DB_PATH, else ~/.mnesis/sessions.db)."
+        ),
         show_default=False,
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
-
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def stdout_console() -> Console:
@@ -86,61 +87,53 @@ def cli_errors(db_path: str | None = None) -> Iterator[None]:
 
 
 def resolve_config(db: str | None) -> tuple[MnesisConfig, str]:
-    """The configuration from the environment, with ``--db`` (if given) as the store path.
+    """The configuration from the environment, with ``--db`` (if given) as the store.
 
-    Raises :class:`typer.BadParameter` (a usage error, exit code 2) for an empty ``--db``.
+    ``--db`` takes a file path (or ``sqlite:///path``) or a ``postgresql://`` URL and
+    overrides both ``$MNESIS_DB_PATH`` and ``$LCM_DATABASE_URL``. Returns the config and
+    the location it names (the path or URL, as the user wrote it). Raises
+    :class:`typer.BadParameter` (a usage error, exit code 2) for an empty ``--db`` and
+    :class:`~mnesis.errors.MnesisConfigError` for a location no backend takes.
     """
     config = MnesisConfig.from_env()
-    if db is not None:
-        if not db.strip():
-            raise typer.BadParameter("must be a non-empty path", param_hint="'--db'")
-        config.store.db_path = db
-    return config, config.store.db_path
+    if db is None:
+        location = resolve_location(config.store)
+        return config, config.store.database_url or location.target
+    if not db.strip():
+        raise typer.BadParameter("must be a non-empty path or URL", param_hint="'--db'")
+    location = parse_location(db, key="--db")
+    if location.backend == "postgres":
+        config.store.database_url = db
+    else:
+        config.store.database_url = None
+        config.store.db_path = location.target
+    return config, db
 
 
-def check_mnesis_database(path: str, *, must_exist: bool) -> None:
-    """Refuse files mnesis must not open, before the store opens (and migrates) them.
+def check_mnesis_database(location: str, *, must_exist: bool) -> None:
+    """Refuse what the inspection commands must not open, before the store opens it.
 
-    Opening a store creates and migrates the file, so the inspection commands check first
-    that the file exists (``must_exist``) and every command checks that an existing file
-    is a mnesis database, never another application's SQLite file.
+    Opening a store creates and migrates a missing SQLite file, so the inspection commands
+    (``must_exist``) check first that the file exists; whether an existing file is a
+    mnesis database is the SQLite backend's own check when it opens. A PostgreSQL URL
+    is checked by the server when the store connects.
     Raises :class:`~mnesis.errors.MnesisStoreError` / :class:`StoreCorruptError`.
     """
+    parsed = parse_location(location, key="--db")
+    if parsed.backend != "sqlite":
+        return
+    path = parsed.target
     if path == ":memory:":
         if must_exist:
             raise MnesisStoreError("an in-memory database holds no sessions; pass --db PATH")
         return
     full = os.path.abspath(os.path.expanduser(path))
-    if not os.path.exists(full):
-        if must_exist:
-            raise MnesisStoreError(
-                f"no database at {full}; create one with `mnesis demo --db {path}` "
-                "or point --db / MNESIS_DB_PATH at an existing file"
-            )
-        return
     if os.path.isdir(full):
         raise StoreCorruptError(f"{full} is a directory, not a database file")
-    try:
-        with open(full, "rb") as handle:
-            header = handle.read(len(_SQLITE_MAGIC))
-    except OSError as exc:
-        raise MnesisStoreError(f"cannot read {full}: {exc.strerror or exc}") from exc
-    if not header:
-        return  # an empty file: SQLite treats it as a new, empty database
-    if header != _SQLITE_MAGIC:
-        raise StoreCorruptError(f"{full} is not a database (no SQLite header)")
-    try:
-        conn = sqlite3.connect(f"file:{full}?mode=ro", uri=True)
-        try:
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        raise StoreCorruptError(f"{full} is not a usable mnesis database: {exc}") from exc
-    if tables and "_mnesis_migrations" not in tables:
-        raise StoreCorruptError(
-            f"{full} is a SQLite database of another application (no mnesis tables); "
-            "mnesis will not write to it"
+    if must_exist and not os.path.exists(full):
+        raise MnesisStoreError(
+            f"no database at {full}; create one with `mnesis demo --db {location}` "
+            "or point --db / MNESIS_DB_PATH / LCM_DATABASE_URL at an existing database"
         )
 
 

@@ -9,7 +9,8 @@ from mnesis.compaction.candidates import CondensedCandidate, SummaryCandidate
 from mnesis.models.message import Message, MessageWithParts
 from mnesis.models.parts import CompactionPart, MessagePart, TextPart
 from mnesis.models.render import render_summary
-from mnesis.store.base import CompactionCommit, ImmutableStore, NewMessage, SummaryRecord
+from mnesis.store.base import CompactionCommit, NewMessage, SummaryRecord
+from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
 
 __all__ = ["SummaryWriter", "now_ms"]

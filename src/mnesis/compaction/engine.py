@@ -57,8 +57,9 @@ from mnesis.models.ids import new_id
 from mnesis.models.message import CompactionResult, MessageWithParts
 from mnesis.models.model_info import ModelInfo
 from mnesis.models.tokens import TokenUsage
-from mnesis.store.base import ContextItem, ImmutableStore
+from mnesis.store.base import ContextItem
 from mnesis.store.dag import SummaryDAGStore
+from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import TokenEstimator
 
 __all__ = ["CompactionEngine"]

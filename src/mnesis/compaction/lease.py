@@ -8,7 +8,7 @@ import os
 import socket
 
 from mnesis.models.ids import new_id
-from mnesis.store.base import ImmutableStore
+from mnesis.store.immutable import ImmutableStore
 
 __all__ = ["CompactionLease", "owner_is_dead"]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from mnesis.config import MnesisConfig
 from mnesis.models.message import MessageWithParts
 from mnesis.models.parts import ToolPart
-from mnesis.store.base import ImmutableStore
+from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import TokenEstimator
 
 __all__ = ["PruneResult", "ToolOutputPruner"]

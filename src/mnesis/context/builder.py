@@ -31,8 +31,9 @@ from mnesis.models.message import MessageWithParts
 from mnesis.models.model_info import ModelInfo
 from mnesis.models.parts import ToolPart
 from mnesis.models.render import render_message_text, render_summary
-from mnesis.store.base import ContextItem, ImmutableStore
+from mnesis.store.base import ContextItem
 from mnesis.store.dag import SummaryDAGStore
+from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
 
 __all__ = ["BuiltContext", "ContextBudget", "ContextBuilder", "LLMMessage"]

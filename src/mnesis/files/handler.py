@@ -43,7 +43,8 @@ from mnesis.errors import (
 from mnesis.files.detect import HEAD_BYTES, detect_file_type, is_binary_data
 from mnesis.files.explorers import explore
 from mnesis.models.parts import FileRefPart, TextPart
-from mnesis.store.base import FileReference, ImmutableStore
+from mnesis.store.base import FileReference
+from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import TokenEstimator
 
 __all__ = [

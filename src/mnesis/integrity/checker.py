@@ -16,7 +16,8 @@ from pydantic import BaseModel, Field
 
 from mnesis.errors import InvalidArgumentError
 from mnesis.models.ids import is_valid_id
-from mnesis.store.base import ImmutableStore, IntegritySnapshot
+from mnesis.store.base import IntegritySnapshot
+from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import TokenEstimator
 
 __all__ = ["IntegrityChecker", "IntegrityReport", "Violation", "ViolationKind"]

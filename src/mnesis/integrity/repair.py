@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from mnesis.errors import InvalidArgumentError
 from mnesis.integrity.checker import IntegrityChecker, IntegrityReport, ViolationKind, descendants
 from mnesis.models.render import render_summary
-from mnesis.store.base import ImmutableStore
+from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
 
 __all__ = ["RepairAction", "RepairOutcome", "RepairPlan", "apply_repairs", "plan_repairs"]

@@ -20,7 +20,7 @@ from mnesis.errors import InvalidArgumentError, MissingDependencyError, MnesisEr
 from mnesis.models.ids import is_valid_id
 from mnesis.retrieval.engine import RetrievalEngine
 from mnesis.retrieval.tools import execute_lcm_tool, tool_specs
-from mnesis.store.base import ImmutableStore
+from mnesis.store.immutable import ImmutableStore
 from mnesis.store.pool import StorePool
 
 if TYPE_CHECKING:

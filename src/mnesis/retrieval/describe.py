@@ -12,7 +12,7 @@ from mnesis.retrieval.results import (
     SummaryDescription,
 )
 from mnesis.retrieval.scope import RetrievalScope
-from mnesis.store.base import ImmutableStore
+from mnesis.store.immutable import ImmutableStore
 
 __all__ = ["describe"]
 

@@ -25,7 +25,7 @@ from mnesis.retrieval.grep import GrepMode, GrepScope
 from mnesis.retrieval.grep import grep as _grep
 from mnesis.retrieval.results import DescribeResult, ExpandResult, GrepResult
 from mnesis.retrieval.scope import RetrievalScope
-from mnesis.store.base import ImmutableStore
+from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import TokenEstimator
 
 __all__ = ["GrepMode", "GrepScope", "RetrievalEngine"]

@@ -9,7 +9,8 @@ from mnesis.models.message import MessageWithParts
 from mnesis.retrieval.render import full_message_text
 from mnesis.retrieval.results import ExpandedMessage, ExpandedSummary, ExpandResult
 from mnesis.retrieval.scope import RetrievalScope
-from mnesis.store.base import ImmutableStore, SummaryRecord
+from mnesis.store.base import SummaryRecord
+from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
 
 __all__ = ["expand", "source_messages"]

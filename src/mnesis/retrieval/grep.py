@@ -21,7 +21,8 @@ from mnesis.retrieval.regex_scan import compile_pattern, scan_page
 from mnesis.retrieval.render import snippet
 from mnesis.retrieval.results import GrepMatch, GrepResult
 from mnesis.retrieval.scope import RetrievalScope
-from mnesis.store.base import ImmutableStore, SearchFilter
+from mnesis.store.base import SearchFilter
+from mnesis.store.immutable import ImmutableStore
 
 __all__ = ["GrepMode", "GrepScope", "grep"]
 

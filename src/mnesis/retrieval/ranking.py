@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from mnesis.store.base import ImmutableStore, SearchFilter, SearchHit
+from mnesis.store.base import SearchFilter, SearchHit
+from mnesis.store.immutable import ImmutableStore
 from mnesis.store.search_query import SearchQuery
 
 __all__ = ["ranked_page"]

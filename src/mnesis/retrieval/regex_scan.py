@@ -14,7 +14,8 @@ from typing import Any, Literal
 import regex
 
 from mnesis.errors import InvalidArgumentError
-from mnesis.store.base import ImmutableStore, SearchFilter, SearchHit
+from mnesis.store.base import SearchFilter, SearchHit
+from mnesis.store.immutable import ImmutableStore
 from mnesis.store.search_text import original_text
 
 __all__ = ["compile_pattern", "scan_page"]

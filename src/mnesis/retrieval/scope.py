@@ -13,7 +13,8 @@ from collections.abc import Sequence
 
 from mnesis.errors import InvalidArgumentError, OutOfScopeError
 from mnesis.models.ids import is_valid_id
-from mnesis.store.base import ImmutableStore, SummaryRecord
+from mnesis.store.base import SummaryRecord
+from mnesis.store.immutable import ImmutableStore
 
 __all__ = ["RetrievalScope"]
 

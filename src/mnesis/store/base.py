@@ -1,17 +1,18 @@
-"""The store interface every backend implements.
+"""The store interface every backend implements (:class:`StoreBackend`) and its records.
 
-Invariants the store keeps (and the SQLite backend also enforces with triggers):
+Invariants every backend keeps (and enforces in the database with triggers):
 
 * ``messages`` and ``message_parts`` are append-only. The only mutations are
-  :meth:`ImmutableStore.update_message_tokens` (token counts, cost, finish
-  reason) and :meth:`ImmutableStore.update_part_status` (tool lifecycle and the
+  :meth:`StoreBackend.update_message_tokens` (token counts, cost, finish
+  reason) and :meth:`StoreBackend.update_part_status` (tool lifecycle and the
   ``compacted_at`` tombstone).
 * Appending a message and its ``context_items`` row happens in one transaction.
 * A compaction commit (summary row, lineage, the ``context_items`` swap and the
   compaction marker message) happens in one transaction.
 
-Core logic (context assembly, compaction, retrieval) talks only to this
-interface, never to a driver.
+Core logic (context assembly, compaction, retrieval) talks only to
+:class:`~mnesis.store.immutable.ImmutableStore`, which checks arguments and delegates
+to a backend; never to a driver.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ __all__ = [
     "CompactionCommit",
     "ContextItem",
     "FileReference",
-    "ImmutableStore",
     "IntegritySnapshot",
     "NewMessage",
     "SearchFilter",
@@ -196,7 +196,8 @@ class IntegritySnapshot:
 class StoreBackend(ABC):
     """Async, append-only storage of sessions, messages, summaries and context.
 
-    Every backend (SQLite, PostgreSQL) implements this interface."""
+    Every backend (SQLite, PostgreSQL) implements this interface. Backends receive
+    arguments already checked by :class:`~mnesis.store.immutable.ImmutableStore`."""
 
     @property
     @abstractmethod
@@ -485,7 +486,3 @@ class StoreBackend(ABC):
     @abstractmethod
     async def get_file_reference(self, content_or_file_id: str) -> FileReference | None:
         """Look a file reference up by content ID or file ID."""
-
-
-ImmutableStore = StoreBackend
-"""The name the rest of mnesis uses for a store (the seeds' ``ImmutableStore``)."""

@@ -6,7 +6,8 @@ condensed summary points at the summaries it merges (``summary_parents``).
 
 from __future__ import annotations
 
-from mnesis.store.base import ImmutableStore, SummaryRecord
+from mnesis.store.base import SummaryRecord
+from mnesis.store.immutable import ImmutableStore
 
 __all__ = ["SummaryDAGStore"]
 

@@ -3,34 +3,38 @@
 Sessions acquire a store from a pool and release it on close; the database
 closes when its last user releases it. Sessions created without an explicit
 pool use the process-wide :meth:`StorePool.default` pool, so hundreds of
-sessions on one file share one connection and one writer.
+sessions on one file share one connection and one writer (on PostgreSQL, one
+connection pool per URL).
 """
 
 from __future__ import annotations
 
-import os
 import threading
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from mnesis.config import StoreConfig
-
-if TYPE_CHECKING:
-    from mnesis.store.base import ImmutableStore
-    from mnesis.store.sqlite import SQLiteStore
-    from mnesis.store.sqlite_db import SQLiteDatabase
+from mnesis.store.base import StoreBackend
+from mnesis.store.factory import (
+    DatabaseHandle,
+    PooledStore,
+    StoreLocation,
+    new_backend,
+    open_database,
+)
+from mnesis.store.immutable import ImmutableStore
 
 __all__ = ["StorePool"]
 
 
 class StorePool:
-    """Shares database handles between the sessions of a process."""
+    """Shares database handles between the stores of a process, for either backend."""
 
     _default: ClassVar[StorePool | None] = None
     _default_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._dbs: dict[str, tuple[SQLiteDatabase, int]] = {}
+        self._dbs: dict[str, tuple[DatabaseHandle, int]] = {}
 
     @classmethod
     def default(cls) -> StorePool:
@@ -40,32 +44,31 @@ class StorePool:
                 cls._default = cls()
             return cls._default
 
-    @staticmethod
-    def _key(path: str) -> str:
-        return path if path == ":memory:" else os.path.realpath(os.path.expanduser(path))
-
     async def acquire(
         self, config: StoreConfig | None = None, *, db_path: str | None = None
     ) -> ImmutableStore:
-        """Return a store for ``db_path`` (or ``config.db_path``), sharing the connection."""
-        cfg = config or StoreConfig()
-        if cfg.database_url:
-            raise NotImplementedError(
-                f"the PostgreSQL backend is not built yet (database_url={cfg.database_url!r}); "
-                "use an SQLite db_path for now"
-            )
-        return await self.acquire_sqlite(db_path or cfg.db_path, cfg)
+        """An initialized store on ``db_path``, else on ``config``'s URL or path, sharing
+        this pool's handle of that database.
 
-    async def acquire_sqlite(self, path: str, config: StoreConfig | None = None) -> SQLiteStore:
-        """Return a :class:`SQLiteStore` on ``path``, opening the file if needed."""
-        from mnesis.store.sqlite import SQLiteStore
-        from mnesis.store.sqlite_db import SQLiteDatabase
+        Raises :class:`~mnesis.errors.MnesisConfigError` for a location no backend takes
+        (before anything is opened), a :class:`~mnesis.errors.MnesisStoreError` subclass
+        if the database cannot be opened."""
+        store = ImmutableStore(config, pool=self, db_path=db_path)
+        await store.initialize()
+        return store
 
-        key = self._key(path)
+    async def acquire_backend(
+        self, location: StoreLocation, config: StoreConfig | None = None
+    ) -> StoreBackend:
+        """A backend store on ``location``, opening its database if this pool has not.
+
+        :class:`ImmutableStore` calls this; code outside the store package uses
+        :meth:`acquire`."""
+        key = location.key
         with self._lock:
             entry = self._dbs.get(key)
             if entry is None:
-                db = SQLiteDatabase(path, config)
+                db = open_database(location, config)
                 self._dbs[key] = (db, 1)
             else:
                 db = entry[0]
@@ -75,9 +78,9 @@ class StorePool:
         except BaseException:
             await self._release(key, db)
             raise
-        return SQLiteStore(db, pool=self, pool_key=key)
+        return new_backend(location, db, pool=self, pool_key=key)
 
-    async def _release(self, key: str, db: SQLiteDatabase) -> None:
+    async def _release(self, key: str, db: DatabaseHandle) -> None:
         with self._lock:
             entry = self._dbs.get(key)
             if entry is None or entry[0] is not db:
@@ -89,8 +92,9 @@ class StorePool:
             del self._dbs[key]
         await db.close()
 
-    async def release(self, store: SQLiteStore) -> None:
-        """Give a store back; the last release closes the database."""
+    async def release(self, store: PooledStore) -> None:
+        """Give a backend store back (its ``close()`` does); the last release closes the
+        database."""
         await self._release(store.pool_key, store.db)
 
     async def close_all(self) -> None:

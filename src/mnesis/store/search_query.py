@@ -30,8 +30,7 @@ class Term:
 
     def __post_init__(self) -> None:
         if not self.alternatives or not all(
-            phrase and all(isinstance(w, str) and w for w in phrase)
-            for phrase in self.alternatives
+            phrase and all(isinstance(w, str) and w for w in phrase) for phrase in self.alternatives
         ):
             raise InvalidArgumentError(f"a search term needs non-empty phrases: {self!r}")
 

@@ -20,7 +20,7 @@ from mnesis.store.base import FileReference, SessionRecord, SummaryRecord
 from mnesis.store.codec import decode_part, make_message
 
 if TYPE_CHECKING:
-    from mnesis.store.sqlite_db import SQLiteDatabase
+    from mnesis.store.sqlite.database import SQLiteDatabase
 
 __all__ = ["SQLiteStoreBase"]
 

@@ -1,8 +1,10 @@
-"""The SQLite backend of :class:`~mnesis.store.base.ImmutableStore` (the embedded default).
+"""The SQLite implementation of :class:`~mnesis.store.base.StoreBackend`.
 
 :class:`SQLiteStore` owns the database handle, sessions and file references; the rest of
-the interface comes from one mixin per module: ``sqlite_messages``, ``sqlite_summaries``,
-``sqlite_search`` and ``sqlite_integrity`` (their shared SQL is in ``sqlite_rows``).
+the interface comes from one mixin per topic module of this package (``messages``,
+``summaries``, ``search``, ``integrity``), all working on the same
+:class:`~mnesis.store.sqlite.database.SQLiteDatabase` (their shared SQL is in ``rows``).
+Arguments arrive already checked by :class:`~mnesis.store.immutable.ImmutableStore`.
 """
 
 from __future__ import annotations
@@ -11,24 +13,24 @@ import sqlite3
 from typing import TYPE_CHECKING, Literal
 
 from mnesis.errors import SessionNotFoundError
-from mnesis.store.base import FileReference, ImmutableStore, SessionRecord
+from mnesis.store.base import FileReference, SessionRecord, StoreBackend
 from mnesis.store.codec import dumps
 from mnesis.store.map_runs import MapRunStore
-from mnesis.store.sqlite_integrity import IntegrityMixin
-from mnesis.store.sqlite_map_runs import SQLiteMapRunStore
-from mnesis.store.sqlite_messages import MessagesMixin
-from mnesis.store.sqlite_rows import _SESSION_COLS, _get_file, _now_ms, _session
-from mnesis.store.sqlite_search import SearchMixin
-from mnesis.store.sqlite_summaries import SummariesMixin
+from mnesis.store.sqlite.integrity import IntegrityMixin
+from mnesis.store.sqlite.map_runs import SQLiteMapRunStore
+from mnesis.store.sqlite.messages import MessagesMixin
+from mnesis.store.sqlite.rows import _SESSION_COLS, _get_file, _now_ms, _session
+from mnesis.store.sqlite.search import SearchMixin
+from mnesis.store.sqlite.summaries import SummariesMixin
 
 if TYPE_CHECKING:
     from mnesis.store.pool import StorePool
-    from mnesis.store.sqlite_db import SQLiteDatabase
+    from mnesis.store.sqlite.database import SQLiteDatabase
 
 __all__ = ["SQLiteStore"]
 
 
-class SQLiteStore(MessagesMixin, SummariesMixin, SearchMixin, IntegrityMixin, ImmutableStore):
+class SQLiteStore(MessagesMixin, SummariesMixin, SearchMixin, IntegrityMixin, StoreBackend):
     """Stores sessions in one SQLite file (WAL, foreign keys, append-only triggers)."""
 
     def __init__(self, db: SQLiteDatabase, *, pool: StorePool | None, pool_key: str) -> None:
@@ -36,13 +38,6 @@ class SQLiteStore(MessagesMixin, SummariesMixin, SearchMixin, IntegrityMixin, Im
         self.pool = pool
         self.pool_key = pool_key
         self._released = False
-
-    @classmethod
-    async def open(cls, path: str, pool: StorePool | None = None) -> SQLiteStore:
-        """Open (creating and migrating if needed) the database at ``path``."""
-        from mnesis.store.pool import StorePool
-
-        return await (pool or StorePool.default()).acquire_sqlite(path)
 
     @property
     def path(self) -> str:

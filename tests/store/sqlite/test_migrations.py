@@ -18,8 +18,10 @@ import pytest
 
 from mnesis.errors import MnesisStoreError, StoreCorruptError, StoreReadOnlyError
 from mnesis.models.ids import new_id
-from mnesis.store import SessionRecord, StorePool, sqlite_db
-from mnesis.store.migrations.sqlite import MIGRATIONS
+from mnesis.store import SessionRecord, StorePool
+from mnesis.store.sqlite import database as sqlite_database
+from mnesis.store.sqlite.migrations import MIGRATIONS
+from tests.store.sqlite.helpers import sqlite_db
 
 EXPECTED_TABLES = {
     "_mnesis_migrations",
@@ -107,7 +109,7 @@ async def _create(path: str) -> None:
     """Open (and so create and migrate) the database at ``path``, then close it."""
     pool = StorePool()
     try:
-        await pool.acquire_sqlite(path)
+        await pool.acquire(db_path=path)
     finally:
         await pool.close_all()
 
@@ -141,8 +143,8 @@ class TestSchemaAfterMigration:
     async def test_the_database_runs_in_wal_mode_with_foreign_keys_on(
         self, migrated: str, pool: StorePool
     ) -> None:
-        store = await pool.acquire_sqlite(migrated)
-        pragmas = await store.db.read(
+        store = await pool.acquire(db_path=migrated)
+        pragmas = await sqlite_db(store).read(
             lambda conn: (
                 conn.execute("PRAGMA journal_mode").fetchone()[0],
                 conn.execute("PRAGMA foreign_keys").fetchone()[0],
@@ -150,7 +152,7 @@ class TestSchemaAfterMigration:
         )
         assert pragmas == ("wal", 1)
         with pytest.raises(MnesisStoreError, match="FOREIGN KEY"):
-            await store.db.write(
+            await sqlite_db(store).write(
                 lambda conn: conn.execute(
                     "INSERT INTO compaction_locks (session_id, owner, expires_at) "
                     "VALUES ('sess_missing', 'o', 0)"
@@ -163,7 +165,7 @@ class TestSchemaAfterMigration:
         await _create(migrated)
         pool = StorePool()
         try:
-            store = await pool.acquire_sqlite(migrated)
+            store = await pool.acquire(db_path=migrated)
             await store.create_session(SessionRecord(id=new_id("sess"), model="m"))
         finally:
             await pool.close_all()
@@ -174,7 +176,7 @@ class TestSchemaAfterMigration:
     ) -> None:
         pools = [StorePool(), StorePool()]
         try:
-            await asyncio.gather(*(p.acquire_sqlite(migrated) for p in pools))
+            await asyncio.gather(*(p.acquire(db_path=migrated) for p in pools))
         finally:
             for p in pools:
                 await p.close_all()
@@ -187,7 +189,7 @@ class TestNewMigrations:
     ) -> None:
         await _create(migrated)
         added = ("m999_add_notes", "CREATE TABLE notes (id TEXT PRIMARY KEY);")
-        monkeypatch.setattr(sqlite_db, "MIGRATIONS", [*MIGRATIONS, added])
+        monkeypatch.setattr(sqlite_database, "MIGRATIONS", [*MIGRATIONS, added])
         await _create(migrated)
         assert "notes" in _schema(migrated)["table"]
         assert _migration_rows(migrated)[-1][0] == "m999_add_notes"
@@ -200,7 +202,7 @@ class TestNewMigrations:
             "m999_broken",
             "CREATE TABLE half_done (id TEXT);\nCREATE TABLE oops (id TEXT REFERENCES;\n",
         )
-        monkeypatch.setattr(sqlite_db, "MIGRATIONS", [*MIGRATIONS, broken])
+        monkeypatch.setattr(sqlite_database, "MIGRATIONS", [*MIGRATIONS, broken])
         with pytest.raises(MnesisStoreError):
             await _create(migrated)
         assert "half_done" not in _schema(migrated)["table"]
@@ -250,7 +252,7 @@ class TestOpeningFailures:
         conn.close()
         pool = StorePool()
         with pytest.raises(StoreCorruptError, match="m999_future"):
-            await pool.acquire_sqlite(migrated)
+            await pool.acquire(db_path=migrated)
         assert pool.open_count() == 0
 
     async def test_a_file_that_is_not_a_database_is_refused(self, tmp_path: Path) -> None:
@@ -258,14 +260,14 @@ class TestOpeningFailures:
         path.write_bytes(b"these are my notes, not a database\n" * 200)
         pool = StorePool()
         with pytest.raises(StoreCorruptError):
-            await pool.acquire_sqlite(str(path))
+            await pool.acquire(db_path=str(path))
         assert pool.open_count() == 0
         assert path.read_bytes().startswith(b"these are my notes")
 
     async def test_a_directory_in_place_of_the_file_is_refused(self, tmp_path: Path) -> None:
         (tmp_path / "dir.db").mkdir()
         with pytest.raises(StoreCorruptError):
-            await StorePool().acquire_sqlite(str(tmp_path / "dir.db"))
+            await StorePool().acquire(db_path=str(tmp_path / "dir.db"))
 
     async def test_a_read_only_database_can_be_read_but_a_write_raises_store_read_only(
         self, read_only: ReadOnlyFile
@@ -274,7 +276,7 @@ class TestOpeningFailures:
         read_only.lock()
         pool = StorePool()
         try:
-            store = await pool.acquire_sqlite(read_only.path)
+            store = await pool.acquire(db_path=read_only.path)
             assert await store.list_sessions() == []
             with pytest.raises(StoreReadOnlyError):
                 await store.create_session(SessionRecord(id=new_id("sess"), model="m"))
@@ -288,13 +290,5 @@ class TestOpeningFailures:
         read_only.lock()
         pool = StorePool()
         with pytest.raises(StoreReadOnlyError):
-            await pool.acquire_sqlite(read_only.path)
+            await pool.acquire(db_path=read_only.path)
         assert pool.open_count() == 0
-
-
-class TestBackendsNotBuiltYet:
-    async def test_a_postgresql_url_says_the_backend_is_not_built(self) -> None:
-        from mnesis.config import StoreConfig
-
-        with pytest.raises(NotImplementedError, match="PostgreSQL backend is not built"):
-            await StorePool().acquire(StoreConfig(database_url="postgresql://localhost/x"))

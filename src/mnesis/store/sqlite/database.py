@@ -28,11 +28,12 @@ from mnesis.errors import (
     StoreFullError,
     StoreReadOnlyError,
 )
-from mnesis.store.migrations.sqlite import MIGRATIONS
+from mnesis.store.sqlite.migrations import MIGRATIONS
 
 __all__ = ["SQLiteDatabase", "translate_sqlite_error"]
 
 logger = logging.getLogger("mnesis.store")
+_SQLITE_MAGIC = b"SQLite format 3\x00"
 T = TypeVar("T")
 
 
@@ -66,7 +67,21 @@ def _prepare_path(path: str) -> str:
         raise StoreReadOnlyError(f"cannot create directory {parent} for {full}: {exc}") from exc
     if os.path.isdir(full):
         raise StoreCorruptError(f"{full} is a directory, not a database file")
+    _check_header(full)
     return full
+
+
+def _check_header(path: str) -> None:
+    """Refuse an existing file that is not an SQLite database before SQLite touches it."""
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(len(_SQLITE_MAGIC))
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise MnesisStoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if header and header != _SQLITE_MAGIC:
+        raise StoreCorruptError(f"{path} is not a database (no SQLite header)")
 
 
 class SQLiteDatabase:
@@ -96,6 +111,7 @@ class SQLiteDatabase:
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(cfg.connection_timeout * 1000)}")
             conn.execute("PRAGMA foreign_keys = ON")
+            self._refuse_foreign(conn)
             if cfg.wal_mode and self.path != ":memory:":
                 mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 if str(mode).lower() != "wal":
@@ -108,7 +124,8 @@ class SQLiteDatabase:
             raise
         return conn
 
-    def _migrate(self, conn: sqlite3.Connection) -> None:
+    def _refuse_foreign(self, conn: sqlite3.Connection) -> None:
+        """Refuse another application's database before anything (even WAL mode) is written."""
         tables = {
             row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         }
@@ -117,6 +134,8 @@ class SQLiteDatabase:
                 f"{self.path} is a SQLite database of another application "
                 f"(tables: {', '.join(sorted(tables)[:5])}); mnesis will not modify it"
             )
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
         conn.execute(
             "CREATE TABLE IF NOT EXISTS _mnesis_migrations ("
             "name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)"

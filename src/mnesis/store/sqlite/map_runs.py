@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from mnesis.store.map_runs import ItemRow, MapRunStore, check_same_run
-from mnesis.store.sqlite_db import SQLiteDatabase
-from mnesis.store.sqlite_rows import _now_ms
+from mnesis.store.sqlite.database import SQLiteDatabase
+from mnesis.store.sqlite.rows import _now_ms
 
 __all__ = ["SQLiteMapRunStore"]
 

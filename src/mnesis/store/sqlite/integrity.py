@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from mnesis.errors import MnesisStoreError
 from mnesis.store.base import IntegritySnapshot
 from mnesis.store.codec import dumps
-from mnesis.store.sqlite_rows import SQLiteStoreBase, _now_ms
+from mnesis.store.sqlite.rows import SQLiteStoreBase, _now_ms
 
 __all__ = ["IntegrityMixin"]
 

@@ -18,7 +18,7 @@ from mnesis.models.parts import MessagePart, ToolPart, ToolState
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import AppendedMessage, NewMessage
 from mnesis.store.codec import decode_part, dumps, encode_part, searchable_text
-from mnesis.store.sqlite_rows import (
+from mnesis.store.sqlite.rows import (
     _MSG_COLS,
     _PART_COLS,
     SQLiteStoreBase,

@@ -7,12 +7,12 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from mnesis.errors import CompactionLockedError, InvalidArgumentError
+from mnesis.errors import CompactionLockedError
 from mnesis.models.ids import new_id
 from mnesis.store.base import AppendedMessage, CompactionCommit, ContextItem, SummaryRecord
 from mnesis.store.codec import dumps, encode_part
 from mnesis.store.search_text import index_text
-from mnesis.store.sqlite_rows import (
+from mnesis.store.sqlite.rows import (
     _DOWN_CTE,
     _SUMMARY_COLS,
     SQLiteStoreBase,
@@ -41,8 +41,6 @@ class SummariesMixin(SQLiteStoreBase):
         where = ["ci.session_id = ?"]
         args: list[Any] = [session_id]
         if item_type is not None:
-            if item_type not in ("message", "summary"):
-                raise InvalidArgumentError(f"unknown context item type {item_type!r}")
             # A literal, not a parameter: SQLite only uses the partial summary index
             # when it can see the WHERE clause matches it.
             where.append(f"ci.item_type = '{item_type}'")
@@ -89,8 +87,6 @@ class SummariesMixin(SQLiteStoreBase):
                 (part.id, tokens[index] if index < len(tokens) else 0, encode_part(part))
             )
         now = _now_ms()
-        if not commit.replaced:
-            raise InvalidArgumentError("a compaction must replace at least one context item")
 
         def _commit(conn: sqlite3.Connection) -> AppendedMessage:
             for position, item_id in commit.replaced:

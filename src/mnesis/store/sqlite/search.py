@@ -9,7 +9,7 @@ from typing import Any, Literal
 from mnesis.store.base import SearchFilter, SearchHit
 from mnesis.store.codec import dumps
 from mnesis.store.search_query import SearchQuery, Term
-from mnesis.store.sqlite_rows import _DOWN_CTE, SQLiteStoreBase
+from mnesis.store.sqlite.rows import _DOWN_CTE, SQLiteStoreBase
 
 __all__ = ["SearchMixin", "render_fts5"]
 

@@ -1,0 +1,199 @@
+"""Argument checks of the store facade: every rejection is an
+:class:`~mnesis.errors.InvalidArgumentError`, raised before any backend code runs.
+
+Text the store keeps exactly (message and part text, tool output) may hold anything;
+identifiers and the plain-text columns of a row (model, agent, titles, ...) must be
+valid Unicode, and identifiers may not contain NUL bytes, so every backend can store
+and look them up the same way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from mnesis.errors import InvalidArgumentError
+from mnesis.models.message import Message
+from mnesis.models.parts import PART_TYPES
+from mnesis.models.tokens import TokenUsage
+from mnesis.store.base import NewMessage, SearchFilter, SummaryRecord
+
+__all__ = [
+    "check_choice",
+    "check_count",
+    "check_filter",
+    "check_id",
+    "check_ids",
+    "check_instance",
+    "check_message_update",
+    "check_new_message",
+    "check_number",
+    "check_optional_count",
+    "check_optional_id",
+    "check_optional_timestamp",
+    "check_parts",
+    "check_plain_text",
+    "check_row",
+    "check_sequence",
+    "check_summary",
+]
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_plain_text(value: object, name: str, *, optional: bool = False) -> None:
+    """A ``str`` that encodes as UTF-8 (no lone surrogates)."""
+    if value is None and optional:
+        return
+    if not isinstance(value, str):
+        raise InvalidArgumentError(f"{name} must be a string, got {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidArgumentError(f"{name} is not valid Unicode: {exc.reason}") from None
+
+
+def check_id(value: object, name: str) -> None:
+    """A non-empty identifier: valid Unicode, no NUL bytes."""
+    check_plain_text(value, name)
+    assert isinstance(value, str)
+    if not value:
+        raise InvalidArgumentError(f"{name} must not be empty")
+    if "\x00" in value:
+        raise InvalidArgumentError(f"{name} must not contain NUL bytes: {value!r}")
+
+
+def check_optional_id(value: object, name: str) -> None:
+    """``None`` or an identifier."""
+    if value is not None:
+        check_id(value, name)
+
+
+def check_sequence(value: object, name: str) -> Sequence[Any]:
+    """A list or tuple (a bare string is not a sequence of items here)."""
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence):
+        raise InvalidArgumentError(f"{name} must be a list or tuple, got {type(value).__name__}")
+    return value
+
+
+def check_ids(value: object, name: str) -> None:
+    """A list or tuple of identifiers."""
+    for index, item in enumerate(check_sequence(value, name)):
+        check_id(item, f"{name}[{index}]")
+
+
+def check_count(value: object, name: str) -> None:
+    """An ``int`` >= 0 (a limit, an offset, a token count, a position)."""
+    if not _is_int(value):
+        raise InvalidArgumentError(f"{name} must be an integer, got {type(value).__name__}")
+    assert isinstance(value, int)
+    if value < 0:
+        raise InvalidArgumentError(f"{name} must be >= 0, got {value}")
+
+
+def check_optional_count(value: object, name: str) -> None:
+    """``None`` or an ``int`` >= 0."""
+    if value is not None:
+        check_count(value, name)
+
+
+def check_optional_timestamp(value: object, name: str) -> None:
+    """``None`` or Unix milliseconds (an ``int``)."""
+    if value is not None and not _is_int(value):
+        raise InvalidArgumentError(f"{name} must be Unix milliseconds (an integer)")
+
+
+def check_choice(value: object, name: str, choices: Sequence[object]) -> None:
+    """One of ``choices``."""
+    if value not in choices:
+        raise InvalidArgumentError(f"{name} must be one of {list(choices)}, got {value!r}")
+
+
+def check_instance(value: object, name: str, kind: type | tuple[type, ...]) -> None:
+    """An instance of ``kind``."""
+    if not isinstance(value, kind):
+        expected = (
+            kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        )
+        raise InvalidArgumentError(f"{name} must be a {expected}, got {type(value).__name__}")
+
+
+def check_number(value: object, name: str) -> None:
+    """A finite ``int`` or ``float``."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidArgumentError(f"{name} must be a finite number, got {value!r}")
+
+
+def check_row(value: object, name: str, width: int) -> Sequence[object]:
+    """A list or tuple of exactly ``width`` fields."""
+    row = check_sequence(value, name)
+    if len(row) != width:
+        raise InvalidArgumentError(f"{name} must have {width} fields, got {len(row)}")
+    return row
+
+
+def check_parts(parts: object, part_tokens: object, name: str) -> None:
+    """Message parts (with optional IDs) and their optional token estimates."""
+    for index, part in enumerate(check_sequence(parts, name)):
+        check_instance(part, f"{name}[{index}]", PART_TYPES)
+        check_optional_id(part.id, f"{name}[{index}].id")
+    if part_tokens is not None:
+        for index, tokens in enumerate(check_sequence(part_tokens, "part_tokens")):
+            check_count(tokens, f"part_tokens[{index}]")
+
+
+def check_new_message(item: object, name: str) -> None:
+    """A :class:`NewMessage`: the message row's identifiers and columns, and its parts."""
+    check_instance(item, name, NewMessage)
+    assert isinstance(item, NewMessage)
+    message = item.message
+    check_instance(message, f"{name}.message", Message)
+    check_id(message.id, f"{name} message id")
+    check_id(message.session_id, f"{name} session id")
+    check_optional_id(message.parent_id, f"{name} parent_id")
+    check_plain_text(message.agent, f"{name} agent")
+    for field in ("model_id", "provider_id", "finish_reason"):
+        check_plain_text(getattr(message, field), f"{name} {field}", optional=True)
+    check_count(message.token_estimate, f"{name} token_estimate")
+    check_parts(item.parts, item.part_tokens, f"{name} parts")
+
+
+def check_message_update(
+    tokens: object, cost: object, finish_reason: object, token_estimate: object
+) -> None:
+    """The values of the one permitted mutation of a message row."""
+    if tokens is not None:
+        check_instance(tokens, "tokens", TokenUsage)
+    if cost is not None:
+        check_number(cost, "cost")
+    check_plain_text(finish_reason, "finish_reason", optional=True)
+    check_optional_count(token_estimate, "token_estimate")
+
+
+def check_summary(summary: object) -> None:
+    """A summary row to write."""
+    check_instance(summary, "summary", SummaryRecord)
+    assert isinstance(summary, SummaryRecord)
+    check_id(summary.id, "summary id")
+    check_id(summary.session_id, "summary session id")
+    check_choice(summary.kind, "summary kind", ("leaf", "condensed"))
+    check_count(summary.depth, "summary depth")
+    check_count(summary.token_count, "summary token_count")
+    check_instance(summary.content, "summary content", str)
+    check_ids(summary.file_ids, "summary file_ids")
+    check_optional_id(summary.span_start_message_id, "span_start_message_id")
+    check_optional_id(summary.span_end_message_id, "span_end_message_id")
+
+
+def check_filter(where: object) -> None:
+    """The restrictions of a search or scan."""
+    check_instance(where, "where", SearchFilter)
+    assert isinstance(where, SearchFilter)
+    if where.session_ids is not None:
+        check_ids(where.session_ids, "session_ids")
+    check_optional_timestamp(where.since, "since")
+    check_optional_timestamp(where.until, "until")
+    check_optional_id(where.under_summary, "under_summary")

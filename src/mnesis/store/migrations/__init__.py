@@ -1,1 +1,0 @@
-"""Named, ordered schema migrations, one transaction each, recorded in ``_mnesis_migrations``."""

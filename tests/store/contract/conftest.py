@@ -1,0 +1,27 @@
+"""The ``store`` fixture every contract test runs on: one fresh store per backend.
+
+Adding a backend is one entry in ``LOCATIONS`` (its name is the test ID) plus, for a
+server, a fixture giving its URL, e.g. ``"postgres": lambda request:
+request.getfixturevalue("postgres_dsn")``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from mnesis.store import ImmutableStore, StorePool
+
+LOCATIONS: dict[str, Callable[[pytest.FixtureRequest], str]] = {
+    "sqlite": lambda request: str(request.getfixturevalue("tmp_path") / "contract.db"),
+}
+"""Backend name → where a fresh, empty store of that backend lives (path or URL)."""
+
+
+@pytest.fixture(params=list(LOCATIONS))
+async def store(request: pytest.FixtureRequest, pool: StorePool) -> AsyncIterator[ImmutableStore]:
+    """A fresh, empty store of each backend, through the public facade only."""
+    opened = await pool.acquire(db_path=LOCATIONS[request.param](request))
+    yield opened
+    await opened.close()

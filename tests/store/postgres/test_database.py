@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mnesis.config import StoreConfig
-from mnesis.errors import AppendOnlyViolationError, MnesisStoreError
+from mnesis.errors import AppendOnlyViolationError, MnesisStoreError, StoreBusyError
 from mnesis.models.parts import TextPart, ToolPart, ToolStatus
 from mnesis.store import SessionRecord
 from mnesis.store.postgres import PostgresDatabase, PostgresStore
@@ -493,3 +493,18 @@ class TestConnectionErrors:
     async def test_location_never_shows_the_password(self) -> None:
         db = PostgresDatabase("postgresql://u:pw@h:5/d?sslmode=require&password=x", StoreConfig())
         assert db.location == "postgresql://u@h:5/d?sslmode=require"
+
+
+class TestTimeouts:
+    async def test_a_statement_past_its_bound_is_a_typed_busy_error(self, pg_url: str) -> None:
+        db = PostgresDatabase(pg_url, StoreConfig(database_url=pg_url, connection_timeout=0.5))
+        await db.open()
+
+        async def _slow(conn: Conn) -> None:
+            await conn.execute("SELECT pg_sleep(30)")
+
+        try:
+            with pytest.raises(StoreBusyError, match=r"statement timeout .*\[57014\]"):
+                await asyncio.wait_for(db.read(_slow), timeout=20)
+        finally:
+            await db.close()

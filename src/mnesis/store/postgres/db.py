@@ -36,7 +36,7 @@ Conn = psycopg.AsyncConnection[Any]
 MIGRATION_LOCK = int.from_bytes(b"mnesismg", "big")
 """Advisory lock key held (for one transaction) while migrating."""
 POOL_MAX_SIZE = 10
-"""Connections per database and process."""
+"""Connections per database and process (default of ``max_connections``)."""
 _OUR_TABLES = ("sessions", "messages", "message_parts", "summaries", "context_items")
 
 
@@ -63,8 +63,11 @@ def redact_url(url: str) -> str:
 class PostgresDatabase:
     """A PostgreSQL database shared by the stores of a process (through ``StorePool``)."""
 
-    def __init__(self, url: str, config: StoreConfig) -> None:
+    def __init__(
+        self, url: str, config: StoreConfig, *, max_connections: int = POOL_MAX_SIZE
+    ) -> None:
         self.url = url
+        self.max_connections = max_connections
         self.config = config
         self.location = redact_url(url)
         self._pool: AsyncConnectionPool[Conn] | None = None
@@ -104,7 +107,7 @@ class PostgresDatabase:
             pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
                 self.url,
                 min_size=1,
-                max_size=POOL_MAX_SIZE,
+                max_size=self.max_connections,
                 kwargs={"autocommit": True, **self._extra},
                 configure=self._configure,
                 timeout=self.config.connection_timeout,

@@ -11,6 +11,8 @@ from mnesis import MnesisConfig, StorePool
 from mnesis.config import CompactionConfig
 from mnesis.llm import FakeLLM
 
+pytest_plugins = ["tests.pg_fixtures"]
+
 
 @pytest.fixture
 def db_path(tmp_path: Path) -> str:

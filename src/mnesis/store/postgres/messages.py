@@ -1,0 +1,320 @@
+"""Messages and their parts in PostgreSQL: appends, the permitted updates, reads."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from mnesis.errors import InvalidArgumentError, MessageNotFoundError, PartNotFoundError
+from mnesis.models.ids import new_id
+from mnesis.models.message import MessageWithParts
+from mnesis.models.parts import MessagePart, ToolPart, ToolState
+from mnesis.models.tokens import TokenUsage
+from mnesis.store.base import AppendedMessage, NewMessage
+from mnesis.store.codec import decode_part, dumps, encode_part, searchable_text
+from mnesis.store.postgres.db import Conn
+from mnesis.store.postgres.rows import (
+    MSG_COLS,
+    PostgresStoreBase,
+    execute_many,
+    fetch,
+    fetch_one,
+    insert_message,
+    insert_parts,
+    load_messages,
+    lock_session,
+    message_update,
+    next_value,
+    now_ms,
+)
+
+__all__ = ["MessagesMixin"]
+
+EncodedParts = list[tuple[str, int, dict[str, Any]]]
+
+
+def encode_parts(parts: Sequence[MessagePart], estimates: Sequence[int] | None) -> EncodedParts:
+    """``(part_id, token_estimate, columns)`` of each part; assigns missing part IDs."""
+    tokens = list(estimates or [])
+    rows = []
+    for index, part in enumerate(parts):
+        if part.id is None:
+            part.id = new_id("part")
+        rows.append((part.id, tokens[index] if index < len(tokens) else 0, encode_part(part)))
+    return rows
+
+
+class MessagesMixin(PostgresStoreBase):
+    """Appending, updating and reading messages and parts (part of ``PostgresStore``)."""
+
+    async def append_messages(self, batch: Sequence[NewMessage]) -> list[AppendedMessage]:
+        prepared = [(item, encode_parts(item.parts, item.part_tokens)) for item in batch]
+        now = now_ms()
+
+        async def _append(conn: Conn) -> list[AppendedMessage]:
+            # Sessions locked in one order, so two batches never wait on each other.
+            for session_id in sorted({item.message.session_id for item in batch}):
+                await lock_session(conn, session_id)
+            out: list[AppendedMessage] = []
+            next_seq: dict[str, int] = {}
+            next_position: dict[str, int] = {}
+            for item, rows in prepared:
+                m = item.message
+                if m.session_id not in next_seq:
+                    next_seq[m.session_id] = await next_value(conn, "messages", "seq", m.session_id)
+                seq = next_seq[m.session_id]
+                next_seq[m.session_id] += 1
+                await insert_message(conn, m, seq)
+                await insert_parts(conn, m.id, m.session_id, 0, rows, now)
+                position = None
+                if item.in_context:
+                    if m.session_id not in next_position:
+                        next_position[m.session_id] = await next_value(
+                            conn, "context_items", "position", m.session_id
+                        )
+                    position = next_position[m.session_id]
+                    next_position[m.session_id] += 1
+                    await conn.execute(
+                        "INSERT INTO context_items (session_id, position, item_type, "
+                        "message_id, tokens, created_at) VALUES (%s, %s, 'message', %s, %s, %s)",
+                        (m.session_id, position, m.id, m.token_estimate, now),
+                    )
+                out.append(AppendedMessage(m.id, seq, position, tuple(r[0] for r in rows)))
+            return out
+
+        return await self.db.write(_append)
+
+    async def append_parts(
+        self,
+        message_id: str,
+        parts: Sequence[MessagePart],
+        *,
+        part_tokens: Sequence[int] | None = None,
+        tokens: TokenUsage | None = None,
+        finish_reason: str | None = None,
+        token_estimate: int | None = None,
+    ) -> list[str]:
+        rows = encode_parts(parts, part_tokens)
+        now = now_ms()
+        update = message_update(tokens, None, finish_reason, token_estimate)
+
+        async def _append(conn: Conn) -> list[str]:
+            found = await fetch_one(
+                conn, "SELECT session_id FROM messages WHERE id = %s", (message_id,)
+            )
+            if found is None:
+                raise MessageNotFoundError(message_id)
+            await lock_session(conn, found[0])
+            first = await fetch_one(
+                conn,
+                "SELECT COALESCE(MAX(ordinal), -1) + 1 FROM message_parts WHERE message_id = %s",
+                (message_id,),
+            )
+            assert first is not None
+            await insert_parts(conn, message_id, found[0], first[0], rows, now)
+            if update is not None:
+                await update(conn, message_id)
+            return [r[0] for r in rows]
+
+        return await self.db.write(_append)
+
+    async def update_message_tokens(
+        self,
+        message_id: str,
+        *,
+        tokens: TokenUsage | None = None,
+        cost: float | None = None,
+        finish_reason: str | None = None,
+        token_estimate: int | None = None,
+    ) -> None:
+        update = message_update(tokens, cost, finish_reason, token_estimate)
+        if update is None:
+            return
+        await self.db.write(lambda conn: update(conn, message_id))
+
+    async def update_part_status(
+        self,
+        part_id: str,
+        *,
+        state: ToolState | None = None,
+        compacted_at: int | None = None,
+        output: str | None = None,
+        error_message: str | None = None,
+        started_at: int | None = None,
+        completed_at: int | None = None,
+        token_estimate: int | None = None,
+        message_token_estimate: int | None = None,
+    ) -> None:
+        async def _update(conn: Conn) -> None:
+            row = await fetch_one(
+                conn,
+                "SELECT content, part_type::text, tool_state::text, compacted_at, started_at, "
+                "completed_at, message_id FROM message_parts WHERE id = %s FOR UPDATE",
+                (part_id,),
+            )
+            if row is None:
+                raise PartNotFoundError(part_id)
+            content, part_type, old_state, old_compacted, old_started, old_completed, owner = row
+            if part_type != "tool":
+                raise InvalidArgumentError(
+                    f"part {part_id} is a {part_type!r} part; only tool parts have a status"
+                )
+            if (output is not None or error_message is not None) and old_state in (
+                "completed",
+                "error",
+            ):
+                raise InvalidArgumentError(
+                    f"tool call of part {part_id} is already {old_state}; its result is history"
+                )
+            new_state = state or old_state
+            new_content = content
+            text_content: str | None = None
+            if output is not None or error_message is not None or state is not None:
+                part = decode_part(
+                    part_id, content, old_state, old_compacted, old_started, old_completed
+                )
+                assert isinstance(part, ToolPart)
+                if output is not None:
+                    part.output = output
+                if error_message is not None:
+                    part.error_message = error_message
+                part.status.state = new_state
+                new_content = dumps(part.model_dump(exclude={"id"}))
+                text_content = searchable_text(part)
+            await conn.execute(
+                "UPDATE message_parts SET tool_state = %s, compacted_at = %s, started_at = %s, "
+                "completed_at = %s, content = %s, text_content = COALESCE(%s, text_content), "
+                "token_estimate = COALESCE(%s, token_estimate) WHERE id = %s",
+                (
+                    new_state,
+                    compacted_at if compacted_at is not None else old_compacted,
+                    started_at if started_at is not None else old_started,
+                    completed_at if completed_at is not None else old_completed,
+                    new_content,
+                    text_content if new_content != content else None,
+                    token_estimate,
+                    part_id,
+                ),
+            )
+            if message_token_estimate is not None:
+                await conn.execute(
+                    "UPDATE messages SET token_estimate = %s WHERE id = %s",
+                    (message_token_estimate, owner),
+                )
+                await conn.execute(
+                    "UPDATE context_items SET tokens = %s WHERE message_id = %s",
+                    (message_token_estimate, owner),
+                )
+
+        await self.db.write(_update)
+
+    async def tombstone_parts(
+        self,
+        parts: Sequence[tuple[str, int, int]],
+        message_estimates: Sequence[tuple[str, int]],
+    ) -> None:
+        async def _prune(conn: Conn) -> None:
+            await execute_many(
+                conn,
+                "UPDATE message_parts SET compacted_at = %s, token_estimate = %s "
+                "WHERE id = %s AND part_type = 'tool' AND compacted_at IS NULL",
+                [(at, tokens, part_id) for part_id, at, tokens in parts],
+            )
+            await execute_many(
+                conn,
+                "UPDATE messages SET token_estimate = %s WHERE id = %s",
+                [(tokens, message_id) for message_id, tokens in message_estimates],
+            )
+            await execute_many(
+                conn,
+                "UPDATE context_items SET tokens = %s WHERE message_id = %s",
+                [(tokens, message_id) for message_id, tokens in message_estimates],
+            )
+
+        await self.db.write(_prune)
+
+    async def get_message(self, message_id: str) -> MessageWithParts:
+        found = await self.get_messages_by_ids([message_id])
+        if not found:
+            raise MessageNotFoundError(message_id)
+        return found[0]
+
+    async def get_messages(
+        self,
+        session_id: str,
+        *,
+        include_summaries: bool = True,
+        after_seq: int = 0,
+        limit: int | None = None,
+    ) -> list[MessageWithParts]:
+        summary_clause = "" if include_summaries else " AND NOT is_summary"
+
+        async def _get(conn: Conn) -> list[MessageWithParts]:
+            rows = await fetch(
+                conn,
+                f"SELECT {MSG_COLS} FROM messages WHERE session_id = %s AND seq > %s"
+                f"{summary_clause} ORDER BY seq LIMIT %s",
+                (session_id, after_seq, limit),
+            )
+            return await load_messages(conn, rows)
+
+        return await self.db.snapshot(_get)
+
+    async def get_messages_by_ids(self, message_ids: Sequence[str]) -> list[MessageWithParts]:
+        if not message_ids:
+            return []
+
+        async def _get(conn: Conn) -> list[MessageWithParts]:
+            rows = await fetch(
+                conn, f"SELECT {MSG_COLS} FROM messages WHERE id = ANY(%s)", (list(message_ids),)
+            )
+            by_id = {m.message.id: m for m in await load_messages(conn, rows)}
+            return [by_id[i] for i in message_ids if i in by_id]
+
+        return await self.db.snapshot(_get)
+
+    async def count_messages(self, session_id: str) -> int:
+        async def _count(conn: Conn) -> int:
+            row = await fetch_one(
+                conn,
+                "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = %s",
+                (session_id,),
+            )
+            assert row is not None
+            return int(row[0])
+
+        return await self.db.read(_count)
+
+    async def session_token_usage(self, session_id: str) -> TokenUsage:
+        async def _sum(conn: Conn) -> TokenUsage:
+            row = await fetch_one(
+                conn,
+                "SELECT COALESCE(SUM(tokens_input), 0), COALESCE(SUM(tokens_output), 0), "
+                "COALESCE(SUM(tokens_cache_read), 0), COALESCE(SUM(tokens_cache_write), 0), "
+                "COALESCE(SUM(tokens_total), 0) FROM messages WHERE session_id = %s",
+                (session_id,),
+            )
+            assert row is not None
+            return TokenUsage(
+                input=int(row[0]),
+                output=int(row[1]),
+                cache_read=int(row[2]),
+                cache_write=int(row[3]),
+                total=int(row[4]),
+            )
+
+        return await self.db.read(_sum)
+
+    async def find_tool_part(self, session_id: str, tool_call_id: str) -> tuple[str, str]:
+        async def _find(conn: Conn) -> tuple[str, str]:
+            row = await fetch_one(
+                conn,
+                "SELECT id, message_id FROM message_parts WHERE session_id = %s "
+                "AND tool_call_id = %s ORDER BY key DESC LIMIT 1",
+                (session_id, tool_call_id),
+            )
+            if row is None:
+                raise PartNotFoundError(tool_call_id)
+            return row[0], row[1]
+
+        return await self.db.read(_find)

@@ -1,0 +1,12 @@
+"""PostgreSQL schema migrations, applied in order. Append new ones; never edit an applied one."""
+
+from __future__ import annotations
+
+from mnesis.store.postgres.migrations import m001_initial, m002_map_runs
+
+__all__ = ["MIGRATIONS"]
+
+MIGRATIONS: list[tuple[str, str]] = [
+    ("m001_initial", m001_initial.SQL),
+    ("m002_map_runs", m002_map_runs.SQL),
+]

@@ -1,0 +1,169 @@
+"""Full-text search (``tsquery``, ``ts_rank_cd``) and newest-first scans of history."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from mnesis.store.base import SearchFilter, SearchHit
+from mnesis.store.postgres.db import Conn
+from mnesis.store.postgres.rows import DOWN_CTE, PostgresStoreBase, fetch
+from mnesis.store.search_query import SearchQuery, Term
+
+__all__ = ["SearchMixin", "render_tsquery"]
+
+RANK_WEIGHTS = "{0.35, 0.2, 0.4, 1.0}"
+"""``ts_rank_cd`` weights of D, C, B, A: tool input/output (D) counts 0.35 of
+conversation text and summaries (A), as the BM25 column weight on SQLite."""
+_RANK = "-ts_rank_cd(%s::real[], {col}, to_tsquery('english', %s), 1)"
+"""Lower is better (as SQLite's ``bm25``); normalisation 1 damps long documents."""
+
+
+class SearchMixin(PostgresStoreBase):
+    """Ranked search and scans over messages and summaries (part of ``PostgresStore``)."""
+
+    async def search_text(
+        self,
+        *,
+        query: SearchQuery,
+        scope: Literal["messages", "summaries"],
+        where: SearchFilter,
+        limit: int,
+        offset: int = 0,
+    ) -> list[SearchHit]:
+        if where.session_ids is not None and not where.session_ids:
+            return []
+        tsquery = render_tsquery(query)
+        params: list[Any] = []
+        if scope == "messages":
+            cte = ""
+            if where.under_summary is not None:
+                cte = DOWN_CTE
+                params.append(where.under_summary)
+            params += [RANK_WEIGHTS, tsquery, tsquery]
+            clauses, args = _filter_sql(where, scope)
+            sql = (
+                f"{cte} SELECT p.key, p.id, p.message_id, p.session_id, p.text_content, "
+                f"m.role::text, m.created_at, {_RANK.format(col='p.search_tsv')} AS rank "
+                "FROM message_parts p JOIN messages m ON m.id = p.message_id "
+                "WHERE p.search_tsv @@ to_tsquery('english', %s) AND NOT m.is_summary "
+                f"{clauses} ORDER BY rank, p.key LIMIT %s OFFSET %s"
+            )
+        else:
+            params += [RANK_WEIGHTS, tsquery, tsquery]
+            clauses, args = _filter_sql(where, scope)
+            sql = (
+                "SELECT s.key, NULL, s.id, s.session_id, s.content, NULL, s.created_at, "
+                f"{_RANK.format(col='s.search_tsv')} AS rank FROM summaries s "
+                "WHERE s.search_tsv @@ to_tsquery('english', %s) "
+                f"{clauses} ORDER BY rank, s.key LIMIT %s OFFSET %s"
+            )
+        params += [*args, limit, offset]
+        kind: Literal["message", "summary"] = "message" if scope == "messages" else "summary"
+
+        async def _search(conn: Conn) -> list[SearchHit]:
+            return [
+                SearchHit(kind, r[2], r[3], r[4] or "", r[6], r[1], r[5], float(r[7]), r[0])
+                for r in await fetch(conn, sql, params)
+            ]
+
+        return await self.db.read(_search)
+
+    async def scan_text(
+        self,
+        *,
+        scope: Literal["messages", "summaries"],
+        where: SearchFilter,
+        before_key: int | None,
+        limit: int,
+    ) -> list[SearchHit]:
+        if where.session_ids is not None and not where.session_ids:
+            return []
+        params: list[Any] = []
+        alias = "p" if scope == "messages" else "s"
+        key = ""
+        if before_key is not None:
+            key = f" AND {alias}.key < %s"
+            params.append(before_key)
+        clauses, args = _filter_sql(where, scope)
+        if scope == "messages":
+            cte = ""
+            if where.under_summary is not None:
+                cte = DOWN_CTE
+                params.insert(0, where.under_summary)
+            sql = (
+                f"{cte} SELECT p.key, p.id, p.message_id, p.session_id, p.text_content, "
+                "m.role::text, m.created_at FROM message_parts p "
+                "JOIN messages m ON m.id = p.message_id "
+                f"WHERE p.text_content IS NOT NULL AND NOT m.is_summary{key} {clauses} "
+                "ORDER BY p.key DESC LIMIT %s"
+            )
+        else:
+            sql = (
+                "SELECT s.key, NULL, s.id, s.session_id, s.content, NULL, s.created_at "
+                f"FROM summaries s WHERE true{key} {clauses} ORDER BY s.key DESC LIMIT %s"
+            )
+        params += [*args, limit]
+        kind: Literal["message", "summary"] = "message" if scope == "messages" else "summary"
+
+        async def _scan(conn: Conn) -> list[SearchHit]:
+            return [
+                SearchHit(kind, r[2], r[3], r[4] or "", r[6], r[1], r[5], 0.0, r[0])
+                for r in await fetch(conn, sql, params)
+            ]
+
+        return await self.db.read(_scan)
+
+
+def _filter_sql(where: SearchFilter, scope: str) -> tuple[str, list[Any]]:
+    """Session, time-range and lineage clauses of a search."""
+    clauses: list[str] = []
+    args: list[Any] = []
+    alias = "p" if scope == "messages" else "s"
+    created = "m.created_at" if scope == "messages" else "s.created_at"
+    if where.session_ids is not None:
+        if len(where.session_ids) == 1:
+            clauses.append(f"AND {alias}.session_id = %s")
+            args.append(where.session_ids[0])
+        else:
+            clauses.append(f"AND {alias}.session_id = ANY(%s)")
+            args.append(list(where.session_ids))
+    if where.since is not None:
+        clauses.append(f"AND {created} >= %s")
+        args.append(where.since)
+    if where.until is not None:
+        clauses.append(f"AND {created} < %s")
+        args.append(where.until)
+    if where.under_summary is not None:
+        if scope == "messages":
+            clauses.append(
+                "AND p.message_id IN (SELECT sm.message_id FROM summary_messages sm "
+                "JOIN down ON sm.summary_id = down.id)"
+            )
+        else:
+            clauses.append("AND false")
+    return " ".join(clauses), args
+
+
+def _quote(phrase: tuple[str, ...]) -> str:
+    """A quoted ``tsquery`` phrase: PostgreSQL parses and stems its words and joins them
+    with ``<->``; inside quotes no character is an operator."""
+    text = " ".join(phrase).replace("\\", "\\\\").replace("'", "''")
+    return f"'{text}'"
+
+
+def _tsquery_term(term: Term) -> str:
+    quoted = [_quote(phrase) for phrase in term.alternatives]
+    return quoted[0] if len(quoted) == 1 else "(" + " | ".join(quoted) + ")"
+
+
+def render_tsquery(query: SearchQuery) -> str:
+    """The ``to_tsquery('english', ...)`` text of a query; every phrase is quoted, so no
+    word can form an operator."""
+    parts = [_tsquery_term(t) for t in query.all_of]
+    if query.any_of:
+        parts.append("(" + " | ".join(_tsquery_term(t) for t in query.any_of) + ")")
+    expression = " & ".join(parts)
+    if query.not_all_of:
+        excluded = " & ".join(_tsquery_term(t) for t in query.not_all_of)
+        expression = f"({expression}) & !({excluded})"
+    return expression

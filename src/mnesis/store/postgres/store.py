@@ -1,0 +1,160 @@
+"""The PostgreSQL backend of :class:`~mnesis.store.base.StoreBackend`.
+
+:class:`PostgresStore` owns the database handle, sessions and file references; the rest
+of the interface comes from one mixin per module: ``messages``, ``summaries``, ``search``
+and ``integrity`` (their shared SQL is in ``rows``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+from mnesis.errors import SessionNotFoundError
+from mnesis.store.base import FileReference, SessionRecord, StoreBackend
+from mnesis.store.codec import dumps
+from mnesis.store.map_runs import MapRunStore
+from mnesis.store.postgres.db import Conn, PostgresDatabase
+from mnesis.store.postgres.integrity import IntegrityMixin
+from mnesis.store.postgres.map_runs import PostgresMapRunStore
+from mnesis.store.postgres.messages import MessagesMixin
+from mnesis.store.postgres.rows import (
+    SESSION_COLS,
+    fetch,
+    fetch_one,
+    get_file,
+    now_ms,
+    session_record,
+)
+from mnesis.store.postgres.search import SearchMixin
+from mnesis.store.postgres.summaries import SummariesMixin
+
+__all__ = ["PostgresStore"]
+
+
+class _Pool(Protocol):
+    async def release(self, store: PostgresStore) -> None: ...
+
+
+class PostgresStore(MessagesMixin, SummariesMixin, SearchMixin, IntegrityMixin, StoreBackend):
+    """Stores sessions in a PostgreSQL database (pooled connections, append-only triggers)."""
+
+    def __init__(self, db: PostgresDatabase, *, pool: object | None, pool_key: str) -> None:
+        self.db = db
+        self.pool = pool
+        self.pool_key = pool_key
+        self._released = False
+        self._map_runs = PostgresMapRunStore(db)
+
+    @property
+    def location(self) -> str:
+        return self.db.location
+
+    @property
+    def map_runs(self) -> MapRunStore:
+        return self._map_runs
+
+    async def close(self) -> None:
+        if self._released:
+            return
+        self._released = True
+        if self.pool is not None:
+            pool: _Pool = self.pool  # type: ignore[assignment]
+            await pool.release(self)
+        else:
+            await self.db.close()
+
+    # sessions -------------------------------------------------------------
+    async def create_session(self, record: SessionRecord) -> None:
+        now = now_ms()
+        record.created_at = record.created_at or now
+        record.updated_at = record.updated_at or now
+
+        async def _insert(conn: Conn) -> None:
+            if record.parent_id is not None and not await fetch_one(
+                conn, "SELECT 1 FROM sessions WHERE id = %s", (record.parent_id,)
+            ):
+                raise SessionNotFoundError(record.parent_id)
+            await conn.execute(
+                f"INSERT INTO sessions ({SESSION_COLS}) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (
+                    record.id,
+                    record.model,
+                    record.agent,
+                    record.parent_id,
+                    record.system_prompt,
+                    record.title,
+                    record.status,
+                    record.created_at,
+                    record.updated_at,
+                    dumps(record.config) if record.config is not None else None,
+                ),
+            )
+
+        await self.db.write(_insert)
+
+    async def get_session(self, session_id: str) -> SessionRecord:
+        async def _get(conn: Conn) -> SessionRecord:
+            row = await fetch_one(
+                conn, f"SELECT {SESSION_COLS} FROM sessions WHERE id = %s", (session_id,)
+            )
+            if row is None:
+                raise SessionNotFoundError(session_id)
+            return session_record(row)
+
+        return await self.db.read(_get)
+
+    async def list_sessions(self, *, limit: int = 100, offset: int = 0) -> list[SessionRecord]:
+        async def _list(conn: Conn) -> list[SessionRecord]:
+            rows = await fetch(
+                conn,
+                f"SELECT {SESSION_COLS} FROM sessions ORDER BY created_at DESC, id DESC "
+                "LIMIT %s OFFSET %s",
+                (limit, offset),
+            )
+            return [session_record(r) for r in rows]
+
+        return await self.db.read(_list)
+
+    async def set_session_status(
+        self, session_id: str, status: Literal["active", "closed"]
+    ) -> None:
+        async def _set(conn: Conn) -> None:
+            cur = await conn.execute(
+                "UPDATE sessions SET status = %s, updated_at = %s WHERE id = %s",
+                (status, now_ms(), session_id),
+            )
+            if cur.rowcount == 0:
+                raise SessionNotFoundError(session_id)
+
+        await self.db.write(_set)
+
+    # files ----------------------------------------------------------------
+    async def store_file_reference(self, ref: FileReference) -> FileReference:
+        ref.created_at = ref.created_at or now_ms()
+
+        async def _store(conn: Conn) -> FileReference:
+            await conn.execute(
+                "INSERT INTO file_references (content_id, file_id, path, file_type, "
+                "token_count, byte_size, exploration_summary, session_id, created_at) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                (
+                    ref.content_id,
+                    ref.file_id,
+                    ref.path,
+                    ref.file_type,
+                    ref.token_count,
+                    ref.byte_size,
+                    ref.exploration_summary,
+                    ref.session_id,
+                    ref.created_at,
+                ),
+            )
+            found = await get_file(conn, ref.content_id)
+            assert found is not None
+            return found
+
+        return await self.db.write(_store)
+
+    async def get_file_reference(self, content_or_file_id: str) -> FileReference | None:
+        return await self.db.read(lambda conn: get_file(conn, content_or_file_id))

@@ -1,0 +1,266 @@
+"""The context view, compaction commits, summaries, their lineage and the compaction
+leases in PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from mnesis.errors import CompactionLockedError
+from mnesis.store.base import AppendedMessage, CompactionCommit, ContextItem, SummaryRecord
+from mnesis.store.postgres.db import Conn
+from mnesis.store.postgres.messages import encode_parts
+from mnesis.store.postgres.rows import (
+    DOWN_CTE,
+    SUMMARY_COLS,
+    PostgresStoreBase,
+    execute_many,
+    fetch,
+    fetch_one,
+    insert_message,
+    insert_parts,
+    lock_session,
+    next_value,
+    now_ms,
+    summary_record,
+)
+from mnesis.store.search_text import index_text
+
+__all__ = ["SummariesMixin"]
+
+
+class SummariesMixin(PostgresStoreBase):
+    """Context items, summaries, lineage and compaction leases (part of ``PostgresStore``)."""
+
+    async def get_context_items(
+        self,
+        session_id: str,
+        *,
+        item_type: Literal["message", "summary"] | None = None,
+        newest_first: bool = False,
+        before_position: int | None = None,
+        limit: int | None = None,
+    ) -> list[ContextItem]:
+        where = ["ci.session_id = %s"]
+        args: list[Any] = [session_id]
+        if item_type is not None:
+            where.append("ci.item_type = %s")
+            args.append(item_type)
+        if before_position is not None:
+            where.append("ci.position < %s")
+            args.append(before_position)
+        args.append(limit)
+        sql = (
+            "SELECT ci.position, ci.item_type::text, COALESCE(ci.message_id, ci.summary_id), "
+            "ci.tokens, m.role::text FROM context_items ci "
+            "LEFT JOIN messages m ON m.id = ci.message_id "
+            f"WHERE {' AND '.join(where)} ORDER BY ci.position "
+            f"{'DESC' if newest_first else 'ASC'} LIMIT %s"
+        )
+
+        async def _get(conn: Conn) -> list[ContextItem]:
+            return [ContextItem(r[0], r[1], r[2], r[3], r[4]) for r in await fetch(conn, sql, args)]
+
+        return await self.db.read(_get)
+
+    async def context_token_total(self, session_id: str) -> int:
+        async def _sum(conn: Conn) -> int:
+            row = await fetch_one(
+                conn,
+                "SELECT COALESCE(SUM(tokens), 0) FROM context_items WHERE session_id = %s",
+                (session_id,),
+            )
+            assert row is not None
+            return int(row[0])
+
+        return await self.db.read(_sum)
+
+    # summaries ------------------------------------------------------------
+    async def commit_compaction(self, commit: CompactionCommit) -> AppendedMessage:
+        s = commit.summary
+        marker = commit.marker
+        marker_rows = encode_parts(marker.parts, marker.part_tokens)
+        now = now_ms()
+
+        async def _commit(conn: Conn) -> AppendedMessage:
+            await lock_session(conn, s.session_id)
+            positions = [p for p, _ in commit.replaced]
+            current = dict(
+                await fetch(
+                    conn,
+                    "SELECT position, COALESCE(message_id, summary_id) FROM context_items "
+                    "WHERE session_id = %s AND position = ANY(%s)",
+                    (s.session_id, positions),
+                )
+            )
+            for position, item_id in commit.replaced:
+                if current.get(position) != item_id:
+                    raise CompactionLockedError(
+                        f"context of session {s.session_id} changed during compaction "
+                        f"(position {position}); another compactor won, retry"
+                    )
+            m = marker.message
+            seq = await next_value(conn, "messages", "seq", m.session_id)
+            await insert_message(conn, m, seq)
+            await insert_parts(conn, m.id, m.session_id, 0, marker_rows, now)
+            await conn.execute(
+                f"INSERT INTO summaries ({SUMMARY_COLS.replace('::text', '')}, search_text) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (
+                    s.id,
+                    s.session_id,
+                    s.kind,
+                    s.depth,
+                    s.level,
+                    s.content,
+                    s.token_count,
+                    json.dumps(list(s.file_ids)),
+                    m.id,
+                    s.span_start_message_id,
+                    s.span_end_message_id,
+                    s.source_message_count,
+                    s.created_at or now,
+                    index_text(s.content),
+                ),
+            )
+            await execute_many(
+                conn,
+                "INSERT INTO summary_messages (summary_id, message_id, ordinal) "
+                "VALUES (%s, %s, %s)",
+                [(s.id, mid, i) for i, mid in enumerate(commit.source_message_ids)],
+            )
+            await execute_many(
+                conn,
+                "INSERT INTO summary_parents (summary_id, parent_summary_id, ordinal) "
+                "VALUES (%s, %s, %s)",
+                [(s.id, pid, i) for i, pid in enumerate(commit.parent_summary_ids)],
+            )
+            await conn.execute(
+                "DELETE FROM context_items WHERE session_id = %s AND position = ANY(%s)",
+                (s.session_id, positions),
+            )
+            await conn.execute(
+                "INSERT INTO context_items (session_id, position, item_type, summary_id, "
+                "tokens, created_at) VALUES (%s, %s, 'summary', %s, %s, %s)",
+                (s.session_id, min(positions), s.id, commit.context_tokens, now),
+            )
+            return AppendedMessage(m.id, seq, None, tuple(r[0] for r in marker_rows))
+
+        return await self.db.write(_commit)
+
+    async def get_summaries(self, summary_ids: Sequence[str]) -> list[SummaryRecord]:
+        if not summary_ids:
+            return []
+
+        async def _get(conn: Conn) -> list[SummaryRecord]:
+            rows = await fetch(
+                conn,
+                f"SELECT {SUMMARY_COLS} FROM summaries WHERE id = ANY(%s)",
+                (list(summary_ids),),
+            )
+            by_id = {r[0]: summary_record(r) for r in rows}
+            return [by_id[i] for i in summary_ids if i in by_id]
+
+        return await self.db.read(_get)
+
+    async def get_summary_source_ids(self, summary_id: str) -> list[str]:
+        return await self._first_column(
+            "SELECT message_id FROM summary_messages WHERE summary_id = %s ORDER BY ordinal",
+            (summary_id,),
+        )
+
+    async def get_summary_parent_ids(self, summary_id: str) -> list[str]:
+        return await self._first_column(
+            "SELECT parent_summary_id FROM summary_parents WHERE summary_id = %s ORDER BY ordinal",
+            (summary_id,),
+        )
+
+    async def acquire_compaction_lock(
+        self, session_id: str, owner: str, ttl_seconds: float, *, steal_from: str | None = None
+    ) -> bool:
+        async def _acquire(conn: Conn) -> bool:
+            now = now_ms()
+            cur = await conn.execute(
+                "INSERT INTO compaction_locks (session_id, owner, expires_at) "
+                "VALUES (%s, %s, %s) "
+                "ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, "
+                "expires_at = excluded.expires_at "
+                "WHERE compaction_locks.expires_at < %s "
+                "OR compaction_locks.owner = excluded.owner OR compaction_locks.owner = %s",
+                (session_id, owner, now + int(ttl_seconds * 1000), now, steal_from),
+            )
+            return cur.rowcount == 1
+
+        return await self.db.write(_acquire)
+
+    async def compaction_lock_owner(self, session_id: str) -> str | None:
+        async def _get(conn: Conn) -> str | None:
+            row = await fetch_one(
+                conn, "SELECT owner FROM compaction_locks WHERE session_id = %s", (session_id,)
+            )
+            return None if row is None else str(row[0])
+
+        return await self.db.read(_get)
+
+    async def release_compaction_lock(self, session_id: str, owner: str) -> None:
+        async def _release(conn: Conn) -> None:
+            await conn.execute(
+                "DELETE FROM compaction_locks WHERE session_id = %s AND owner = %s",
+                (session_id, owner),
+            )
+
+        await self.db.write(_release)
+
+    async def get_summaries_merging(self, summary_id: str) -> list[str]:
+        return await self._first_column(
+            "SELECT summary_id FROM summary_parents WHERE parent_summary_id = %s "
+            "ORDER BY summary_id",
+            (summary_id,),
+        )
+
+    async def get_leaf_summaries_of_message(self, message_id: str) -> list[str]:
+        return await self._first_column(
+            "SELECT summary_id FROM summary_messages WHERE message_id = %s ORDER BY summary_id",
+            (message_id,),
+        )
+
+    async def get_source_message_ids_deep(self, summary_id: str) -> list[str]:
+        return await self._first_column(
+            f"{DOWN_CTE} SELECT m.id FROM messages m WHERE m.id IN "
+            "(SELECT sm.message_id FROM summary_messages sm JOIN down "
+            "ON sm.summary_id = down.id) ORDER BY m.seq",
+            (summary_id,),
+        )
+
+    async def covering_context_summaries(
+        self, session_id: str, message_ids: Sequence[str]
+    ) -> dict[str, str | None]:
+        async def _get(conn: Conn) -> dict[str, str | None]:
+            out: dict[str, str | None] = {}
+            for mid in message_ids:
+                row = await fetch_one(
+                    conn,
+                    "WITH RECURSIVE up(id) AS ("
+                    "SELECT summary_id FROM summary_messages WHERE message_id = %s "
+                    "UNION SELECT sp.summary_id FROM summary_parents sp "
+                    "JOIN up ON sp.parent_summary_id = up.id) "
+                    "SELECT ci.summary_id FROM context_items ci JOIN up "
+                    "ON ci.summary_id = up.id WHERE ci.session_id = %s LIMIT 1",
+                    (mid, session_id),
+                )
+                out[mid] = row[0] if row else None
+            return out
+
+        return await self.db.snapshot(_get)
+
+    async def messages_in_context(self, session_id: str, message_ids: Sequence[str]) -> set[str]:
+        if not message_ids:
+            return set()
+        return set(
+            await self._first_column(
+                "SELECT message_id FROM context_items WHERE session_id = %s "
+                "AND message_id = ANY(%s)",
+                (session_id, list(message_ids)),
+            )
+        )

@@ -1,0 +1,510 @@
+"""What the PostgreSQL database itself enforces, checked with a plain psycopg connection
+the way any other program could: append-only triggers, constraints, the schema, the
+migrations, NUL round trips and clear errors when the server cannot be reached."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import psycopg
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mnesis.config import StoreConfig
+from mnesis.errors import AppendOnlyViolationError, MnesisStoreError, StoreBusyError
+from mnesis.models.parts import TextPart, ToolPart, ToolStatus
+from mnesis.store import SessionRecord
+from mnesis.store.postgres import PostgresDatabase, PostgresStore
+from mnesis.store.postgres.db import Conn
+from mnesis.store.postgres.migrations import MIGRATIONS
+from mnesis.store.postgres.nul import escape_nul, unescape_nul
+from tests.pg_fixtures import _with_database
+from tests.store.test_sqlite_store import (
+    T0,
+    append_text,
+    make_commit,
+    make_message,
+    message_items,
+    new_session,
+)
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+async def history(pg_store: PostgresStore) -> dict[str, str]:
+    """A session with messages, a tool call, two leaf summaries and a condensed one."""
+    store = pg_store
+    sid = await new_session(store)
+    mids = [await append_text(store, sid, f"message {i}") for i in range(4)]
+    tool = await store.append_message(
+        make_message(sid, "assistant"),
+        [
+            ToolPart(tool_name="bash", tool_call_id="c1", output="out"),
+            ToolPart(tool_name="bash", tool_call_id="c2", status=ToolStatus(state="pending")),
+        ],
+    )
+    for _ in range(2):
+        await store.commit_compaction(make_commit(sid, (await message_items(store, sid))[:2]))
+    summaries = await store.get_context_items(sid, item_type="summary")
+    condensed = make_commit(
+        sid, summaries, parents=await store.get_summaries([i.item_id for i in summaries])
+    )
+    await store.commit_compaction(condensed)
+    return {
+        "session": sid,
+        "message": mids[0],
+        "completed_tool": tool.part_ids[0],
+        "pending_tool": tool.part_ids[1],
+        "summary": condensed.summary.id,
+    }
+
+
+def _append_only(raw: psycopg.Connection, sql: str, *args: object) -> None:
+    with pytest.raises(psycopg.errors.RaiseException, match="mnesis append-only"):
+        raw.execute(sql, args)  # type: ignore[arg-type]
+
+
+def _count(raw: psycopg.Connection, table: str) -> int:
+    row = raw.execute(f"SELECT COUNT(*) FROM {table}").fetchone()  # type: ignore[arg-type]
+    assert row is not None
+    return int(row[0])
+
+
+class TestAppendOnlyEnforcedByTheDatabase:
+    @pytest.mark.parametrize(
+        "table",
+        ["messages", "message_parts", "summaries", "summary_messages", "summary_parents",
+         "sessions"],
+    )  # fmt: skip
+    async def test_deleting_or_truncating_history_is_rejected(
+        self, raw: psycopg.Connection, history: dict[str, str], table: str
+    ) -> None:
+        before = _count(raw, table)
+        assert before > 0
+        _append_only(raw, f"DELETE FROM {table}")
+        _append_only(raw, f"TRUNCATE {table} CASCADE")
+        assert _count(raw, table) == before
+
+    @pytest.mark.parametrize(
+        ("column", "value"),
+        [("id", "msg_forged"), ("session_id", "sess_other"), ("seq", 999), ("role", "system"),
+         ("is_summary", True), ("agent", "intruder"), ("model_id", "other-model"),
+         ("provider_id", "other"), ("parent_id", "msg_other"), ("created_at", 1)],
+    )  # fmt: skip
+    async def test_rewriting_a_message_is_rejected(
+        self, raw: psycopg.Connection, history: dict[str, str], column: str, value: object
+    ) -> None:
+        _append_only(
+            raw, f"UPDATE messages SET {column} = %s WHERE id = %s", value, history["message"]
+        )
+
+    @pytest.mark.parametrize(
+        ("column", "value"),
+        [("content", '{"type":"text","text":"forged"}'), ("text_content", "forged"),
+         ("part_type", "reasoning"), ("ordinal", 99), ("message_id", "msg_other"),
+         ("created_at", 1)],
+    )  # fmt: skip
+    async def test_rewriting_a_text_part_is_rejected(
+        self, raw: psycopg.Connection, history: dict[str, str], column: str, value: object
+    ) -> None:
+        _append_only(
+            raw,
+            f"UPDATE message_parts SET {column} = %s WHERE message_id = %s",
+            value,
+            history["message"],
+        )
+
+    async def test_rewriting_summaries_and_lineage_is_rejected(
+        self, raw: psycopg.Connection, history: dict[str, str]
+    ) -> None:
+        _append_only(raw, "UPDATE summaries SET content = 'forged'")
+        _append_only(raw, "UPDATE summary_messages SET ordinal = ordinal + 10")
+        _append_only(raw, "UPDATE summary_parents SET ordinal = ordinal + 10")
+
+    async def test_token_counts_cost_and_finish_reason_may_change(
+        self, raw: psycopg.Connection, pg_store: PostgresStore, history: dict[str, str]
+    ) -> None:
+        raw.execute(
+            "UPDATE messages SET tokens_input = 5, tokens_output = 6, tokens_total = 11, "
+            "cost = 0.1, finish_reason = 'stop', token_estimate = 77 WHERE id = %s",
+            (history["message"],),
+        )
+        got = (await pg_store.get_message(history["message"])).message
+        assert got.tokens is not None and got.tokens.total == 11
+        assert (got.cost, got.finish_reason, got.token_estimate) == (0.1, "stop", 77)
+
+    async def test_a_tool_output_may_be_tombstoned_but_never_cleared_or_moved(
+        self, raw: psycopg.Connection, history: dict[str, str]
+    ) -> None:
+        part = history["completed_tool"]
+        raw.execute("UPDATE message_parts SET compacted_at = %s WHERE id = %s", (T0, part))
+        _append_only(raw, "UPDATE message_parts SET compacted_at = NULL WHERE id = %s", part)
+        _append_only(raw, "UPDATE message_parts SET compacted_at = %s WHERE id = %s", T0 + 1, part)
+
+    async def test_a_finished_tool_call_cannot_be_changed_or_reopened(
+        self, raw: psycopg.Connection, history: dict[str, str]
+    ) -> None:
+        part = history["completed_tool"]
+        _append_only(
+            raw,
+            "UPDATE message_parts SET content = replace(content, '\"out\"', '\"forged\"') "
+            "WHERE id = %s",
+            part,
+        )
+        _append_only(raw, "UPDATE message_parts SET text_content = 'forged' WHERE id = %s", part)
+        _append_only(raw, "UPDATE message_parts SET tool_state = 'running' WHERE id = %s", part)
+
+    async def test_a_pending_tool_call_may_be_completed(
+        self, raw: psycopg.Connection, pg_store: PostgresStore, history: dict[str, str]
+    ) -> None:
+        await pg_store.update_part_status(
+            history["pending_tool"], state="completed", output="late result", completed_at=T0
+        )
+        row = raw.execute(
+            "SELECT tool_state::text, completed_at, text_content FROM message_parts WHERE id = %s",
+            (history["pending_tool"],),
+        ).fetchone()
+        assert row is not None
+        assert row[0] == "completed" and row[1] == T0 and "late result" in row[2]
+
+    async def test_a_violating_write_through_the_store_raises_append_only_violation(
+        self, pg_store: PostgresStore, history: dict[str, str]
+    ) -> None:
+        async def _delete(conn: Conn) -> None:
+            await conn.execute("DELETE FROM messages")
+
+        with pytest.raises(AppendOnlyViolationError, match="append-only"):
+            await pg_store.db.write(_delete)
+        assert (await pg_store.get_message(history["message"])).id == history["message"]
+
+
+class TestContextItemConstraints:
+    @pytest.mark.parametrize(
+        ("item_type", "with_message", "with_summary"),
+        [("message", True, True), ("message", False, False), ("message", False, True),
+         ("summary", True, False), ("summary", True, True)],
+    )  # fmt: skip
+    async def test_a_row_must_point_at_exactly_one_message_or_summary(
+        self,
+        raw: psycopg.Connection,
+        history: dict[str, str],
+        item_type: str,
+        with_message: bool,
+        with_summary: bool,
+    ) -> None:
+        with pytest.raises(psycopg.errors.CheckViolation):
+            raw.execute(
+                "INSERT INTO context_items (session_id, position, item_type, message_id, "
+                "summary_id, tokens, created_at) VALUES (%s, 1000, %s, %s, %s, 1, 0)",
+                (
+                    history["session"],
+                    item_type,
+                    history["message"] if with_message else None,
+                    history["summary"] if with_summary else None,
+                ),
+            )
+
+    async def test_an_unknown_item_type_or_role_is_rejected_by_its_enum(
+        self, raw: psycopg.Connection, history: dict[str, str]
+    ) -> None:
+        with pytest.raises(psycopg.errors.InvalidTextRepresentation):
+            raw.execute(
+                "INSERT INTO context_items (session_id, position, item_type, message_id, "
+                "tokens, created_at) VALUES (%s, 1000, 'other', %s, 1, 0)",
+                (history["session"], history["message"]),
+            )
+
+    async def test_two_items_cannot_share_a_position_and_targets_must_exist(
+        self, raw: psycopg.Connection, history: dict[str, str]
+    ) -> None:
+        row = raw.execute(
+            "SELECT MIN(position) FROM context_items WHERE session_id = %s",
+            (history["session"],),
+        ).fetchone()
+        assert row is not None
+        insert = (
+            "INSERT INTO context_items (session_id, position, item_type, message_id, tokens, "
+            "created_at) VALUES (%s, %s, 'message', %s, 1, 0)"
+        )
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            raw.execute(insert, (history["session"], row[0], history["message"]))
+        with pytest.raises(psycopg.errors.ForeignKeyViolation):
+            raw.execute(insert, (history["session"], 5000, "msg_missing"))
+
+
+EXPECTED_TABLES = {
+    "_mnesis_migrations": ["name", "applied_at"],
+    "sessions": ["id", "parent_id", "model", "agent", "system_prompt", "title", "status",
+                 "config", "created_at", "updated_at"],
+    "messages": ["key", "id", "session_id", "seq", "role", "is_summary", "agent", "model_id",
+                 "provider_id", "parent_id", "created_at", "tokens_input", "tokens_output",
+                 "tokens_cache_read", "tokens_cache_write", "tokens_total", "cost",
+                 "finish_reason", "token_estimate"],
+    "message_parts": ["key", "id", "message_id", "session_id", "ordinal", "part_type",
+                      "content", "text_content", "tool_name", "tool_call_id", "tool_state",
+                      "compacted_at", "started_at", "completed_at", "token_estimate",
+                      "created_at", "search_tsv"],
+    "summaries": ["key", "id", "session_id", "kind", "depth", "level", "content",
+                  "token_count", "file_ids", "message_id", "span_start_message_id",
+                  "span_end_message_id", "source_message_count", "search_text",
+                  "created_at", "search_tsv"],
+    "summary_messages": ["summary_id", "message_id", "ordinal"],
+    "summary_parents": ["summary_id", "parent_summary_id", "ordinal"],
+    "context_items": ["session_id", "position", "item_type", "message_id", "summary_id",
+                      "tokens", "created_at"],
+    "file_references": ["content_id", "file_id", "path", "file_type", "token_count",
+                        "byte_size", "exploration_summary", "session_id", "created_at"],
+    "compaction_locks": ["session_id", "owner", "expires_at"],
+    "map_runs": ["id", "kind", "created_at", "config"],
+    "map_items": ["run_id", "idx", "input", "state", "attempts", "output", "error",
+                  "session_id", "updated_at"],
+}  # fmt: skip
+
+
+class TestSchema:
+    async def test_every_table_has_exactly_the_expected_columns(
+        self, raw: psycopg.Connection
+    ) -> None:
+        rows = raw.execute(
+            "SELECT table_name, column_name FROM information_schema.columns "
+            "WHERE table_schema = 'public' ORDER BY table_name, ordinal_position"
+        ).fetchall()
+        found: dict[str, list[str]] = {}
+        for table, column in rows:
+            found.setdefault(table, []).append(column)
+        assert found == EXPECTED_TABLES
+
+    async def test_closed_vocabularies_are_enums(self, raw: psycopg.Connection) -> None:
+        rows = raw.execute(
+            "SELECT t.typname, array_agg(e.enumlabel ORDER BY e.enumsortorder) "
+            "FROM pg_type t JOIN pg_enum e ON e.enumtypid = t.oid GROUP BY t.typname"
+        ).fetchall()
+        assert dict(rows) == {
+            "message_role": ["system", "user", "assistant", "tool"],
+            "summary_kind": ["leaf", "condensed"],
+            "context_item_type": ["message", "summary"],
+            "tool_state": ["pending", "running", "completed", "error"],
+            "message_part_type": [
+                "text", "reasoning", "tool", "patch", "file", "file_ref", "subtask",
+                "compaction", "step_start", "step_finish", "snapshot", "agent", "retry",
+            ],
+        }  # fmt: skip
+
+    async def test_foreign_keys_tie_history_and_lineage_together(
+        self, raw: psycopg.Connection
+    ) -> None:
+        rows = raw.execute(
+            "SELECT conrelid::regclass::text, confrelid::regclass::text, "
+            "(SELECT string_agg(attname, ',') FROM pg_attribute "
+            " WHERE attrelid = conrelid AND attnum = ANY(conkey)) "
+            "FROM pg_constraint WHERE contype = 'f' ORDER BY 1, 3"
+        ).fetchall()
+        assert {(r[0], r[2], r[1]) for r in rows} == {
+            ("sessions", "parent_id", "sessions"),
+            ("messages", "session_id", "sessions"),
+            ("message_parts", "message_id", "messages"),
+            ("message_parts", "session_id", "sessions"),
+            ("summaries", "session_id", "sessions"),
+            ("summaries", "message_id", "messages"),
+            ("summaries", "span_start_message_id", "messages"),
+            ("summaries", "span_end_message_id", "messages"),
+            ("summary_messages", "summary_id", "summaries"),
+            ("summary_messages", "message_id", "messages"),
+            ("summary_parents", "summary_id", "summaries"),
+            ("summary_parents", "parent_summary_id", "summaries"),
+            ("context_items", "session_id", "sessions"),
+            ("context_items", "message_id", "messages"),
+            ("context_items", "summary_id", "summaries"),
+            ("compaction_locks", "session_id", "sessions"),
+            ("map_items", "run_id", "map_runs"),
+            ("map_items", "session_id", "sessions"),
+        }
+
+    async def test_full_text_columns_have_gin_indexes(self, raw: psycopg.Connection) -> None:
+        rows = raw.execute(
+            "SELECT indexname FROM pg_indexes WHERE indexdef LIKE '%USING gin (search_tsv)%'"
+        ).fetchall()
+        assert {r[0] for r in rows} == {"message_parts_tsv_gin_idx", "summaries_tsv_gin_idx"}
+
+    async def test_every_history_table_has_its_append_only_triggers(
+        self, raw: psycopg.Connection
+    ) -> None:
+        rows = raw.execute(
+            "SELECT tgrelid::regclass::text, tgname FROM pg_trigger WHERE NOT tgisinternal"
+        ).fetchall()
+        assert set(rows) == {
+            ("messages", "messages_no_delete"),
+            ("messages", "messages_immutable"),
+            ("message_parts", "message_parts_no_delete"),
+            ("message_parts", "message_parts_immutable"),
+            ("summaries", "summaries_no_update"),
+            ("summaries", "summaries_no_delete"),
+            ("summary_messages", "summary_messages_no_change"),
+            ("summary_messages", "summary_messages_no_delete"),
+            ("summary_parents", "summary_parents_no_change"),
+            ("summary_parents", "summary_parents_no_delete"),
+            ("sessions", "sessions_no_delete"),
+            *((t, "history_no_truncate") for t in (
+                "sessions", "messages", "message_parts", "summaries", "summary_messages",
+                "summary_parents")),
+        }  # fmt: skip
+
+
+def _config(url: str) -> StoreConfig:
+    return StoreConfig(database_url=url, connection_timeout=10)
+
+
+class TestMigrations:
+    async def test_migrations_are_recorded_once_and_reopening_applies_nothing(
+        self, pg_url: str
+    ) -> None:
+        for _ in range(2):
+            db = PostgresDatabase(pg_url, _config(pg_url))
+            await db.open()
+            await db.close()
+        with psycopg.connect(pg_url) as conn:
+            rows = conn.execute("SELECT name FROM _mnesis_migrations ORDER BY name").fetchall()
+        assert [r[0] for r in rows] == [name for name, _ in MIGRATIONS]
+
+    async def test_concurrent_first_opens_migrate_once(self, pg_url: str) -> None:
+        dbs = [PostgresDatabase(pg_url, _config(pg_url)) for _ in range(4)]
+        await asyncio.gather(*(db.open() for db in dbs))
+        try:
+            store = PostgresStore(dbs[-1], pool=None, pool_key=pg_url)
+            await store.create_session(SessionRecord(id="sess_1", model="m"))
+            assert (await store.get_session("sess_1")).model == "m"
+        finally:
+            for db in dbs:
+                await db.close()
+        with psycopg.connect(pg_url) as conn:
+            rows = conn.execute("SELECT name FROM _mnesis_migrations ORDER BY name").fetchall()
+        assert [r[0] for r in rows] == [name for name, _ in MIGRATIONS]
+
+    async def test_a_database_from_a_newer_mnesis_is_refused(self, pg_url: str) -> None:
+        db = PostgresDatabase(pg_url, _config(pg_url))
+        await db.open()
+        await db.close()
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("INSERT INTO _mnesis_migrations VALUES ('m999_future', 0)")
+        with pytest.raises(MnesisStoreError, match="newer mnesis"):
+            await PostgresDatabase(pg_url, _config(pg_url)).open()
+
+    async def test_another_applications_tables_are_left_alone(self, pg_url: str) -> None:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute("CREATE TABLE sessions (x int)")
+        with pytest.raises(MnesisStoreError, match="will not modify"):
+            await PostgresDatabase(pg_url, _config(pg_url)).open()
+
+
+class TestNulBytes:
+    @given(st.text(alphabet=st.sampled_from("a\x00\x1a01 ")))
+    def test_the_escaping_is_reversible_and_leaves_no_nul(self, text: str) -> None:
+        encoded = escape_nul(text)
+        assert "\x00" not in encoded
+        assert unescape_nul(encoded) == text
+
+    @settings(
+        max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    )
+    @given(st.text(alphabet=st.sampled_from(["a", "\x00", "\x1a", "0", "1", "é", "中"])))
+    async def test_text_with_nul_and_escape_characters_round_trips_in_every_column(
+        self, pg_store: PostgresStore, text: str
+    ) -> None:
+        sid = await new_session(pg_store, title=text, system_prompt=text, agent=text or "a")
+        session = await pg_store.get_session(sid)
+        assert (session.title, session.system_prompt) == (text, text)
+        mid = await append_text(pg_store, sid, text)
+        (part,) = (await pg_store.get_message(mid)).parts
+        assert isinstance(part, TextPart) and part.text == text
+
+    async def test_a_summary_and_a_map_error_keep_their_nul_bytes(
+        self, pg_store: PostgresStore
+    ) -> None:
+        sid = await new_session(pg_store)
+        for i in range(2):
+            await append_text(pg_store, sid, f"m{i}")
+        commit = make_commit(sid, await message_items(pg_store, sid), content="a\x00b\x1a0c")
+        await pg_store.commit_compaction(commit)
+        assert (await pg_store.get_summary(commit.summary.id)).content == "a\x00b\x1a0c"
+        runs = pg_store.map_runs
+        await runs.start("run1", kind="llm", config={}, inputs=['"x"'])
+        assert await runs.claim("run1", 0) == 1
+        await runs.fail("run1", 0, "boom\x00")
+        assert (await runs.items("run1"))[0].error == "boom\x00"
+
+
+class TestConnectionErrors:
+    async def _open_error(self, url: str) -> str:
+        with pytest.raises(MnesisStoreError) as info:
+            await PostgresDatabase(url, StoreConfig(database_url=url, connection_timeout=3)).open()
+        message = str(info.value)
+        assert "\n" not in message and "Traceback" not in message
+        return message
+
+    async def test_a_refused_connection_is_one_clear_line(self) -> None:
+        message = await self._open_error("postgresql://nobody:secret@127.0.0.1:1/nowhere")
+        assert message.startswith("cannot connect to PostgreSQL postgresql://nobody@127.0.0.1:1")
+        assert "refused" in message.lower() and "secret" not in message
+
+    async def test_a_missing_database_is_one_clear_line(self, pg_dsn: str) -> None:
+        message = await self._open_error(_with_database(pg_dsn, "no_such_db"))
+        assert '"no_such_db" does not exist' in message
+
+    async def test_a_wrong_password_is_one_clear_line(self, pg_dsn: str) -> None:
+        host = pg_dsn.split("@", 1)[1].split("/", 1)[0]
+        url = f"postgresql://mnesis_pw:wrong@{host}/postgres"
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute("CREATE ROLE mnesis_pw LOGIN PASSWORD 'right'")
+            hba = conn.execute("SHOW hba_file").fetchone()
+        assert hba is not None
+        path, original = hba[0], None
+        try:
+            try:
+                psycopg.connect(url).close()
+                trusted = True
+            except psycopg.OperationalError:
+                trusted = False
+            if trusted:
+                # The throwaway cluster trusts everyone: a line for this role in front
+                # makes it ask for the password.
+                original = Path(path).read_text()  # noqa: ASYNC240
+                with open(path, "w") as f:  # noqa: ASYNC230
+                    f.write("host all mnesis_pw 127.0.0.1/32 scram-sha-256\n" + original)
+                with psycopg.connect(pg_dsn, autocommit=True) as conn:
+                    conn.execute("SELECT pg_reload_conf()")
+            message = await self._open_error(url)
+            assert "password authentication failed" in message and "wrong" not in message
+        finally:
+            if original is not None:
+                with open(path, "w") as f:  # noqa: ASYNC230
+                    f.write(original)
+            with psycopg.connect(pg_dsn, autocommit=True) as conn:
+                conn.execute("SELECT pg_reload_conf()")
+                conn.execute("DROP ROLE mnesis_pw")
+
+    async def test_a_malformed_url_is_one_clear_line(self) -> None:
+        with pytest.raises(MnesisStoreError, match="invalid PostgreSQL URL") as info:
+            PostgresDatabase("postgresql://host:notaport/db?bogus_option=1", StoreConfig())
+        assert "\n" not in str(info.value)
+
+    async def test_location_never_shows_the_password(self) -> None:
+        db = PostgresDatabase("postgresql://u:pw@h:5/d?sslmode=require&password=x", StoreConfig())
+        assert db.location == "postgresql://u@h:5/d?sslmode=require"
+
+
+class TestTimeouts:
+    async def test_a_statement_past_its_bound_is_a_typed_busy_error(self, pg_url: str) -> None:
+        db = PostgresDatabase(pg_url, StoreConfig(database_url=pg_url, connection_timeout=0.5))
+        await db.open()
+
+        async def _slow(conn: Conn) -> None:
+            await conn.execute("SELECT pg_sleep(30)")
+
+        try:
+            with pytest.raises(StoreBusyError, match=r"statement timeout .*\[57014\]"):
+                await asyncio.wait_for(db.read(_slow), timeout=20)
+        finally:
+            await db.close()

@@ -21,7 +21,7 @@ from mnesis.store.postgres.db import Conn
 from mnesis.store.postgres.migrations import MIGRATIONS
 from mnesis.store.postgres.nul import escape_nul, unescape_nul
 from tests.pg_fixtures import _with_database
-from tests.store.test_sqlite_store import (
+from tests.store.contract.helpers import (
     T0,
     append_text,
     make_commit,

@@ -11,7 +11,7 @@ import pytest
 from mnesis.errors import MnesisStoreError
 from mnesis.store.postgres import PostgresStore
 from mnesis.store.postgres.integrity import BACKUP_FORMAT, BACKUP_TABLES
-from tests.store.test_sqlite_store import append_text, make_commit, message_items, new_session
+from tests.store.contract.helpers import append_text, make_commit, message_items, new_session
 
 pytestmark = pytest.mark.postgres
 

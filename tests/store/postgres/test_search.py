@@ -14,7 +14,7 @@ from mnesis.store.base import SearchFilter
 from mnesis.store.postgres import PostgresStore
 from mnesis.store.postgres.search import render_tsquery
 from mnesis.store.search_query import SearchQuery, Term
-from tests.store.test_sqlite_store import (
+from tests.store.contract.helpers import (
     T0,
     append_text,
     make_commit,

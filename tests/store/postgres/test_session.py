@@ -2,7 +2,8 @@
 public session API, with the retrieval suite's own tests where they need no SQLite file.
 
 The session opens its store through the pool it is given; :class:`PgPool` hands out
-:class:`PostgresStore` instances, so no session code knows which backend it runs on.
+stores over one database with a chosen number of connections (one reproduces SQLite's
+single writer, so the compacted fixture has the same DAG as on SQLite).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 
 from mnesis import MnesisSession, StorePool
 from mnesis.config import StoreConfig
-from mnesis.store.base import ImmutableStore
+from mnesis.store.immutable import ImmutableStore
 from mnesis.store.postgres import PostgresDatabase, PostgresStore
 from tests.pg_fixtures import _with_database
 from tests.retrieval.test_retrieval import FACTS, _config, _filled_session
@@ -45,7 +46,7 @@ class PgPool(StorePool):
             self.url, StoreConfig(database_url=self.url), max_connections=self.max_connections
         )
         await db.open()
-        return PostgresStore(db, pool=None, pool_key=self.url)
+        return ImmutableStore.over(PostgresStore(db, pool=None, pool_key=self.url))
 
 
 @pytest.fixture
@@ -125,7 +126,7 @@ class TestWholeSession:
     ) -> None:
         session, planted = filled
         store = session.store
-        assert isinstance(store, PostgresStore)
+        assert isinstance(store.backend, PostgresStore)
         items = await store.get_context_items(session.id, item_type="summary")
         assert items, "the fixture compacts"
         for item in items:

@@ -47,6 +47,18 @@ _STANDARD_ATTRIBUTES = frozenset(
 logger = logging.getLogger("mnesis.compaction.log")
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is at the time (test runners swap it)."""
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: TextIO) -> None:
+        pass
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per record: ``ts``, ``level``, ``logger``, ``message``, then the
     record's extra fields (spec fields first), and ``exc_info`` when there is one."""
@@ -83,7 +95,9 @@ def configure_logging(
     root = logging.getLogger("mnesis")
     for old in [h for h in root.handlers if getattr(h, "_mnesis_handler", False)]:
         root.removeHandler(old)
-    handler = logging.StreamHandler(stream or sys.stderr)
+    handler: logging.StreamHandler = (  # type: ignore[type-arg]
+        _StderrHandler() if stream is None else logging.StreamHandler(stream)
+    )
     handler._mnesis_handler = True  # type: ignore[attr-defined]
     handler.setFormatter(
         JsonFormatter()

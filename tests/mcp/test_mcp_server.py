@@ -16,7 +16,6 @@ from tests.mcp.conftest import Stored
 mcp = pytest.importorskip("mcp")
 
 from mcp import Client  # noqa: E402
-
 from mnesis.mcp import MnesisMCP, build_server  # noqa: E402
 
 
@@ -202,7 +201,8 @@ class TestTheMcpCommand:
         command = shutil.which("mnesis") or sys.executable
         tail = ["mcp", "--db", stored.db_path, "--session", stored.alpha]
         args = tail if command != sys.executable else ["-m", "mnesis.cli", *tail]
-        async with Client(StdioServerParameters(command=command, args=args, env=dict(os.environ))) as client:
+        params = StdioServerParameters(command=command, args=args, env=dict(os.environ))
+        async with Client(params) as client:
             result = await client.call_tool("lcm_sessions", {})
         assert result.structured_content == {
             "sessions": [

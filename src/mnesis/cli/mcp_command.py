@@ -63,7 +63,6 @@ def mcp_command(
         if log_format not in ("text", "json"):
             raise typer.BadParameter("--log-format must be text or json")
         fmt: Literal["text", "json"] = "json" if log_format == "json" else "text"
-        configure_logging(format=fmt, level="WARNING" if not http else "INFO")
         config, path = resolve_config(db)
     with cli_errors(path):
         check_mnesis_database(path, must_exist=True)
@@ -86,6 +85,7 @@ def mcp_command(
             metrics=metrics,
             expand_query=expand_query,
         )
+        configure_logging(format=fmt, level="INFO" if http else "WARNING")
         if http:
             typer.echo(f"mnesis MCP on http://{host}:{port}/mcp", err=True)
             asyncio.run(serve_http(state, host=host, port=port, token=token))

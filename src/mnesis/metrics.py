@@ -1,13 +1,17 @@
 """Prometheus metrics (extra ``metrics``): the ``lcm_*`` series of the specification.
 
 Attach sessions to a :class:`PrometheusMetrics` and the series follow their events;
-expose them with ``prometheus_client.start_http_server`` or your web framework::
+``mnesis mcp --http`` serves them at ``/metrics``, or expose them with
+``prometheus_client.start_http_server`` or your web framework::
 
     metrics = PrometheusMetrics()
     metrics.attach(session)
+    metrics.observe(engine)                      # a bare RetrievalEngine, e.g. the MCP server's
     metrics.record_integrity_report(await IntegrityChecker(store).run())
 
-Series (labels in braces):
+Series as exposed on the wire (labels in braces; prometheus_client adds ``_total`` to
+counters, ``_bucket``/``_sum``/``_count`` to histograms, and a ``_created`` timestamp
+next to each):
 
 * ``lcm_context_tokens_current`` {session}: estimated tokens of the current context view
 * ``lcm_context_tokens_total``: tokens appended to contexts (a counter)
@@ -26,6 +30,7 @@ from mnesis.events.bus import MnesisEvent
 
 if TYPE_CHECKING:
     from mnesis.integrity.checker import IntegrityReport
+    from mnesis.retrieval.engine import RetrievalEngine
     from mnesis.session import MnesisSession
 
 __all__ = ["PrometheusMetrics"]
@@ -42,12 +47,15 @@ class PrometheusMetrics:
         except ImportError as exc:
             raise MissingDependencyError("Prometheus metrics", "metrics") from exc
         reg = registry if registry is not None else REGISTRY
+        self.registry: Any = reg
+        """The ``prometheus_client`` registry the series live on."""
         self.context_tokens = Gauge(
             "lcm_context_tokens_current",
             "Estimated tokens of the current context view",
             ["session"],
             registry=reg,
         )
+        # Counter names without "_total": prometheus_client appends it on the wire.
         self.context_tokens_total = Counter(
             "lcm_context_tokens", "Tokens appended to session contexts", registry=reg
         )
@@ -105,7 +113,12 @@ class PrometheusMetrics:
         session.subscribe(MnesisEvent.MESSAGE_CREATED, on_message)
         session.subscribe(MnesisEvent.COMPACTION_COMPLETED, on_compaction)
         session.subscribe(MnesisEvent.COMPACTION_FAILED, on_compaction)
-        session.retrieval.observers.append(self._on_retrieval)
+        self.observe(session.retrieval)
+
+    def observe(self, engine: RetrievalEngine) -> None:
+        """Time ``engine``'s searches and expansions (``lcm_search/expand_latency_ms``)."""
+        if self._on_retrieval not in engine.observers:
+            engine.observers.append(self._on_retrieval)
 
     def _update_context(self, session: MnesisSession) -> None:
         now = session.context_tokens
@@ -118,6 +131,12 @@ class PrometheusMetrics:
     def _on_retrieval(self, operation: str, milliseconds: float) -> None:
         histogram = self.search_latency if operation == "grep" else self.expand_latency
         histogram.observe(milliseconds)
+
+    def exposition(self) -> tuple[bytes, str]:
+        """The registry in the Prometheus text format, and its content type (``/metrics``)."""
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST
 
     def record_integrity_report(self, report: IntegrityReport) -> None:
         """Count the violations of an integrity check."""

@@ -128,12 +128,14 @@ class RetrievalEngine:
         depth: int = 1,
         include_messages: bool = True,
         token_cap: int | None = None,
+        cursor: str | None = None,
     ) -> ExpandResult:
         """Child summaries and/or source messages of a summary, breadth first.
 
         Depth 1 gives a condensed summary's children or a leaf's messages. Output
         is deterministic (lineage order); ``truncated`` is set when ``token_cap``
-        cut it, and ``unexpanded_summary_ids`` says where to continue.
+        cut it, ``next_cursor`` pages on, and ``unexpanded_summary_ids`` says which
+        summaries were not opened.
         """
         started = time.perf_counter()
         try:
@@ -146,6 +148,7 @@ class RetrievalEngine:
                 depth=depth,
                 include_messages=include_messages,
                 token_cap=token_cap,
+                cursor=cursor,
             )
         finally:
             self._observe("expand", started)

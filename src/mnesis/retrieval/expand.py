@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import zlib
+from dataclasses import dataclass
+
 from mnesis.config import RetrievalConfig
 from mnesis.errors import InvalidArgumentError
 from mnesis.models.ids import is_valid_id
 from mnesis.models.message import MessageWithParts
+from mnesis.retrieval.cursor import decode_cursor, encode_cursor
 from mnesis.retrieval.render import full_message_text
 from mnesis.retrieval.results import ExpandedMessage, ExpandedSummary, ExpandResult
 from mnesis.retrieval.scope import RetrievalScope
@@ -29,13 +33,16 @@ async def expand(
     depth: int,
     include_messages: bool,
     token_cap: int | None,
+    cursor: str | None = None,
 ) -> ExpandResult:
     """Child summaries and/or source messages of a summary, breadth first.
 
     Depth 1 gives a condensed summary's children or a leaf's messages. Output is
     deterministic (lineage order); ``truncated`` is set when ``token_cap`` (default
-    ``config.max_expand_tokens``) cut it, and ``unexpanded_summary_ids`` says where
-    to continue.
+    ``config.max_expand_tokens``) cut it, ``next_cursor`` continues with the next
+    page (same summary, depth and ``include_messages``; a continued page always holds
+    at least one item) and ``unexpanded_summary_ids`` says which summaries were not
+    opened.
     """
     if not isinstance(summary_id, str) or not is_valid_id(summary_id.strip(), "sum"):
         raise InvalidArgumentError(f"{str(summary_id)[:80]!r} is not a summary ID (sum_…)")
@@ -47,6 +54,7 @@ async def expand(
     cap = min(cap, _MAX_TOKEN_CAP)
     depth = min(depth, _MAX_DEPTH)
     root = await scope.load_summary(summary_id.strip())
+    page = _Page(root.id, depth, include_messages, cursor)
     result = ExpandResult(summary_id=root.id)
     frontier: list[SummaryRecord] = [root]
     for level in range(1, depth + 1):
@@ -58,11 +66,13 @@ async def expand(
             child_ids = await store.get_summary_parent_ids(node.id)
             if child_ids:
                 for child in await store.get_summaries(child_ids):
-                    if _add_summary(result, child, level, cap):
+                    if _add_summary(result, page, child, level, cap):
                         next_frontier.append(child)
             elif include_messages:
-                await _expand_leaf(store, estimator, node, result, cap)
+                await _expand_leaf(store, estimator, page, node, result, cap)
         frontier = next_frontier
+    if result.truncated:
+        result.next_cursor = page.next_cursor(len(result.summaries) + len(result.messages))
     # Summaries reached at the last depth were not opened: they are the next step.
     for node in frontier:
         if node.id not in result.unexpanded_summary_ids:
@@ -75,10 +85,62 @@ async def expand(
     return result
 
 
-def _add_summary(result: ExpandResult, child: SummaryRecord, level: int, cap: int) -> bool:
-    """Add ``child`` to ``result`` unless it would pass ``cap``; say whether it was added."""
+@dataclass
+class _Page:
+    """Where a page starts in the deterministic order of an expansion's items."""
+
+    summary_id: str
+    depth: int
+    include_messages: bool
+    cursor: str | None
+
+    def __post_init__(self) -> None:
+        problem = (
+            "cursor is not a next_cursor of expand for this summary, depth and include_messages"
+        )
+        try:
+            state = decode_cursor(self.cursor)
+        except InvalidArgumentError:
+            raise InvalidArgumentError(problem) from None
+        if self.cursor is not None and (
+            state.keys() != {"expand_offset", "expand_key"} or state["expand_key"] != self._key()
+        ):
+            raise InvalidArgumentError(problem)
+        self.skip = state.get("expand_offset", 0)
+
+    def _key(self) -> int:
+        return zlib.crc32(f"{self.summary_id}:{self.depth}:{self.include_messages}".encode())
+
+    def skipped(self) -> bool:
+        """Whether the next item belongs to an earlier page (and counts it)."""
+        if self.skip > 0:
+            self.skip -= 1
+            return True
+        return False
+
+    def fits(self, result: ExpandResult, cost: int, cap: int) -> bool:
+        """Whether an item of ``cost`` goes on this page: the cap holds, except that a
+        continued page always takes its first item, so paging always progresses."""
+        if result.truncated:
+            return False
+        if result.estimated_tokens + cost <= cap:
+            return True
+        return self.cursor is not None and not (result.summaries or result.messages)
+
+    def next_cursor(self, taken: int) -> str:
+        """The cursor of the page after this one, which took ``taken`` items."""
+        offset = decode_cursor(self.cursor).get("expand_offset", 0) + taken
+        return encode_cursor({"expand_offset": offset, "expand_key": self._key()})
+
+
+def _add_summary(
+    result: ExpandResult, page: _Page, child: SummaryRecord, level: int, cap: int
+) -> bool:
+    """Add ``child`` to ``result`` unless it would pass ``cap``; say whether to open it."""
+    if page.skipped():
+        return True
     cost = child.token_count + MESSAGE_OVERHEAD_TOKENS
-    if result.estimated_tokens + cost > cap:
+    if not page.fits(result, cost, cap):
         result.truncated = True
         result.unexpanded_summary_ids.append(child.id)
         return False
@@ -100,15 +162,18 @@ def _add_summary(result: ExpandResult, child: SummaryRecord, level: int, cap: in
 async def _expand_leaf(
     store: ImmutableStore,
     estimator: TokenEstimator,
+    page: _Page,
     leaf: SummaryRecord,
     result: ExpandResult,
     cap: int,
 ) -> None:
     ids = await store.get_summary_source_ids(leaf.id)
     for message in await store.get_messages_by_ids(ids):
+        if page.skipped():
+            continue
         text = full_message_text(message)
         cost = estimator.estimate(text) + MESSAGE_OVERHEAD_TOKENS
-        if result.estimated_tokens + cost > cap:
+        if not page.fits(result, cost, cap):
             result.truncated = True
             if leaf.id not in result.unexpanded_summary_ids:
                 result.unexpanded_summary_ids.append(leaf.id)

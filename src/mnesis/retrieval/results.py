@@ -142,6 +142,8 @@ class ExpandResult(BaseModel):
     truncated: bool = False
     unexpanded_summary_ids: list[str] = Field(default_factory=list)
     """Summaries past the depth limit or the token cap: expand them next."""
+    next_cursor: str | None = None
+    """When truncated: pass it back (same summary, depth, include_messages) for the rest."""
 
 
 class ExpandQueryResult(BaseModel):

@@ -113,6 +113,9 @@ class FileConfig(_Config):
 
     inline_threshold: int = Field(default=10_000, ge=1)
     storage_dir: str | None = None
+    exploration_summary_model: str | None = None
+    """Reserved (seed 001): a model for LLM-written exploration summaries. Accepted and
+    kept, but not used yet: exploration summaries are always the structural ones."""
 
 
 class StoreConfig(_Config):
@@ -125,12 +128,17 @@ class StoreConfig(_Config):
     connection_timeout: float = Field(default=30.0, gt=0)
     synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = "NORMAL"
 
-    @field_validator("db_path")
+    @field_validator("db_path", mode="before")
     @classmethod
-    def _check_path(cls, value: str) -> str:
+    def _check_path(cls, value: object) -> object:
+        """Accept a ``str`` or ``os.PathLike``; expand a leading ``~``."""
+        if isinstance(value, os.PathLike):
+            value = os.fspath(value)
+        if not isinstance(value, str):
+            return value
         if not value.strip() or "\x00" in value:
             raise ValueError("db_path must be a non-empty path without NUL bytes")
-        return value
+        return os.path.expanduser(value) if value.startswith("~") else value
 
 
 class OperatorConfig(_Config):

@@ -22,6 +22,7 @@ from mnesis.cli.commands import context_command, sessions_command, show_command
 from mnesis.cli.demo import demo_command
 from mnesis.cli.mcp_command import mcp_command
 from mnesis.cli.report_command import report_command
+from mnesis.cli.upgrade_command import upgrade_command
 from mnesis.errors import MnesisError
 
 __all__ = ["app", "run"]
@@ -41,6 +42,7 @@ app.command("context")(context_command)
 app.command("check")(check_command)
 app.command("mcp")(mcp_command)
 app.command("report")(report_command)
+app.command("upgrade")(upgrade_command)
 
 
 def _version() -> str:

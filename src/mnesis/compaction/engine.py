@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mnesis.compaction.breaker import CircuitBreaker
-from mnesis.compaction.candidates import SummaryCandidate, SummaryTarget
+from mnesis.compaction.candidates import INPUT_WINDOW_SHARE, SummaryCandidate, SummaryTarget
 from mnesis.compaction.commit import SummaryWriter
 from mnesis.compaction.ladder import climb, default_ladder
 from mnesis.compaction.lease import CompactionLease
@@ -43,6 +43,7 @@ from mnesis.compaction.planner import (
     MAX_CONDENSE_CHILDREN,
     condense_run,
     drain_target,
+    leaf_span,
     plan_leaf_span,
 )
 from mnesis.compaction.pruner import ToolOutputPruner
@@ -121,7 +122,11 @@ class CompactionEngine:
         return tokens.effective_total() if isinstance(tokens, TokenUsage) else int(tokens)
 
     def is_soft_overflow(self, tokens: int | TokenUsage, model: ModelInfo) -> bool:
-        """True if the context is above ``soft_threshold_fraction`` of the usable budget."""
+        """True if the context is above ``soft_threshold_fraction`` of the usable budget.
+
+        Always False with ``compaction.auto=False``: nothing triggers on its own then."""
+        if not self.config.compaction.auto:
+            return False
         usable = self._budget(model).usable
         return self._tokens(tokens) > usable * self.config.compaction.soft_threshold_fraction
 
@@ -130,7 +135,7 @@ class CompactionEngine:
         return self._tokens(tokens) > self._budget(model).usable
 
     def is_overflow(self, tokens: int | TokenUsage, model: ModelInfo) -> bool:
-        """Alias of :meth:`is_soft_overflow`."""
+        """Alias of :meth:`is_soft_overflow` (so also False with ``compaction.auto=False``)."""
         return self.is_soft_overflow(tokens, model)
 
     @property
@@ -210,11 +215,7 @@ class CompactionEngine:
                 self.last_result = result
                 self.bus.publish(
                     MnesisEvent.COMPACTION_FAILED,
-                    {
-                        "session_id": session_id,
-                        "error": result.error,
-                        "result": result.model_dump(),
-                    },
+                    {**result.model_dump(), "result": result.model_dump()},
                 )
                 return result
             finally:
@@ -232,7 +233,7 @@ class CompactionEngine:
         if publish:
             self.bus.publish(
                 MnesisEvent.COMPACTION_COMPLETED,
-                {"session_id": result.session_id, "result": result.model_dump()},
+                {**result.model_dump(), "result": result.model_dump()},
             )
         return result
 
@@ -260,13 +261,14 @@ class CompactionEngine:
                 break
             items = await self.store.get_context_items(session_id)
             total = sum(i.tokens for i in items)
-            if total <= target and not (force and round_index == 0):
+            manual = force and total <= target
+            if total <= target and not manual:
                 break
             rounds_left = cfg.max_compaction_rounds - round_index
             progressed = await self._leaf_pass(
-                session_id, items, total - target, rounds_left, budget, result, ladder
+                session_id, items, total - target, rounds_left, budget, result, ladder, manual
             )
-            if not progressed and cfg.condensation_enabled:
+            if not progressed and cfg.condensation_enabled and not manual:
                 progressed = await self._condense_pass(session_id, items, result, ladder)
             if not progressed:
                 break
@@ -321,16 +323,22 @@ class CompactionEngine:
         budget: ContextBudget,
         result: CompactionResult,
         ladder: Sequence[Summariser],
+        manual: bool = False,
     ) -> bool:
         cfg = self.config.compaction
-        span = plan_leaf_span(
-            items,
-            excess=excess,
-            rounds_left=rounds_left,
-            input_window=ladder[0].input_window if ladder else _LAST_RESORT.input_window,
-            fresh_tail_count=cfg.fresh_tail_count,
-            leaf_target_tokens=cfg.leaf_target_tokens,
-        )
+        window = ladder[0].input_window if ladder else _LAST_RESORT.input_window
+        if manual:
+            # An explicit request under the threshold: everything before the fresh tail.
+            span = leaf_span(items, int(window * INPUT_WINDOW_SHARE), cfg.fresh_tail_count)
+        else:
+            span = plan_leaf_span(
+                items,
+                excess=excess,
+                rounds_left=rounds_left,
+                input_window=window,
+                fresh_tail_count=cfg.fresh_tail_count,
+                leaf_target_tokens=cfg.leaf_target_tokens,
+            )
         if not span:
             return False
         messages = await self.store.get_messages_by_ids([i.item_id for i in span])

@@ -15,7 +15,13 @@ from mnesis.models.message import MessageWithParts
 from mnesis.models.parts import FileRefPart
 from mnesis.tokens.estimator import TokenEstimator
 
-__all__ = ["FILE_ID_RE", "extract_file_ids", "extract_file_ids_from_messages", "file_ids_footer"]
+__all__ = [
+    "FILE_ID_RE",
+    "append_file_ids_footer",
+    "extract_file_ids",
+    "extract_file_ids_from_messages",
+    "file_ids_footer",
+]
 
 FILE_ID_RE = re.compile(r"\bfile_(?:[0-9A-HJKMNP-TV-Z]{26}|[0-9a-f]{8,64})\b")
 _FOOTER_RE = re.compile(r"\n*\[LCM File IDs:[^\]]*\]\s*$")
@@ -79,3 +85,20 @@ def file_ids_footer(
         if len(shown) <= 1 or estimator.estimate(footer) <= max_tokens:
             return footer
         shown = shown[len(shown) // 2 :]
+
+
+def append_file_ids_footer(text: str, file_ids: list[str], *, cap: int = 40) -> str:
+    """``text`` followed by the ``[LCM File IDs: ...]`` footer of ``file_ids`` (the seeds' call).
+
+    An existing footer at the end of ``text`` is replaced, not repeated; no IDs leave
+    the text without a footer. At most ``cap`` IDs (the most recent) are listed.
+    """
+    body = strip_footer(text).rstrip()
+    if not file_ids:
+        return body
+    ids = list(dict.fromkeys(file_ids))
+    shown = ids[-cap:]
+    hidden = len(ids) - len(shown)
+    more = f" (+{hidden} earlier IDs via the summary lineage)" if hidden else ""
+    footer = f"[LCM File IDs: {', '.join(shown)}{more}]"
+    return f"{body}\n\n{footer}" if body else footer

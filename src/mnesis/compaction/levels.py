@@ -118,8 +118,19 @@ def level3_deterministic(
     """Level 3: no model. An extractive summary within the target; always succeeds.
 
     File IDs of *all* input messages go into the footer, even those whose prose
-    did not fit.
+    did not fit. With no messages the candidate is an empty-span notice covering
+    zero messages (still a valid candidate, never an exception).
     """
+    if not messages:
+        text = "[CONTEXT TRUNCATED — DETERMINISTIC FALLBACK] (no messages to summarise)"
+        return SummaryCandidate(
+            text=text,
+            token_count=estimator.estimate(text),
+            span_start_message_id="",
+            span_end_message_id="",
+            compaction_level=3,
+            messages_covered=0,
+        )
     return extractive_candidate(
         messages, budget, estimator, level=3, target_tokens=target_tokens, footer_cap=footer_cap
     )

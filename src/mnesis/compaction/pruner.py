@@ -19,7 +19,7 @@ from mnesis.models.parts import ToolPart
 from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import TokenEstimator
 
-__all__ = ["PruneResult", "ToolOutputPruner"]
+__all__ = ["PruneResult", "ToolOutputPruner", "ToolOutputPrunerAsync"]
 
 
 @dataclass(slots=True)
@@ -91,3 +91,7 @@ class ToolOutputPruner:
             [(m.id, self.estimator.estimate_message(m)) for m in touched.values()],
         )
         return result
+
+
+ToolOutputPrunerAsync = ToolOutputPruner
+"""The seeds' name of the pruner (it is async; there is no sync variant)."""

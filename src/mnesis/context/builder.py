@@ -27,6 +27,7 @@ from typing import Any
 
 from mnesis.config import MnesisConfig
 from mnesis.errors import ContextOverflowError
+from mnesis.models.budget import ContextBudget
 from mnesis.models.message import MessageWithParts
 from mnesis.models.model_info import ModelInfo
 from mnesis.models.parts import ToolPart
@@ -52,29 +53,6 @@ class LLMMessage:
     def to_dict(self) -> dict[str, Any]:
         """``{"role": ..., "content": ...}``."""
         return {"role": self.role, "content": self.content}
-
-
-@dataclass(frozen=True, slots=True)
-class ContextBudget:
-    """Token budget of one model.
-
-    ``usable = context_limit - reserved_output_tokens - compaction_buffer``, but never
-    below a quarter of the window: small models get a proportionally smaller buffer.
-    """
-
-    context_limit: int
-    reserved_output_tokens: int
-    compaction_buffer: int
-    usable: int
-
-    @classmethod
-    def compute(cls, model: ModelInfo, config: MnesisConfig) -> ContextBudget:
-        """The budget of ``model`` under ``config``."""
-        limit = model.context_limit
-        reserved = min(model.max_output_tokens, limit // 2)
-        buffer = min(config.compaction.compaction_output_budget, max(0, limit - reserved) // 2)
-        usable = max(limit - reserved - buffer, limit // 4, 1)
-        return cls(limit, reserved, buffer, usable)
 
 
 @dataclass(slots=True)

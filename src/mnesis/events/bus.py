@@ -55,6 +55,14 @@ class EventBus:
             raise InvalidArgumentError(f"handler must be callable, got {type(handler).__name__}")
         self._handlers.setdefault(event, []).append(handler)
 
+    def subscribe_all(self, handler: EventHandler) -> None:
+        """Call ``handler`` for every event (same as ``subscribe(None, handler)``)."""
+        self.subscribe(None, handler)
+
+    def unsubscribe_all(self, handler: EventHandler) -> None:
+        """Remove a handler added with :meth:`subscribe_all`; unknown handlers are ignored."""
+        self.unsubscribe(None, handler)
+
     def unsubscribe(self, event: MnesisEvent | None, handler: EventHandler) -> None:
         """Remove a handler; unknown handlers are ignored."""
         handlers = self._handlers.get(event, [])

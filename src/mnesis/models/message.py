@@ -1,4 +1,11 @@
-"""Messages and the results of session calls."""
+"""Messages and the results of session calls.
+
+This is also the documented module path of the message vocabulary: the part types
+(``TextPart``, ``ToolPart``, ``ToolStatus``, ``FileRefPart``, ``MessagePart``,
+``CompactionMarkerPart``), ``TokenUsage`` and ``ContextBudget`` are re-exported here
+from :mod:`mnesis.models.parts`, :mod:`mnesis.models.tokens` and
+:mod:`mnesis.models.budget`.
+"""
 
 from __future__ import annotations
 
@@ -7,22 +14,41 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from mnesis.models.parts import MessagePart, TextPart, ToolPart
+from mnesis.models.budget import ContextBudget
+from mnesis.models.parts import (
+    CompactionPart,
+    FileRefPart,
+    MessagePart,
+    TextPart,
+    ToolPart,
+    ToolStatus,
+)
 from mnesis.models.tokens import TokenUsage
 
 __all__ = [
+    "CompactionMarkerPart",
     "CompactionResult",
     "ContextBreakdown",
+    "ContextBudget",
+    "FileRefPart",
     "FinishReason",
     "Message",
+    "MessagePart",
     "MessageWithParts",
     "RecordResult",
     "Role",
     "TextDelta",
+    "TextPart",
+    "TokenUsage",
+    "ToolPart",
+    "ToolStatus",
     "TurnComplete",
     "TurnResult",
     "TurnSnapshot",
 ]
+
+CompactionMarkerPart = CompactionPart
+"""The seeds' name of the marker part written with every compaction commit."""
 
 Role = Literal["system", "user", "assistant", "tool"]
 

@@ -53,7 +53,7 @@ class AgenticMap:
 
     ``config`` gives ``agentic_map_concurrency`` and ``max_retries``; ``event_bus``,
     if given, receives ``map.started``, ``map.item_completed`` and ``map.completed``.
-    Sub-sessions use ``model``, the client ``llm`` (default: the one
+    Sub-sessions use ``model`` (given here or per :meth:`run`), the client ``llm`` (default: the one
     :func:`~mnesis.llm.resolve_client` picks), ``session_config`` (default:
     :meth:`MnesisConfig.from_env`) and the database ``db_path`` (default:
     ``session_config.store.db_path``) through ``pool`` (default: the process-wide
@@ -65,7 +65,7 @@ class AgenticMap:
         config: OperatorConfig | MnesisConfig | None = None,
         event_bus: EventBus | None = None,
         *,
-        model: str,
+        model: str | None = None,
         db_path: str | None = None,
         pool: StorePool | None = None,
         llm: LLMClient | None = None,
@@ -73,8 +73,8 @@ class AgenticMap:
     ) -> None:
         self._config = operator_config(config)
         self._bus = check_event_bus(event_bus)
-        if not isinstance(model, str) or not model.strip():
-            raise InvalidArgumentError(f"model must be a non-empty string, got {model!r}")
+        if model is not None:
+            _check_model(model)
         if pool is not None and not isinstance(pool, StorePool):
             raise InvalidArgumentError(f"pool must be a StorePool, got {type(pool).__name__}")
         if session_config is not None and not isinstance(session_config, MnesisConfig):
@@ -118,6 +118,7 @@ class AgenticMap:
         max_retries: int | None = None,
         concurrency: int | None = None,
         retry_failed: bool = False,
+        model: str | None = None,
     ) -> AsyncGenerator[AgentMapResult, None]:
         """Run one sub-session per input; yields results in completion order.
 
@@ -138,10 +139,11 @@ class AgenticMap:
         template without ``{{ item }}`` or any bad argument; when iteration starts,
         for a ``run_id`` already running in this process or stored with other inputs,
         and :class:`~mnesis.errors.SessionNotFoundError` for an unknown parent.
+        ``model`` overrides the constructor's; one of them must be given.
         """
         plan = plan_run(
             self._config,
-            self._model,
+            self._model_for(model),
             inputs,
             prompt_template,
             read_only=read_only,
@@ -174,11 +176,12 @@ class AgenticMap:
         max_retries: int | None = None,
         concurrency: int | None = None,
         retry_failed: bool = False,
+        model: str | None = None,
     ) -> AgentMapBatch:
         """Like :meth:`run`, collected into an :class:`AgentMapBatch` sorted by ``index``."""
         plan = plan_run(
             self._config,
-            self._model,
+            self._model_for(model),
             inputs,
             prompt_template,
             read_only=read_only,
@@ -207,6 +210,13 @@ class AgenticMap:
             failed=len(results) - completed,
             elapsed_ms=ms_since(started),
         )
+
+    def _model_for(self, model: str | None) -> str:
+        if model is not None:
+            return _check_model(model)
+        if self._model is None:
+            raise InvalidArgumentError("no model: pass model= to AgenticMap(...) or to run()")
+        return self._model
 
     # -- execution ------------------------------------------------------------
     async def _stream(self, plan: AgentPlan) -> AsyncGenerator[AgentMapResult, None]:
@@ -274,3 +284,9 @@ class AgenticMap:
             async for result in results:
                 yield result
         run.finish(len(rows))
+
+
+def _check_model(model: object) -> str:
+    if not isinstance(model, str) or not model.strip():
+        raise InvalidArgumentError(f"model must be a non-empty string, got {model!r}")
+    return model

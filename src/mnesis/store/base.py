@@ -19,11 +19,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from mnesis.models.message import Message, MessageWithParts
 from mnesis.models.parts import MessagePart, ToolState
+from mnesis.models.summary import FileReference, SummaryRecord
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.map_runs import MapRunStore
 from mnesis.store.search_query import SearchQuery
@@ -41,9 +42,6 @@ __all__ = [
     "StoreBackend",
     "SummaryRecord",
 ]
-
-SummaryKind = Literal["leaf", "condensed"]
-
 
 @dataclass(slots=True)
 class SessionRecord:
@@ -94,25 +92,6 @@ class ContextItem:
 
 
 @dataclass(slots=True)
-class SummaryRecord:
-    """A node of the summary DAG."""
-
-    id: str
-    session_id: str
-    kind: SummaryKind
-    depth: int
-    level: int
-    content: str
-    token_count: int
-    file_ids: list[str] = field(default_factory=list)
-    message_id: str | None = None
-    span_start_message_id: str | None = None
-    span_end_message_id: str | None = None
-    source_message_count: int = 0
-    created_at: int = 0
-
-
-@dataclass(slots=True)
 class CompactionCommit:
     """Everything one compaction round writes, atomically.
 
@@ -127,21 +106,6 @@ class CompactionCommit:
     replaced: Sequence[tuple[int, str]]
     context_tokens: int
     marker: NewMessage
-
-
-@dataclass(slots=True)
-class FileReference:
-    """A content-addressed large file (the raw content is not stored)."""
-
-    content_id: str
-    file_id: str
-    path: str
-    file_type: str
-    token_count: int
-    exploration_summary: str = ""
-    byte_size: int | None = None
-    session_id: str | None = None
-    created_at: int = 0
 
 
 @dataclass(slots=True)

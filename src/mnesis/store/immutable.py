@@ -22,7 +22,19 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 from mnesis.config import StoreConfig
-from mnesis.errors import InvalidArgumentError, MnesisStoreError
+from mnesis.errors import (
+    AppendOnlyViolationError,
+    InvalidArgumentError,
+    MessageNotFoundError,
+    MnesisStoreError,
+    PartNotFoundError,
+    SessionNotFoundError,
+    StoreBusyError,
+    StoreCorruptError,
+    StoreFullError,
+    StoreReadOnlyError,
+    SummaryNotFoundError,
+)
 from mnesis.models.message import Message, MessageWithParts
 from mnesis.models.parts import MessagePart, ToolState
 from mnesis.models.tokens import TokenUsage
@@ -65,7 +77,25 @@ from mnesis.store.search_query import SearchQuery
 if TYPE_CHECKING:
     from mnesis.store.pool import StorePool
 
-__all__ = ["ImmutableStore"]
+__all__ = [
+    "AppendOnlyViolationError",
+    "ImmutableStore",
+    "MessageNotFoundError",
+    "MnesisStoreError",
+    "PartNotFoundError",
+    "RawMessagePart",
+    "SessionNotFoundError",
+    "StoreBusyError",
+    "StoreCorruptError",
+    "StoreFullError",
+    "StoreReadOnlyError",
+    "SummaryNotFoundError",
+]
+
+RawMessagePart = MessagePart
+"""The seeds' name of a part as stored. Parts here are always the typed
+:data:`~mnesis.models.parts.MessagePart` models (the store encodes them itself);
+the store errors are re-exported from :mod:`mnesis.errors` for the documented imports."""
 
 _TOOL_STATES = ("pending", "running", "completed", "error")
 _SCOPES = ("messages", "summaries")

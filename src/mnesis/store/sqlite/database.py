@@ -34,6 +34,10 @@ __all__ = ["SQLiteDatabase", "translate_sqlite_error"]
 
 logger = logging.getLogger("mnesis.store")
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+_LEGACY_TABLES = frozenset(
+    {"sessions", "messages", "message_parts", "context_items", "summary_nodes", "file_references"}
+)
+"""The tables of a database of the earlier mnesis library (see ``mnesis upgrade``)."""
 T = TypeVar("T")
 
 
@@ -130,6 +134,12 @@ class SQLiteDatabase:
             row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         }
         if tables and "_mnesis_migrations" not in tables:
+            if tables >= _LEGACY_TABLES:
+                raise StoreCorruptError(
+                    f"{self.path} is a database of the earlier mnesis library (0.4.x); "
+                    f"copy it into this schema with `mnesis upgrade {self.path}` "
+                    "(or mnesis.importers.upgrade_database) and open the new file"
+                )
             raise StoreCorruptError(
                 f"{self.path} is a SQLite database of another application "
                 f"(tables: {', '.join(sorted(tables)[:5])}); mnesis will not modify it"

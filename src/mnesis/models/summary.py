@@ -1,0 +1,53 @@
+"""Summary-DAG nodes and large-file references (the records the store reads and writes).
+
+This is the documented module path ``mnesis.models.summary``: ``SummaryNode`` (the
+seeds' name) is :class:`SummaryRecord`, the node of the summary DAG; ``FileReference``
+is a content-addressed large file. Both are re-exported by :mod:`mnesis.store.base`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["FileReference", "SummaryKind", "SummaryNode", "SummaryRecord"]
+
+SummaryKind = Literal["leaf", "condensed"]
+
+
+@dataclass(slots=True)
+class SummaryRecord:
+    """A node of the summary DAG."""
+
+    id: str
+    session_id: str
+    kind: SummaryKind
+    depth: int
+    level: int
+    content: str
+    token_count: int
+    file_ids: list[str] = field(default_factory=list)
+    message_id: str | None = None
+    span_start_message_id: str | None = None
+    span_end_message_id: str | None = None
+    source_message_count: int = 0
+    created_at: int = 0
+
+
+SummaryNode = SummaryRecord
+"""The seeds' name of a summary DAG node."""
+
+
+@dataclass(slots=True)
+class FileReference:
+    """A content-addressed large file (the raw content is not stored)."""
+
+    content_id: str
+    file_id: str
+    path: str
+    file_type: str
+    token_count: int
+    exploration_summary: str = ""
+    byte_size: int | None = None
+    session_id: str | None = None
+    created_at: int = 0

@@ -1,7 +1,7 @@
-"""The architecture rule, checked: no import cycles in ``src/mnesis`` and imports point down the layers.
+"""The architecture rule, checked: no import cycles in ``src/mnesis``; imports point down.
 
-Layers, lowest first (a package may import its own layer's lower packages and any lower
-layer, never a higher one)::
+The layers, highest first; a package may import its own layer and any lower one, never a
+higher one::
 
     adapters     cli  mcp  metrics  testing  importers  workers  report
                  (and the top-level ``mnesis`` API)

@@ -335,3 +335,23 @@ def test_the_checks_reject_an_orphan_result_and_a_split_role() -> None:
             }
         )
     assert Path(__file__).exists()
+
+
+class _AnthropicFake(FakeLLM):
+    wire_format = "anthropic"
+
+
+async def test_a_client_declaring_the_anthropic_format_gets_it_in_send(
+    db_path: str, pool: StorePool
+) -> None:
+    llm = _AnthropicFake()
+    session = await MnesisSession.create(
+        model="fake/a", db_path=db_path, pool=pool, llm=llm, system_prompt="Be brief."
+    )
+    await session.record("q", [tool("c1")])
+    await session.send("next")
+    request = llm.calls[0]
+    assert request.system == "Be brief."
+    check_anthropic({"system": request.system, "messages": request.messages})
+    assert [m["role"] for m in request.messages] == ["user", "assistant", "user"]
+    await session.close()

@@ -98,7 +98,6 @@ class TestOpenAI:
         part = message.tool_parts[0]
         assert part.id is not None
         await session.store.tombstone_parts([(part.id, 1_700_000_000_000, 5)], [(message.id, 9)])
-        session.compaction_engine  # noqa: B018 - the builder cache is keyed by estimate
         context = await session.context_for_next_turn()
         assert context[-1] == {
             "role": "tool",

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 from mnesis._session.opening import StoredSession, create_stored, load_stored
 from mnesis._session.tools import ToolLoop, lcm_tool_definitions
@@ -30,11 +30,11 @@ from mnesis._session.validation import check_new_session, resolve_config
 from mnesis._session.wiring import wire
 from mnesis.compaction.engine import CompactionEngine
 from mnesis.config import MnesisConfig
-from mnesis.context.builder import BuiltContext
+from mnesis.context.builder import BuiltContext, ContextFormat
 from mnesis.errors import InvalidArgumentError
 from mnesis.events.bus import EventBus, EventHandler, MnesisEvent
 from mnesis.files import FileHandleResult
-from mnesis.llm import LLMClient, resolve_client
+from mnesis.llm import ClientLike, LLMClient, resolve_client
 from mnesis.models.message import (
     CompactionResult,
     FinishReason,
@@ -106,13 +106,16 @@ class MnesisSession:
         system_prompt: str = "You are a helpful assistant.",
         db_path: str | None = None,
         pool: StorePool | None = None,
-        llm: LLMClient | None = None,
+        llm: ClientLike | None = None,
         event_bus: EventBus | None = None,
     ) -> MnesisSession:
         """Create and persist a new session.
 
-        ``llm`` is any :class:`~mnesis.llm.LLMClient`; by default ``fake/...`` models and
-        ``MNESIS_MOCK_LLM=1`` use the built-in fake, anything else litellm. Pass an
+        ``llm`` is any :class:`~mnesis.llm.LLMClient` or a plain async function
+        ``(messages) -> str`` (used for compaction summaries and ``send``); by default
+        ``fake/...`` models and ``MNESIS_MOCK_LLM=1`` use the built-in fake, anything
+        else litellm, imported only when a model is first called: creating, loading,
+        recording, building the context and extractive compaction never need it. Pass an
         ``event_bus`` with handlers already subscribed to receive ``session.created``.
         Raises ``ValueError`` if both ``db_path`` and a non-default ``config.store.db_path``
         are given.
@@ -159,10 +162,11 @@ class MnesisSession:
         config: MnesisConfig | None = None,
         db_path: str | None = None,
         pool: StorePool | None = None,
-        llm: LLMClient | None = None,
+        llm: ClientLike | None = None,
         event_bus: EventBus | None = None,
     ) -> MnesisSession:
-        """Reopen a stored session; raises :class:`~mnesis.errors.SessionNotFoundError`."""
+        """Reopen a stored session (``llm`` as for :meth:`create`); raises
+        :class:`~mnesis.errors.SessionNotFoundError`."""
         stored = await load_stored(session_id, config, db_path, pool)
         return cls._of(stored, resolve_client(stored.record.model, llm), event_bus)
 
@@ -329,10 +333,52 @@ class MnesisSession:
         return list(self._wiring.turns.snapshots)
 
     # -- context and compaction ---------------------------------------------
-    async def context_for_next_turn(self, system_prompt: str | None = None) -> list[dict[str, Any]]:
-        """The ``{"role", "content"}`` messages the next model call would receive."""
+    @overload
+    async def context_for_next_turn(
+        self,
+        system_prompt: str | None = None,
+        *,
+        format: Literal["openai", "text"] = "openai",
+        cache_control: Literal[False] = False,
+    ) -> list[dict[str, Any]]: ...
+
+    @overload
+    async def context_for_next_turn(
+        self,
+        system_prompt: str | None = None,
+        *,
+        format: Literal["anthropic"],
+        cache_control: bool = False,
+    ) -> dict[str, Any]: ...
+
+    async def context_for_next_turn(
+        self,
+        system_prompt: str | None = None,
+        *,
+        format: ContextFormat = "openai",
+        cache_control: bool = False,
+    ) -> list[dict[str, Any]] | dict[str, Any]:
+        """The context the next model call would receive, in a provider's wire format.
+
+        * ``"openai"`` (the default): OpenAI chat messages, system prompt first;
+          assistant turns carry ``tool_calls`` and each result follows as a
+          ``role: "tool"`` message with its ``tool_call_id``. It is the default because
+          it is what ``send`` itself sends (through litellm, which translates it for
+          every provider) and what the OpenAI SDK and every OpenAI-compatible server
+          (vLLM, Ollama, LM Studio, ...) take as they are; without tool calls it is
+          exactly the plain-text rendering.
+        * ``"anthropic"``: ``{"system": ..., "messages": [...]}`` for the Messages API:
+          ``tool_use`` / ``tool_result`` blocks (``is_error`` for failed tools), roles
+          alternating. ``cache_control=True`` adds prompt-caching breakpoints after the
+          system prompt, after the summaries and at the end.
+        * ``"text"``: ``{"role", "content"}`` strings, tool calls written out as text.
+
+        A tool call and its result are sent together or not at all; the only call sent
+        without a result is a pending one in the last message. Summaries are user
+        messages annotated with their IDs.
+        """
         built = await self.build_context(system_prompt)
-        return built.to_dicts()
+        return built.render(format, cache_control=cache_control)
 
     async def build_context(self, system_prompt: str | None = None) -> BuiltContext:
         """The assembled context of the next turn, with its token breakdown."""

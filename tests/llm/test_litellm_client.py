@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import types
 from collections.abc import AsyncIterator, Iterator
@@ -10,9 +11,17 @@ from typing import Any
 
 import pytest
 
-from mnesis.errors import LLMError, MissingDependencyError
-from mnesis.llm import LLMRequest
-from mnesis.llm.litellm_client import LiteLLMClient
+from mnesis.errors import InvalidArgumentError, LLMError, MissingDependencyError
+from mnesis.llm import (
+    DeferredClient,
+    FakeLLM,
+    FunctionClient,
+    LiteLLMClient,
+    LLMRequest,
+    complete,
+    needs_litellm,
+    resolve_client,
+)
 
 
 @dataclass
@@ -79,7 +88,7 @@ def fake_litellm() -> Iterator[types.SimpleNamespace]:
     del sys.modules["litellm"]
 
 
-async def _collect(client: LiteLLMClient, request: LLMRequest) -> list[Any]:
+async def _collect(client: LiteLLMClient | DeferredClient, request: LLMRequest) -> list[Any]:
     return [chunk async for chunk in client.stream(request)]
 
 
@@ -154,3 +163,93 @@ class TestLiteLLMClient:
         monkeypatch.setitem(sys.modules, "litellm", None)
         with pytest.raises(MissingDependencyError, match=r"mnesis-lcm\[litellm\]"):
             LiteLLMClient()
+
+
+class TestOptions:
+    async def test_api_base_key_and_extra_options_go_to_every_call(
+        self, fake_litellm: types.SimpleNamespace
+    ) -> None:
+        fake_litellm.chunks = [_Chunk([_Choice(_Delta("ok"), finish_reason="stop")])]
+        client = LiteLLMClient(api_base="http://127.0.0.1:9/v1", api_key="sk-x", temperature=0.2)
+        await _collect(client, LLMRequest("openai/local", []))
+        call = fake_litellm.calls[0]
+        assert (call["api_base"], call["api_key"], call["temperature"]) == (
+            "http://127.0.0.1:9/v1",
+            "sk-x",
+            0.2,
+        )
+
+    async def test_whole_responses_when_streaming_is_off(
+        self, fake_litellm: types.SimpleNamespace
+    ) -> None:
+        message = types.SimpleNamespace(
+            content="hi",
+            tool_calls=[
+                types.SimpleNamespace(
+                    id="c1", function=types.SimpleNamespace(name="f", arguments='{"a": 1}')
+                )
+            ],
+        )
+        whole = types.SimpleNamespace(
+            choices=[types.SimpleNamespace(message=message, finish_reason="tool_calls")],
+            usage=_Usage(3, 4, 7),
+        )
+
+        async def acompletion(**kwargs: Any) -> Any:
+            fake_litellm.calls.append(kwargs)
+            return whole
+
+        sys.modules["litellm"].acompletion = acompletion  # type: ignore[attr-defined]
+        [chunk] = await _collect(LiteLLMClient(stream=False), LLMRequest("m", []))
+        assert (chunk.text, chunk.finish_reason, chunk.usage.total) == ("hi", "tool_calls", 7)
+        assert [(c.id, c.name, c.arguments) for c in chunk.tool_calls] == [("c1", "f", {"a": 1})]
+        assert "stream" not in fake_litellm.calls[0]
+
+    def test_the_offline_cost_map_switch_is_set_unless_the_user_set_it(
+        self, fake_litellm: types.SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.delenv("LITELLM_LOCAL_MODEL_COST_MAP", raising=False)
+        LiteLLMClient()
+        assert os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
+        monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "False")
+        LiteLLMClient()
+        assert os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] == "False"
+
+
+class TestResolve:
+    def test_a_provider_model_gets_a_deferred_client_that_imports_nothing(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setitem(sys.modules, "litellm", None)
+        monkeypatch.delenv("MNESIS_MOCK_LLM", raising=False)
+        client = resolve_client("anthropic/claude-sonnet-4-5")
+        assert isinstance(client, DeferredClient) and not client.available
+        assert needs_litellm("anthropic/claude-sonnet-4-5", client)
+        assert not needs_litellm("anthropic/claude-sonnet-4-5", FakeLLM())
+        assert not needs_litellm("extractive", None)
+
+    async def test_the_deferred_client_says_what_to_install_on_the_first_call(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setitem(sys.modules, "litellm", None)
+        client = DeferredClient()
+        with pytest.raises(MissingDependencyError, match=r"mnesis-lcm\[litellm\]"):
+            await _collect(client, LLMRequest("openai/x", []))  # type: ignore[arg-type]
+
+    async def test_a_plain_async_function_becomes_a_client(self) -> None:
+        seen: list[list[dict[str, Any]]] = []
+
+        async def summarise(messages: list[dict[str, Any]]) -> str:
+            seen.append(messages)
+            return "summary text"
+
+        client = resolve_client("anthropic/claude", summarise)
+        assert isinstance(client, FunctionClient)
+        response = await complete(
+            client, LLMRequest("m", [{"role": "user", "content": "x"}]), timeout=5
+        )
+        assert response.text == "summary text" and seen == [[{"role": "user", "content": "x"}]]
+
+    def test_anything_else_is_refused(self) -> None:
+        with pytest.raises(InvalidArgumentError, match="llm must be"):
+            resolve_client("m", 42)  # type: ignore[arg-type]

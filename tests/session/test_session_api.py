@@ -623,14 +623,14 @@ class TestContextForNextTurn:
         )
         await session.record("q1", "a1")
         await session.record("q2", [TextPart(text="a2"), tool("c1", cmd="ls")])
-        context = await session.context_for_next_turn()
+        context = await session.context_for_next_turn(format="text")
         assert all(set(m) == {"role", "content"} for m in context)
         assert [m["role"] for m in context] == ["system", "user", "assistant", "user", "assistant"]
         assert context[0]["content"] == "Be brief."
         assert [m["content"] for m in context[1:4]] == ["q1", "a1", "q2"]
         assert context[4]["content"].startswith("a2\n\n[Tool: bash] id=c1")
         assert '"cmd": "ls"' in context[4]["content"]
-        override = await session.context_for_next_turn(system_prompt="Other prompt.")
+        override = await session.context_for_next_turn(system_prompt="Other prompt.", format="text")
         assert override[0] == {"role": "system", "content": "Other prompt."}
         assert override[1:] == context[1:]
         await session.close()

@@ -73,10 +73,16 @@ class ModelRound:
         await self._store.append_message(assistant, [])
         request = LLMRequest(
             model=self._record.model,
-            messages=built.to_dicts(),
+            messages=[],
             max_tokens=self._model_info.max_output_tokens,
             tools=tools,
         )
+        if getattr(self._llm, "wire_format", "openai") == "anthropic":
+            body = built.to_anthropic()
+            request.messages = body["messages"]
+            request.system = prompt
+        else:
+            request.messages = built.to_openai()
         return ModelCall(request=request, built=built, assistant=assistant)
 
     async def stream(self, call: ModelCall) -> AsyncGenerator[TextDelta, None]:

@@ -36,9 +36,16 @@ from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import NewMessage, SessionRecord
 from mnesis.store.immutable import ImmutableStore
 
-__all__ = ["PartCallback", "TurnRunner"]
+__all__ = ["DOOM_LOOP_ERROR", "DOOM_LOOP_FINISH", "PartCallback", "TurnRunner"]
 
 PartCallback = Callable[[TextPart], Awaitable[None] | None]
+
+DOOM_LOOP_FINISH = "doom_loop"
+"""The ``finish_reason`` of a turn whose tool loop stopped on a doom loop."""
+DOOM_LOOP_ERROR = (
+    "Not run: the same tool call with the same input was repeated too many times. "
+    "Answer with what you have, or try a different call."
+)
 
 
 class TurnRunner:
@@ -129,6 +136,9 @@ class TurnRunner:
                         yield delta
                 result = holder[0]
                 calls = self._tools.calls_to_run(result.tool_calls, rounds) if run_lcm_tools else []
+                if calls and result.doom_loop_detected:
+                    result = await self._stop_doom_loop(result, calls)
+                    break
                 if not calls:
                     break
                 for call in calls:
@@ -139,6 +149,14 @@ class TurnRunner:
                 rounds += 1
                 compaction = await self._gate.before_model_call()
         yield TurnComplete(result=result)
+
+    async def _stop_doom_loop(self, result: TurnResult, calls: list[ToolPart]) -> TurnResult:
+        """End the tool loop on a doom loop: the repeated calls are answered with an
+        error (so the next context stays valid) instead of being run again."""
+        for call in calls:
+            assert call.id is not None
+            await self._writer.complete_tool_part(call.id, result.message_id, None, DOOM_LOOP_ERROR)
+        return result.model_copy(update={"finish_reason": DOOM_LOOP_FINISH})
 
     async def _model_round(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from mnesis._session.doom import DoomLoopDetector
@@ -14,11 +15,12 @@ from mnesis._session.tools import ToolLoop
 from mnesis._session.turns import TurnRunner
 from mnesis._session.writer import MessageWriter
 from mnesis.compaction.engine import CompactionEngine
+from mnesis.compaction.summariser import ExtractiveSummariser
 from mnesis.config import MnesisConfig
 from mnesis.context.builder import ContextBuilder
 from mnesis.events.bus import EventBus
 from mnesis.files import LargeFileHandler
-from mnesis.llm import LLMClient
+from mnesis.llm import LLMClient, needs_litellm
 from mnesis.models.model_info import ModelInfo
 from mnesis.models.tokens import TokenUsage
 from mnesis.retrieval.engine import RetrievalEngine
@@ -28,6 +30,28 @@ from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
 
 __all__ = ["Wiring", "wire"]
+
+_log = logging.getLogger("mnesis.session")
+_offline_notice_logged = False
+
+
+def _offline_compaction(engine: CompactionEngine, config: MnesisConfig, llm: LLMClient) -> None:
+    """Without litellm and without a client for the compaction model, compaction uses the
+    offline extractive summariser (and says so once per process)."""
+    global _offline_notice_logged
+    model = config.compaction.compaction_model or engine.session_model
+    client = llm if model == engine.session_model else None
+    if not needs_litellm(model, client):
+        return
+    engine.summarisers = [ExtractiveSummariser(level=1)]
+    if not _offline_notice_logged:
+        _offline_notice_logged = True
+        _log.warning(
+            "litellm is not installed and no llm= client was given for compaction model %r: "
+            "compaction uses the offline extractive summariser (pip install "
+            "'mnesis-lcm[litellm]' or pass llm= to summarise with a model)",
+            model,
+        )
 
 
 @dataclass(frozen=True)
@@ -83,6 +107,7 @@ def wire(
         llm=llm,
         on_commit=on_compaction_commit,
     )
+    _offline_compaction(engine, config, llm)
     gate = CompactionGate(engine, meter, config, model_info, session_id)
     retrieval = RetrievalEngine(store, session_id, estimator=estimator, config=config.retrieval)
     expander = SubAgentExpander(

@@ -1,5 +1,26 @@
-"""Context window assembly."""
+"""Context window assembly and its rendering to provider wire formats."""
 
-from mnesis.context.builder import BuiltContext, ContextBudget, ContextBuilder, LLMMessage
+from mnesis.context.anthropic import render_anthropic
+from mnesis.context.builder import (
+    CONTEXT_FORMATS,
+    BuiltContext,
+    ContextBudget,
+    ContextBuilder,
+    ContextFormat,
+    LLMMessage,
+)
+from mnesis.context.entries import ContextEntry, SummaryEntry
+from mnesis.context.openai import render_openai
 
-__all__ = ["BuiltContext", "ContextBudget", "ContextBuilder", "LLMMessage"]
+__all__ = [
+    "CONTEXT_FORMATS",
+    "BuiltContext",
+    "ContextBudget",
+    "ContextBuilder",
+    "ContextEntry",
+    "ContextFormat",
+    "LLMMessage",
+    "SummaryEntry",
+    "render_anthropic",
+    "render_openai",
+]

@@ -23,10 +23,13 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from mnesis.config import MnesisConfig
-from mnesis.errors import ContextOverflowError
+from mnesis.context.anthropic import render_anthropic
+from mnesis.context.entries import ContextEntry, SummaryEntry
+from mnesis.context.openai import render_openai
+from mnesis.errors import ContextOverflowError, InvalidArgumentError
 from mnesis.models.budget import ContextBudget
 from mnesis.models.message import MessageWithParts
 from mnesis.models.model_info import ModelInfo
@@ -37,7 +40,18 @@ from mnesis.store.dag import SummaryDAGStore
 from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
 
-__all__ = ["BuiltContext", "ContextBudget", "ContextBuilder", "LLMMessage"]
+__all__ = [
+    "CONTEXT_FORMATS",
+    "BuiltContext",
+    "ContextBudget",
+    "ContextBuilder",
+    "ContextFormat",
+    "LLMMessage",
+]
+
+ContextFormat = Literal["openai", "anthropic", "text"]
+"""The wire formats a built context renders to (see :meth:`BuiltContext.render`)."""
+CONTEXT_FORMATS: tuple[str, ...] = ("openai", "anthropic", "text")
 
 _FIRST_PAGE = 128
 _CACHE_SIZE = 8192
@@ -74,18 +88,52 @@ class BuiltContext:
     item_ids: list[str] = field(default_factory=list)
     """IDs of the included context items (messages and summaries), in order."""
     dropped_summary_ids: list[str] = field(default_factory=list)
+    entries: list[ContextEntry] = field(default_factory=list)
+    """The included summaries and stored messages, in order (what the wire formats render)."""
 
     def to_dicts(self, *, include_system: bool = True) -> list[dict[str, Any]]:
-        """Provider-ready ``{"role", "content"}`` dicts, system prompt first."""
+        """The plain-text rendering: ``{"role", "content"}`` dicts, system prompt first,
+        tool calls and results written out as ``[Tool: ...]`` text blocks."""
         out = [{"role": "system", "content": self.system_prompt}] if include_system else []
         out.extend(m.to_dict() for m in self.messages)
         return out
+
+    def to_openai(self) -> list[dict[str, Any]]:
+        """OpenAI chat messages: ``tool_calls`` on assistant turns, ``tool`` results
+        (see :mod:`mnesis.context.openai`)."""
+        return render_openai(self.system_prompt, self.entries)
+
+    def to_anthropic(self, *, cache_control: bool = False) -> dict[str, Any]:
+        """An Anthropic Messages body ``{"system", "messages"}`` with ``tool_use`` /
+        ``tool_result`` blocks (see :mod:`mnesis.context.anthropic`)."""
+        return render_anthropic(self.system_prompt, self.entries, cache_control=cache_control)
+
+    def render(
+        self, format: ContextFormat = "openai", *, cache_control: bool = False
+    ) -> list[dict[str, Any]] | dict[str, Any]:
+        """The context in ``format``: ``"openai"`` (the default), ``"anthropic"`` or
+        ``"text"`` (:meth:`to_dicts`). ``cache_control`` is for ``"anthropic"`` only."""
+        if format not in CONTEXT_FORMATS:
+            raise InvalidArgumentError(
+                f"format must be 'openai', 'anthropic' or 'text', got {format!r}"
+            )
+        if cache_control and format != "anthropic":
+            raise InvalidArgumentError("cache_control applies to format='anthropic' only")
+        if format == "anthropic":
+            return self.to_anthropic(cache_control=cache_control)
+        return self.to_openai() if format == "openai" else self.to_dicts()
 
 
 @dataclass(slots=True)
 class _Rendered:
     message: LLMMessage
     tool_tokens: int
+    source: MessageWithParts
+
+    @property
+    def empty(self) -> bool:
+        """Nothing to send (e.g. the stub of a failed model call)."""
+        return not self.message.content and not self.source.tool_parts
 
 
 class ContextBuilder:
@@ -147,6 +195,8 @@ class ContextBuilder:
 
         items = sorted([*summaries, *selected], key=lambda i: i.position)
         messages: list[LLMMessage] = []
+        entries: list[ContextEntry] = []
+        included: list[str] = []
         raw_tokens = 0
         tool_tokens = 0
         oldest: str | None = None
@@ -155,13 +205,19 @@ class ContextBuilder:
                 text = summary_text.get(item.item_id)
                 if text is not None:
                     messages.append(LLMMessage("user", text))
+                    entries.append(SummaryEntry(item.item_id, text))
+                    included.append(item.item_id)
                 continue
             r = rendered[item.item_id]
-            messages.append(r.message)
             raw_tokens += item.tokens
             tool_tokens += r.tool_tokens
             if oldest is None:
                 oldest = item.item_id
+            if r.empty:
+                continue
+            messages.append(r.message)
+            entries.append(r.source)
+            included.append(item.item_id)
         return BuiltContext(
             messages=messages,
             system_prompt=system_prompt,
@@ -173,8 +229,9 @@ class ContextBuilder:
             raw_message_tokens=raw_tokens,
             tool_output_tokens=tool_tokens,
             system_prompt_tokens=system_tokens,
-            item_ids=[i.item_id for i in items],
+            item_ids=included,
             dropped_summary_ids=[d.item_id for d in dropped],
+            entries=entries,
         )
 
     async def _newest_unit(self, session_id: str) -> list[ContextItem]:
@@ -256,7 +313,7 @@ class ContextBuilder:
         tool_tokens = sum(
             self.estimator.estimate_part(p) for p in mwp.parts if isinstance(p, ToolPart)
         )
-        return _Rendered(LLMMessage(role, render_message_text(mwp)), tool_tokens)
+        return _Rendered(LLMMessage(role, render_message_text(mwp)), tool_tokens, mwp)
 
     async def _render_summaries(self, summary_ids: list[str]) -> dict[str, str]:
         records = await self.store.get_summaries(summary_ids)

@@ -28,6 +28,9 @@ class LLMRequest:
     tools: list[dict[str, Any]] | None = None
     purpose: str = "turn"
     """``turn``, ``compaction``, ``map`` or ``expand``: lets fakes and metrics tell calls apart."""
+    system: str | None = None
+    """The system prompt, set only for clients whose ``wire_format`` is ``"anthropic"``
+    (their ``messages`` then hold only user and assistant turns)."""
 
 
 @dataclass(slots=True)
@@ -61,7 +64,13 @@ class LLMResponse:
 
 @runtime_checkable
 class LLMClient(Protocol):
-    """Anything that can stream a model response."""
+    """Anything that can stream a model response.
+
+    Session turns send ``messages`` in the OpenAI chat format (tool calls as
+    ``tool_calls``, results as ``tool`` messages). A client with the attribute
+    ``wire_format = "anthropic"`` gets Anthropic Messages turns instead, with the
+    system prompt in :attr:`LLMRequest.system`.
+    """
 
     def stream(self, request: LLMRequest) -> AsyncIterator[LLMChunk]:
         """Stream the response to ``request``."""

@@ -21,6 +21,7 @@ from mnesis.cli.check import check_command
 from mnesis.cli.commands import context_command, sessions_command, show_command
 from mnesis.cli.demo import demo_command
 from mnesis.cli.mcp_command import mcp_command
+from mnesis.cli.worker_command import jobs_command, worker_command
 from mnesis.errors import MnesisError
 
 __all__ = ["app", "run"]
@@ -39,6 +40,8 @@ app.command("show")(show_command)
 app.command("context")(context_command)
 app.command("check")(check_command)
 app.command("mcp")(mcp_command)
+app.command("worker")(worker_command)
+app.command("jobs")(jobs_command)
 
 
 def _version() -> str:

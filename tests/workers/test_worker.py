@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 from pathlib import Path
 
 import pytest
 
 from mnesis import MnesisSession
+from mnesis.cli import run
 from mnesis.llm import FakeLLM
 from mnesis.store.immutable import ImmutableStore
 from mnesis.workers import JobRunner, WorkerOptions, ensure_queue_schema, list_jobs
@@ -140,3 +142,21 @@ async def test_over_the_hard_threshold_with_no_worker_the_turn_compacts_inline(
         await store.close()
     assert outcome["outcome"] == "noop"
     assert await integrity_ok(pg_url, session_id) == []
+
+
+async def test_mnesis_jobs_lists_the_queue_and_refuses_sqlite(
+    pg_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    await ensure_queue_schema(pg_url)
+    session_id = await grow_session(pg_url, 1)
+    job_id = await _request(pg_url, session_id)
+    assert await asyncio.to_thread(run, ["jobs", "--db", pg_url, "--json"]) == 0
+    (listed,) = json.loads(capsys.readouterr().out)
+    assert (listed["id"], listed["status"], listed["session_id"]) == (
+        job_id,
+        "queued",
+        session_id,
+    )
+    assert listed["attempts"] == 0 and listed["last_error"] is None
+    assert await asyncio.to_thread(run, ["jobs", "--db", str(tmp_path / "x.db")]) == 1
+    assert "PostgreSQL" in capsys.readouterr().err

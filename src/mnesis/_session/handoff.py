@@ -68,7 +68,8 @@ class WorkerHandoff:
         return await self._request(size)
 
     async def before_model_call(self) -> CompactionResult | None:
-        """Bring a context over the hard threshold under it (see the module docstring)."""
+        """Bring a context over the hard threshold under it (see the module docstring);
+        the result of an inline compaction, None when a worker's job did it."""
         cfg = self._config.compaction
         if await self._request(self._meter.view_tokens):
             started = time.monotonic()
@@ -84,7 +85,7 @@ class WorkerHandoff:
             self._pending = False
             await self._meter.refresh()
             if not self._engine.is_hard_overflow(self._meter.view_tokens, self._model_info):
-                return self._engine.last_result
+                return None  # a worker compacted: its result is in its job's run row
             logger.info("no worker compacted %s in time; compacting inline", self._session_id)
         result = await self._engine.run_compaction(self._session_id)
         await self._meter.refresh()

@@ -106,6 +106,13 @@ class CompactionConfig(_Config):
     failure_cooldown_seconds: float = Field(default=300.0, ge=0)
     max_consecutive_model_failures: int = Field(default=3, ge=1)
     min_seconds_between_compactions: float = Field(default=0.0, ge=0)
+    mode: Literal["inline", "worker"] = "inline"
+    """``"inline"``: the session compacts in its own process (a background task after
+    the soft threshold). ``"worker"``: the soft threshold queues a job for ``mnesis
+    worker`` instead (PostgreSQL stores only; see docs/postgres.md, "Workers")."""
+    worker_pickup_seconds: float = Field(default=30.0, ge=0)
+    """Worker mode: how long a turn over the hard threshold waits for a worker to take
+    the queued job before compacting inline (a taken job is waited for)."""
 
 
 class FileConfig(_Config):

@@ -1,8 +1,10 @@
 """When compaction runs around a turn: before the model call if the context is over the
-hard threshold, in the background after the turn if it is over the soft one."""
+hard threshold, in the background after the turn if it is over the soft one (or, in
+``compaction.mode = "worker"``, through a job for the workers: ``handoff``)."""
 
 from __future__ import annotations
 
+from mnesis._session.handoff import WorkerHandoff
 from mnesis._session.meter import ContextMeter
 from mnesis.compaction.engine import CompactionEngine
 from mnesis.config import MnesisConfig
@@ -28,6 +30,12 @@ class CompactionGate:
         self._config = config
         self._model_info = model_info
         self._session_id = session_id
+        queue = engine.store.compaction_queue() if config.compaction.mode == "worker" else None
+        self._handoff = (
+            None
+            if queue is None
+            else WorkerHandoff(queue, engine, meter, config, model_info, session_id)
+        )
 
     async def before_model_call(self) -> CompactionResult | None:
         """Compact now if the context is over the hard threshold (waiting for a running
@@ -38,6 +46,8 @@ class CompactionGate:
             return None
         if not self._over_hard_limit():
             return None
+        if self._handoff is not None and self._handoff.available:
+            return await self._handoff.before_model_call()
         if self._engine.in_progress:
             await self._engine.wait_for_pending()
             await self._meter.refresh()
@@ -53,6 +63,8 @@ class CompactionGate:
             await self._meter.refresh()
         if not self._config.compaction.auto:
             return False
+        if self._handoff is not None and self._handoff.available:
+            return await self._handoff.after_turn()
         return self._engine.check_and_trigger(
             self._session_id, self._meter.view_tokens, self._model_info
         )

@@ -23,6 +23,7 @@ from mnesis.cli.demo import demo_command
 from mnesis.cli.mcp_command import mcp_command
 from mnesis.cli.report_command import report_command
 from mnesis.cli.upgrade_command import upgrade_command
+from mnesis.cli.worker_command import jobs_command, worker_command
 from mnesis.errors import MnesisError
 
 __all__ = ["app", "run"]
@@ -43,6 +44,8 @@ app.command("check")(check_command)
 app.command("mcp")(mcp_command)
 app.command("report")(report_command)
 app.command("upgrade")(upgrade_command)
+app.command("worker")(worker_command)
+app.command("jobs")(jobs_command)
 
 
 def _version() -> str:

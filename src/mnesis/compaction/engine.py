@@ -17,7 +17,8 @@ Guarantees:
   the context has grown.
 
 Concurrency: one run at a time per engine (an asyncio lock), and one per
-session across engines and processes (a lease row in the database). A commit
+session across engines and processes (the store's compaction lock: a lease row
+on SQLite, an advisory lock on PostgreSQL). A commit
 also re-checks that the context items it replaces are unchanged.
 
 The pieces live beside it: the escalation ladder of summarisers (``ladder``,
@@ -183,9 +184,12 @@ class CompactionEngine:
         model_override: str | None = None,
         *,
         force: bool = False,
+        raise_conflict: bool = False,
         _triggered: bool = False,
     ) -> CompactionResult:
-        """Run the full protocol now. Never raises for model or store failures."""
+        """Run the full protocol now. Never raises for model or store failures; with
+        ``raise_conflict`` a session another compactor holds raises
+        :class:`~mnesis.errors.CompactionLockedError` (retryable) instead of returning."""
         started = time.perf_counter()
         result = CompactionResult(session_id=session_id)
         if self._lock is None:
@@ -196,16 +200,14 @@ class CompactionEngine:
                     MnesisEvent.COMPACTION_TRIGGERED,
                     {"session_id": session_id, "reason": "manual" if force else "hard_threshold"},
                 )
-            locked = False
             try:
                 ttl = self.config.compaction.model_timeout_seconds * 3 + 60
-                locked = await self._lease.acquire(session_id, ttl)
-                if not locked:
-                    result.error = "another compactor holds this session's lock"
-                    return self._done(result, started, publish=False)
-                await self._run_rounds(session_id, result, abort, model_override, force)
+                async with self._lease.hold(session_id, ttl):
+                    await self._run_rounds(session_id, result, abort, model_override, force)
                 return self._done(result, started)
             except CompactionLockedError as exc:
+                if raise_conflict:
+                    raise
                 result.error = str(exc)
                 return self._done(result, started, publish=False)
             except Exception as exc:
@@ -219,8 +221,6 @@ class CompactionEngine:
                 )
                 return result
             finally:
-                if locked:
-                    await self._lease.release(session_id)
                 self._scheduler.finished()
 
     def _done(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -26,6 +27,8 @@ from mnesis.models.message import Message, MessageWithParts
 from mnesis.models.parts import MessagePart, ToolState
 from mnesis.models.summary import FileReference, SummaryRecord
 from mnesis.models.tokens import TokenUsage
+from mnesis.store.jobs import CompactionQueue
+from mnesis.store.lease import lease_lock
 from mnesis.store.map_runs import MapRunStore
 from mnesis.store.search_query import SearchQuery
 
@@ -367,6 +370,19 @@ class StoreBackend(ABC):
     @abstractmethod
     async def release_compaction_lock(self, session_id: str, owner: str) -> None:
         """Release the lock if ``owner`` holds it."""
+
+    def compaction_lock(
+        self, session_id: str, owner: str, ttl_seconds: float
+    ) -> AbstractAsyncContextManager[None]:
+        """Hold the session's compaction lock for a ``async with`` block; raises
+        :class:`~mnesis.errors.CompactionLockedError` at once if another compactor holds
+        it. The default is the lease row (``*_compaction_lock``); PostgreSQL overrides it
+        with an advisory lock."""
+        return lease_lock(self, session_id, owner, ttl_seconds)
+
+    def compaction_queue(self) -> CompactionQueue | None:
+        """The database's background compaction queue, if this backend has one."""
+        return None
 
     @abstractmethod
     async def get_summaries_merging(self, summary_id: str) -> list[str]:

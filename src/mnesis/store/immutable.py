@@ -19,6 +19,7 @@ own and :meth:`close` closes it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Literal
 
 from mnesis.config import StoreConfig
@@ -71,6 +72,7 @@ from mnesis.store.checks import (
     check_summary,
 )
 from mnesis.store.factory import StoreLocation, new_backend, open_database, resolve_location
+from mnesis.store.jobs import CompactionQueue
 from mnesis.store.map_runs import MapRunStore
 from mnesis.store.search_query import SearchQuery
 
@@ -457,6 +459,17 @@ class ImmutableStore(StoreBackend):
         check_id(session_id, "session_id")
         check_id(owner, "owner")
         await self.backend.release_compaction_lock(session_id, owner)
+
+    def compaction_lock(
+        self, session_id: str, owner: str, ttl_seconds: float
+    ) -> AbstractAsyncContextManager[None]:
+        check_id(session_id, "session_id")
+        check_id(owner, "owner")
+        check_number(ttl_seconds, "ttl_seconds")
+        return self.backend.compaction_lock(session_id, owner, ttl_seconds)
+
+    def compaction_queue(self) -> CompactionQueue | None:
+        return self.backend.compaction_queue()
 
     async def get_summaries_merging(self, summary_id: str) -> list[str]:
         check_id(summary_id, "summary_id")

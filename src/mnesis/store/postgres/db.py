@@ -124,6 +124,11 @@ class PostgresDatabase:
                 ) from exc
             self._pool = pool
 
+    async def connect(self) -> Conn:
+        """A connection of its own, outside the pool, in autocommit mode (the caller
+        closes it); used to hold session-level advisory locks."""
+        return await self._guard(self._connect())
+
     async def _connect(self) -> Conn:
         try:
             conn = await psycopg.AsyncConnection.connect(self.url, autocommit=True, **self._extra)

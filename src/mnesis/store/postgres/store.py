@@ -7,14 +7,18 @@ and ``integrity`` (their shared SQL is in ``rows``).
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from typing import Literal, Protocol
 
 from mnesis.errors import SessionNotFoundError
 from mnesis.store.base import FileReference, SessionRecord, StoreBackend
 from mnesis.store.codec import dumps
+from mnesis.store.jobs import CompactionQueue
 from mnesis.store.map_runs import MapRunStore
 from mnesis.store.postgres.db import Conn, PostgresDatabase
 from mnesis.store.postgres.integrity import IntegrityMixin
+from mnesis.store.postgres.jobs import PostgresCompactionQueue
+from mnesis.store.postgres.locks import advisory_compaction_lock
 from mnesis.store.postgres.map_runs import PostgresMapRunStore
 from mnesis.store.postgres.messages import MessagesMixin
 from mnesis.store.postgres.rows import (
@@ -128,6 +132,17 @@ class PostgresStore(MessagesMixin, SummariesMixin, SearchMixin, IntegrityMixin, 
                 raise SessionNotFoundError(session_id)
 
         await self.db.write(_set)
+
+    # compaction lock and queue ---------------------------------------------
+    def compaction_lock(
+        self, session_id: str, owner: str, ttl_seconds: float
+    ) -> AbstractAsyncContextManager[None]:
+        """A per-session advisory lock (:mod:`mnesis.store.postgres.locks`); ``owner``
+        and ``ttl_seconds`` are unused: the lock dies with its holder."""
+        return advisory_compaction_lock(self.db, session_id)
+
+    def compaction_queue(self) -> CompactionQueue | None:
+        return PostgresCompactionQueue(self.db)
 
     # files ----------------------------------------------------------------
     async def store_file_reference(self, ref: FileReference) -> FileReference:

@@ -1,0 +1,46 @@
+"""A worker process for the tests, with a summariser that can be slowed down.
+
+``python -m tests.workers.worker_main URL DIR NAME [SLOW_SECONDS]``: every summarise call
+first touches ``DIR/NAME.started`` (so a test knows a job is mid-run), then sleeps
+``SLOW_SECONDS`` before summarising extractively.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+from mnesis.compaction.summariser import Summariser
+from mnesis.workers import WorkerOptions, WorkerSettings, run_worker
+from tests.workers import Paused
+
+
+def main() -> None:
+    url, directory, name = sys.argv[1:4]
+    slow = float(sys.argv[4]) if len(sys.argv) > 4 else 0.0
+    marker = Path(directory) / f"{name}.started"
+    logging.basicConfig(level=logging.INFO)
+
+    async def pause() -> None:
+        marker.touch()
+        await asyncio.sleep(slow)
+
+    def ladder() -> list[Summariser]:
+        return [Paused(pause)]
+
+    settings = WorkerSettings(
+        url=url,
+        name=name,
+        heartbeat_seconds=0.5,
+        stalled_after_seconds=3.0,
+        stalled_check_seconds=1.0,
+        poll_seconds=0.5,
+        backoff=1.0,
+    )
+    asyncio.run(run_worker(settings, WorkerOptions(summarisers=ladder)))
+
+
+if __name__ == "__main__":
+    main()

@@ -126,8 +126,11 @@ class CompactionEngine:
         """True if the context is above ``soft_threshold_fraction`` of the usable budget.
 
         Always False with ``compaction.auto=False``: nothing triggers on its own then."""
-        if not self.config.compaction.auto:
-            return False
+        return self.config.compaction.auto and self.above_soft_threshold(tokens, model)
+
+    def above_soft_threshold(self, tokens: int | TokenUsage, model: ModelInfo) -> bool:
+        """True if the context is above the soft threshold, whatever ``compaction.auto``
+        says (for callers asked to compact explicitly, such as a worker's job)."""
         usable = self._budget(model).usable
         return self._tokens(tokens) > usable * self.config.compaction.soft_threshold_fraction
 

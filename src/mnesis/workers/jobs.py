@@ -94,7 +94,7 @@ class JobRunner:
             "trigger_reason": reason,
             "token_before": before,
         }
-        if reason != "manual" and not engine.is_soft_overflow(before + system, model):
+        if reason != "manual" and not engine.above_soft_threshold(before + system, model):
             fields.update(summary_id=None, token_after=before, outcome="noop")
             self._log("compaction skipped: under threshold", fields, started)
             return fields

@@ -432,7 +432,8 @@ class MnesisSession:
 
     # -- closing ------------------------------------------------------------
     async def close(self, *, abort_compaction: bool = False) -> None:
-        """Finish (or abort) background compaction, then release the store. Idempotent."""
+        """Finish (or abort) background compaction, mark the session closed (which moves its
+        ``updated_at``), then release the store. Idempotent."""
         if self._wiring.state.closed:
             return
         self._wiring.state.closed = True
@@ -441,6 +442,7 @@ class MnesisSession:
                 await self._wiring.engine.cancel_pending()
             else:
                 await self._wiring.engine.wait_for_pending()
+            await self._store.set_session_status(self.id, "closed")
             self._bus.publish(MnesisEvent.SESSION_CLOSED, {"session_id": self.id})
             await self._bus.drain()
         finally:

@@ -19,8 +19,14 @@ from typer.main import get_command
 from mnesis.cli._common import fail
 from mnesis.cli.check import check_command
 from mnesis.cli.commands import context_command, sessions_command, show_command
+from mnesis.cli.compact_command import compact_command
 from mnesis.cli.demo import demo_command
+from mnesis.cli.export_command import dag_command, export_command
+from mnesis.cli.import_command import import_command
 from mnesis.cli.mcp_command import mcp_command
+from mnesis.cli.purge_command import purge_command
+from mnesis.cli.retrieval_commands import describe_command, expand_command, grep_command
+from mnesis.cli.stats_command import stats_command
 from mnesis.errors import MnesisError
 
 __all__ = ["app", "run"]
@@ -39,6 +45,15 @@ app.command("show")(show_command)
 app.command("context")(context_command)
 app.command("check")(check_command)
 app.command("mcp")(mcp_command)
+app.command("grep")(grep_command)
+app.command("describe")(describe_command)
+app.command("expand")(expand_command)
+app.command("stats")(stats_command)
+app.command("compact")(compact_command)
+app.command("import")(import_command)
+app.command("export")(export_command)
+app.command("dag")(dag_command)
+app.command("purge")(purge_command)
 
 
 def _version() -> str:

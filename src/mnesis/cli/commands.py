@@ -29,6 +29,7 @@ from mnesis.config import MnesisConfig
 from mnesis.context.builder import BuiltContext, ContextBuilder
 from mnesis.errors import InvalidArgumentError
 from mnesis.models.message import MessageWithParts
+from mnesis.models.clock import now_ms
 from mnesis.models.model_info import ModelInfo
 from mnesis.store.base import ContextItem, SessionRecord, SummaryRecord
 from mnesis.store.immutable import ImmutableStore
@@ -103,24 +104,28 @@ def sessions_command(
         pad_edge=False,
         collapse_padding=True,
     )
-    table.add_column("id", no_wrap=True)
-    table.add_column("model", overflow="fold", min_width=6)
-    table.add_column("status", overflow="fold", min_width=6)
-    table.add_column("turns", justify="right", min_width=5)
-    table.add_column("msgs", justify="right", min_width=4)
-    table.add_column("context", justify="right", min_width=6)
-    table.add_column("last activity", min_width=10)
+    table.add_column("id", no_wrap=True, min_width=31)
+    table.add_column("model", no_wrap=True, overflow="ellipsis", max_width=10)
+    table.add_column("status", no_wrap=True, min_width=6)
+    table.add_column("turns", justify="right", no_wrap=True, min_width=5)
+    table.add_column("context", justify="right", no_wrap=True, min_width=7)
+    table.add_column("last", no_wrap=True, min_width=10)
     for r, counts in rows:
         table.add_row(
             r.id,
             r.model,
             r.status,
             f"{counts['turns']:,}",
-            f"{counts['messages']:,}",
             format_tokens(counts["context_tokens"]),
-            format_time(counts["last_activity"]),
+            _short_time(counts["last_activity"]),
         )
     console.print(table)
+
+
+def _short_time(ms: int) -> str:
+    """``HH:MM`` today, ``YYYY-MM-DD`` before: last activity in a narrow table."""
+    full = format_time(ms)
+    return full[11:] if full[:10] == format_time(now_ms())[:10] else full[:10]
 
 
 # -- show ---------------------------------------------------------------------

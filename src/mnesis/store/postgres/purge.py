@@ -46,7 +46,7 @@ async def _purge_one(conn: Conn, session_id: str, rows: dict[str, int]) -> None:
     cur = await conn.execute(
         "DELETE FROM file_references f WHERE f.session_id = %s AND NOT EXISTS ("
         "SELECT 1 FROM summaries s WHERE s.session_id <> %s "
-        "AND s.file_ids LIKE '%%\"' || f.file_id || '\"%%')",
+        "AND s.file_ids @> jsonb_build_array(f.file_id))",
         (session_id, session_id),
     )
     rows["file_references"] = rows.get("file_references", 0) + max(cur.rowcount, 0)

@@ -32,6 +32,9 @@ from mnesis.store.immutable import ImmutableStore
 __all__ = ["FORMATS", "ImportReport", "Parser", "default_paths", "detect_format", "import_file"]
 
 DEFAULT_BATCH = 5000
+MAX_BATCH_CHARS = 8_000_000
+"""A batch is written once it holds this much text, whatever its message count (bounded
+memory for transcripts with large tool outputs)."""
 
 
 class Parser(Protocol):
@@ -193,7 +196,7 @@ async def _import(
             continue
         for item in items:
             writer.add(item)
-        if writer.buffered >= batch_size:
+        if writer.buffered >= batch_size or writer.buffered_chars >= MAX_BATCH_CHARS:
             await _commit(store, writer, source, done_offset, done_lines, full)
             if on_progress is not None:
                 on_progress(done_offset, size)

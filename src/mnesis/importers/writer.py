@@ -81,6 +81,8 @@ class ImportWriter:
         self._parent_key = parent_key
         self.messages = 0
         self.buffered = 0
+        self.buffered_chars = 0
+        """Characters of text and tool output waiting for the next flush."""
         self.tool_results = 0
         self.orphan_results = 0
         self.created_ids: list[str] = []
@@ -123,6 +125,7 @@ class ImportWriter:
                 parts.append(part)
             elif piece.text:
                 parts.append(piece)
+                self.buffered_chars += len(piece.text)
         if not parts:
             return
         if turn.model and sink.model is None and turn.role == "assistant":
@@ -157,6 +160,7 @@ class ImportWriter:
     def _result(self, result: ToolResult, key: str | None) -> None:
         self.tool_results += 1
         part = self._open_calls.pop(result.call_id, None)
+        self.buffered_chars += len(result.output)
         if part is not None:
             part.output = result.output
             part.status.state = "error" if result.is_error else "completed"
@@ -246,6 +250,7 @@ class ImportWriter:
             self.messages += len(batch)
             sink.buffer.clear()
         self.buffered = 0
+        self.buffered_chars = 0
         late, self._late = self._late, []
         for result, key in late:
             await self._complete_late(result, key)

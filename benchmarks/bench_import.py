@@ -67,13 +67,18 @@ def claude_code_lines(turns: int, *, output_bytes: int = 400) -> Iterator[str]:
             )
 
 
+def write_transcript(path: str, turns: int) -> int:
+    """Write the generated session file; returns its size in bytes."""
+    with open(path, "w", encoding="utf-8") as handle:
+        for line in claude_code_lines(turns):
+            handle.write(line + "\n")
+    return os.path.getsize(path)
+
+
 async def _run(turns: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "session.jsonl")
-        with open(path, "w", encoding="utf-8") as handle:
-            for line in claude_code_lines(turns):
-                handle.write(line + "\n")
-        size = os.path.getsize(path)
+        size = write_transcript(path, turns)
         store = await ImmutableStore.open(os.path.join(tmp, "import.db"))
         try:
             started = time.perf_counter()
@@ -88,7 +93,8 @@ async def _run(turns: int) -> None:
         print(
             f"{turns:,} exchanges, {size / 1e6:.1f} MB, {report.lines_read:,} lines → "
             f"{report.messages_added:,} messages in {elapsed:.2f} s: {rate:,.0f} messages/s, "
-            f"{size / 1e6 / elapsed:.1f} MB/s; re-import ({second.status}) {unchanged * 1000:.1f} ms"
+            f"{size / 1e6 / elapsed:.1f} MB/s; "
+            f"re-import ({second.status}) {unchanged * 1000:.1f} ms"
         )
 
 

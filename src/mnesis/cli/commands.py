@@ -28,8 +28,8 @@ from mnesis.cli.demo import DEMO_MODEL, demo_config
 from mnesis.config import MnesisConfig
 from mnesis.context.builder import BuiltContext, ContextBuilder
 from mnesis.errors import InvalidArgumentError
-from mnesis.models.message import MessageWithParts
 from mnesis.models.clock import now_ms
+from mnesis.models.message import MessageWithParts
 from mnesis.models.model_info import ModelInfo
 from mnesis.store.base import ContextItem, SessionRecord, SummaryRecord
 from mnesis.store.immutable import ImmutableStore

@@ -35,18 +35,20 @@ from mnesis.store.immutable import ImmutableStore
 __all__ = ["import_command"]
 
 
-def _expand(paths: list[str]) -> list[str]:
-    found: list[str] = []
+def _expand(paths: list[str]) -> dict[str, str]:
+    """File to import → the path to show (as the user wrote it)."""
+    found: dict[str, str] = {}
     for path in paths:
         full = os.path.expanduser(path)
         if os.path.isdir(full):
             for pattern in ("*.jsonl", "*.json"):
-                found.extend(glob.glob(os.path.join(full, "**", pattern), recursive=True))
+                for hit in glob.glob(os.path.join(full, "**", pattern), recursive=True):
+                    found[hit] = os.path.join(path, os.path.relpath(hit, full))
         elif os.path.isfile(full):
-            found.append(full)
+            found[full] = path
         else:
             fail(f"no such file or directory: {path}")
-    return sorted(dict.fromkeys(found))
+    return dict(sorted(found.items()))
 
 
 async def _import_all(
@@ -104,11 +106,12 @@ def import_command(
     if fmt is not None and fmt not in FORMATS:
         raise typer.BadParameter(f"must be one of {', '.join(FORMATS)}", param_hint="'--format'")
     if paths:
-        files = _expand(paths)
+        shown = _expand(paths)
     elif fmt in ("claude-code", "codex"):
-        files = default_paths(fmt)
+        shown = {path: path for path in default_paths(fmt)}
     else:
         raise typer.BadParameter("give transcript paths, or --claude-code / --codex")
+    files = list(shown)
     if not files:
         fail("no transcript files found" + ("" if paths else " in the default location"))
     with cli_errors():
@@ -117,26 +120,26 @@ def import_command(
         check_mnesis_database(location, must_exist=False)
         sized = [(f, os.path.getsize(f)) for f in files]
         reports = asyncio.run(_import_all(config, sized, fmt))
-    _print(reports, as_json)
+    _print(reports, [shown[f] for f in files], as_json)
 
 
-def _print(reports: list[ImportReport], as_json: bool) -> None:
+def _print(reports: list[ImportReport], names: list[str], as_json: bool) -> None:
     if as_json:
         echo_json([_report_json(r) for r in reports])
         return
     console = stdout_console()
     err = stderr_console()
-    for r in reports:
+    for r, name in zip(reports, names, strict=True):
         for line, problem in r.errors:
-            err.print(f"[yellow]warning:[/] {escape(r.path)}:{line}: {escape(problem)} (skipped)")
+            err.print(f"[yellow]warning:[/] {escape(name)}:{line}: {escape(problem)} (skipped)")
         console.print(
-            f"{escape(r.path)}: {r.status}, {r.messages_added:,} messages added "
+            f"{escape(name)}: {r.status}, {r.messages_added:,} messages added "
             f"→ {', '.join(r.session_ids) or '-'}"
         )
     added = sum(r.messages_added for r in reports)
     skipped = sum(len(r.errors) for r in reports)
     console.print(
-        f"[bold]{len(reports)} files, {added:,} messages added, "
+        f"[bold]{len(reports)} file{'' if len(reports) == 1 else 's'}, {added:,} messages added, "
         f"{skipped} malformed lines skipped[/]"
     )
 

@@ -31,7 +31,7 @@ from mnesis._session.wiring import wire
 from mnesis.compaction.engine import CompactionEngine
 from mnesis.config import MnesisConfig
 from mnesis.context.builder import BuiltContext
-from mnesis.errors import InvalidArgumentError
+from mnesis.errors import InvalidArgumentError, StoreReadOnlyError
 from mnesis.events.bus import EventBus, EventHandler, MnesisEvent
 from mnesis.files import FileHandleResult
 from mnesis.llm import LLMClient, resolve_client
@@ -442,7 +442,8 @@ class MnesisSession:
                 await self._wiring.engine.cancel_pending()
             else:
                 await self._wiring.engine.wait_for_pending()
-            await self._store.set_session_status(self.id, "closed")
+            with contextlib.suppress(StoreReadOnlyError):  # nothing to mark on a read-only file
+                await self._store.set_session_status(self.id, "closed")
             self._bus.publish(MnesisEvent.SESSION_CLOSED, {"session_id": self.id})
             await self._bus.drain()
         finally:

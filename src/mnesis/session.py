@@ -130,6 +130,7 @@ class MnesisSession:
             pool=pool,
         )
         session = cls._of(stored, client, event_bus)
+        session._wrote = True
         session._bus.publish(
             MnesisEvent.SESSION_CREATED, {"session_id": session.id, "model": model}
         )
@@ -168,7 +169,7 @@ class MnesisSession:
 
     @classmethod
     def _of(cls, stored: StoredSession, llm: LLMClient, bus: EventBus | None) -> MnesisSession:
-        return cls(
+        session = cls(
             record=stored.record,
             store=stored.store,
             config=stored.config,
@@ -179,6 +180,16 @@ class MnesisSession:
             db_path=stored.db_path,
             event_bus=bus,
         )
+        session._bus.subscribe(MnesisEvent.MESSAGE_CREATED, session._note_write)
+        return session
+
+    _wrote = False
+    """Whether this object created the session or added to it (``close`` then marks it
+    closed; a load-and-close look at a session leaves its row alone)."""
+
+    def _note_write(self, event: MnesisEvent, payload: dict[str, Any]) -> None:
+        if payload.get("session_id") == self.id:
+            self._wrote = True
 
     async def spawn_child(self, *, agent: str, system_prompt: str) -> MnesisSession:
         """A new session whose ``parent_id`` is this one, on the same store and model."""
@@ -433,7 +444,8 @@ class MnesisSession:
     # -- closing ------------------------------------------------------------
     async def close(self, *, abort_compaction: bool = False) -> None:
         """Finish (or abort) background compaction, mark the session closed (which moves its
-        ``updated_at``), then release the store. Idempotent."""
+        ``updated_at``) if this object created it or added to it, then release the store.
+        Idempotent."""
         if self._wiring.state.closed:
             return
         self._wiring.state.closed = True
@@ -442,8 +454,9 @@ class MnesisSession:
                 await self._wiring.engine.cancel_pending()
             else:
                 await self._wiring.engine.wait_for_pending()
-            with contextlib.suppress(StoreReadOnlyError):  # nothing to mark on a read-only file
-                await self._store.set_session_status(self.id, "closed")
+            if self._wrote:
+                with contextlib.suppress(StoreReadOnlyError):  # a read-only file: nothing to mark
+                    await self._store.set_session_status(self.id, "closed")
             self._bus.publish(MnesisEvent.SESSION_CLOSED, {"session_id": self.id})
             await self._bus.drain()
         finally:

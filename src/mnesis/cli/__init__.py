@@ -2,8 +2,8 @@
 
 ``run(argv)`` is the console-script entry point: it returns the exit code instead of
 exiting, so it can be called from tests and other programs. Exit codes: 0 success,
-1 a mnesis error (printed as one red line on stderr, never a traceback), 2 a usage
-error, 130 interrupted.
+1 a mnesis error or an unexpected failure (printed as one red line on stderr, never a
+traceback unless ``--debug`` is given), 2 a usage error, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -65,6 +65,13 @@ def _version() -> str:
         return __version__
 
 
+_debug = {"on": False}
+
+
+def _set_debug(value: bool) -> None:
+    _debug["on"] = value
+
+
 def _print_version(value: bool) -> None:
     if value:
         typer.echo(f"mnesis {_version()}")
@@ -80,6 +87,15 @@ def _main(
             callback=_print_version,
             is_eager=True,
             help="Print the version and exit.",
+        ),
+    ] = False,
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug",
+            callback=_set_debug,
+            is_eager=True,
+            help="Show the full traceback of an unexpected error.",
         ),
     ] = False,
 ) -> None:
@@ -107,4 +123,11 @@ def run(argv: Sequence[str] | None = None) -> int:
             return exit_.exit_code
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # a bug or an environment failure: one line unless --debug
+        if _debug["on"]:
+            raise
+        try:
+            fail(f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)")
+        except typer.Exit as exit_:
+            return exit_.exit_code
     return 0

@@ -132,7 +132,10 @@ async def import_file(
     unknown format or a file that cannot be read.
     """
     full, size = _locate(path)
-    fmt = format or detect_format(full)
+    try:
+        fmt = format or detect_format(full)
+    except OSError as exc:
+        raise InvalidArgumentError(f"cannot read {path}: {exc.strerror or exc}") from exc
     if fmt not in FORMATS:
         raise InvalidArgumentError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
     gc_was_enabled = gc.isenabled()
@@ -141,6 +144,8 @@ async def import_file(
     gc.disable()
     try:
         return await _import(store, full, size, fmt, batch_size, on_progress)
+    except OSError as exc:
+        raise InvalidArgumentError(f"cannot read {path}: {exc.strerror or exc}") from exc
     finally:
         if gc_was_enabled:
             gc.enable()

@@ -388,3 +388,27 @@ def test_close_marks_the_session_closed_and_moves_updated_at(tmp_path: Path) -> 
     asyncio.run(_close_a_session(str(tmp_path / "c.db")))
     listed = ok_json("sessions", "--db", str(tmp_path / "c.db"))
     assert listed[0]["status"] == "closed" and listed[0]["turns"] == 1
+
+
+class TestUnexpectedErrors:
+    def test_a_bug_is_one_line_and_debug_shows_the_traceback(
+        self,
+        history: dict[str, str],
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        import importlib
+
+        from mnesis.cli import run
+
+        stats_command = importlib.import_module("mnesis.cli.stats_command")
+        async def broken(*args: object) -> dict[str, Any]:
+            raise RuntimeError("boom")
+
+        monkeypatch.setattr(stats_command, "_session_stats", broken)
+        assert run(["stats", "--db", history["db"]]) == 1
+        err = capsys.readouterr().err
+        assert "unexpected RuntimeError: boom" in err and "Traceback" not in err
+        with pytest.raises(RuntimeError, match="boom"):
+            run(["--debug", "stats", "--db", history["db"]])
+        assert run(["stats", "--db", history["db"], "--json"]) == 1  # --debug does not stick

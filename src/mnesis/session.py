@@ -31,7 +31,7 @@ from mnesis._session.wiring import wire
 from mnesis.compaction.engine import CompactionEngine
 from mnesis.config import MnesisConfig
 from mnesis.context.builder import BuiltContext, ContextFormat
-from mnesis.errors import InvalidArgumentError
+from mnesis.errors import InvalidArgumentError, StoreReadOnlyError
 from mnesis.events.bus import EventBus, EventHandler, MnesisEvent
 from mnesis.files import FileHandleResult
 from mnesis.llm import ClientLike, LLMClient, resolve_client
@@ -133,6 +133,7 @@ class MnesisSession:
             pool=pool,
         )
         session = cls._of(stored, client, event_bus)
+        session._wrote = True
         session._bus.publish(
             MnesisEvent.SESSION_CREATED, {"session_id": session.id, "model": model}
         )
@@ -172,7 +173,7 @@ class MnesisSession:
 
     @classmethod
     def _of(cls, stored: StoredSession, llm: LLMClient, bus: EventBus | None) -> MnesisSession:
-        return cls(
+        session = cls(
             record=stored.record,
             store=stored.store,
             config=stored.config,
@@ -183,6 +184,16 @@ class MnesisSession:
             db_path=stored.db_path,
             event_bus=bus,
         )
+        session._bus.subscribe(MnesisEvent.MESSAGE_CREATED, session._note_write)
+        return session
+
+    _wrote = False
+    """Whether this object created the session or added to it (``close`` then marks it
+    closed; a load-and-close look at a session leaves its row alone)."""
+
+    def _note_write(self, event: MnesisEvent, payload: dict[str, Any]) -> None:
+        if payload.get("session_id") == self.id:
+            self._wrote = True
 
     async def spawn_child(self, *, agent: str, system_prompt: str) -> MnesisSession:
         """A new session whose ``parent_id`` is this one, on the same store and model."""
@@ -478,7 +489,9 @@ class MnesisSession:
 
     # -- closing ------------------------------------------------------------
     async def close(self, *, abort_compaction: bool = False) -> None:
-        """Finish (or abort) background compaction, then release the store. Idempotent."""
+        """Finish (or abort) background compaction, mark the session closed (which moves its
+        ``updated_at``) if this object created it or added to it, then release the store.
+        Idempotent."""
         if self._wiring.state.closed:
             return
         self._wiring.state.closed = True
@@ -487,6 +500,9 @@ class MnesisSession:
                 await self._wiring.engine.cancel_pending()
             else:
                 await self._wiring.engine.wait_for_pending()
+            if self._wrote:
+                with contextlib.suppress(StoreReadOnlyError):  # a read-only file: nothing to mark
+                    await self._store.set_session_status(self.id, "closed")
             self._bus.publish(MnesisEvent.SESSION_CLOSED, {"session_id": self.id})
             await self._bus.drain()
         finally:

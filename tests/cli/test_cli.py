@@ -188,10 +188,19 @@ class TestInspection:
             await session.close()
             await pool.close_all()
 
-    def test_sessions_of_an_empty_database(self, tmp_path: Path) -> None:
+    def test_an_empty_file_is_not_a_database_and_stays_empty(self, tmp_path: Path) -> None:
         db = tmp_path / "empty.db"
         db.touch()
-        result = invoke("sessions", "--db", str(db))
+        assert_clean_failure(invoke("sessions", "--db", str(db)), 1, "not a mnesis database")
+        assert db.stat().st_size == 0
+
+    def test_sessions_of_a_database_without_sessions(self, tmp_path: Path) -> None:
+        db = str(tmp_path / "none.db")
+        assert invoke("import", str(tmp_path), "--db", db).exit_code == 1  # no transcripts
+        sqlite3.connect(db).close()
+        result = invoke("purge", "sess_01ARZ3NDEKTSV4RRFFQ69G5FAV", "--yes", "--db", db)
+        assert result.exit_code == 1  # creates and migrates the file: an empty database
+        result = invoke("sessions", "--db", db)
         assert result.exit_code == 0 and "No sessions" in result.stdout
 
 

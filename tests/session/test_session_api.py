@@ -155,8 +155,9 @@ class TestLifecycle:
     ) -> None:
         # A read-only look (load + close) at a session another process is using
         # must not change it.
+        await session.close()  # the creating object marks it closed (issue 14)
         before = raw_rows(db_path, "SELECT * FROM sessions WHERE id = ?", session.id)
-        await session.close()
+        assert before[0][6] == "closed"
         loaded = await MnesisSession.load(session.id, db_path=db_path, pool=pool, llm=fake_llm)
         await loaded.close()
         assert raw_rows(db_path, "SELECT * FROM sessions WHERE id = ?", session.id) == before

@@ -2,8 +2,8 @@
 
 ``run(argv)`` is the console-script entry point: it returns the exit code instead of
 exiting, so it can be called from tests and other programs. Exit codes: 0 success,
-1 a mnesis error (printed as one red line on stderr, never a traceback), 2 a usage
-error, 130 interrupted.
+1 a mnesis error or an unexpected failure (printed as one red line on stderr, never a
+traceback unless ``--debug`` is given), 2 a usage error, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -19,9 +19,15 @@ from typer.main import get_command
 from mnesis.cli._common import fail
 from mnesis.cli.check import check_command
 from mnesis.cli.commands import context_command, sessions_command, show_command
+from mnesis.cli.compact_command import compact_command
 from mnesis.cli.demo import demo_command
+from mnesis.cli.export_command import dag_command, export_command
+from mnesis.cli.import_command import import_command
 from mnesis.cli.mcp_command import mcp_command
+from mnesis.cli.purge_command import purge_command
 from mnesis.cli.report_command import report_command
+from mnesis.cli.retrieval_commands import describe_command, expand_command, grep_command
+from mnesis.cli.stats_command import stats_command
 from mnesis.cli.upgrade_command import upgrade_command
 from mnesis.cli.worker_command import jobs_command, worker_command
 from mnesis.errors import MnesisError
@@ -46,6 +52,15 @@ app.command("report")(report_command)
 app.command("upgrade")(upgrade_command)
 app.command("worker")(worker_command)
 app.command("jobs")(jobs_command)
+app.command("grep")(grep_command)
+app.command("describe")(describe_command)
+app.command("expand")(expand_command)
+app.command("stats")(stats_command)
+app.command("compact")(compact_command)
+app.command("import")(import_command)
+app.command("export")(export_command)
+app.command("dag")(dag_command)
+app.command("purge")(purge_command)
 
 
 def _version() -> str:
@@ -55,6 +70,13 @@ def _version() -> str:
         from mnesis import __version__
 
         return __version__
+
+
+_debug = {"on": False}
+
+
+def _set_debug(value: bool) -> None:
+    _debug["on"] = value
 
 
 def _print_version(value: bool) -> None:
@@ -72,6 +94,15 @@ def _main(
             callback=_print_version,
             is_eager=True,
             help="Print the version and exit.",
+        ),
+    ] = False,
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug",
+            callback=_set_debug,
+            is_eager=True,
+            help="Show the full traceback of an unexpected error.",
         ),
     ] = False,
 ) -> None:
@@ -99,4 +130,11 @@ def run(argv: Sequence[str] | None = None) -> int:
             return exit_.exit_code
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # a bug or an environment failure: one line unless --debug
+        if _debug["on"]:
+            raise
+        try:
+            fail(f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)")
+        except typer.Exit as exit_:
+            return exit_.exit_code
     return 0

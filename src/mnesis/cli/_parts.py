@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mnesis.cli._common import abbreviate
+from mnesis.cli._common import abbreviate, format_time
 from mnesis.models.message import MessageWithParts
 from mnesis.models.parts import (
     CompactionPart,
@@ -17,7 +17,13 @@ from mnesis.models.parts import (
     ToolPart,
 )
 
-__all__ = ["message_json", "part_json", "part_preview"]
+__all__ = [
+    "full_message_json",
+    "full_message_text_block",
+    "message_json",
+    "part_json",
+    "part_preview",
+]
 
 _WIDTH = 100
 
@@ -95,4 +101,49 @@ def message_json(message: MessageWithParts, seq: int) -> dict[str, Any]:
         "token_estimate": m.token_estimate,
         "finish_reason": m.finish_reason,
         "parts": [part_json(p) for p in message.parts],
+    }
+
+
+def _full_part_text(part: MessagePart) -> str:
+    if isinstance(part, TextPart):
+        return ("[summary]\n" if part.synthetic else "") + part.text
+    if isinstance(part, ReasoningPart):
+        return "[reasoning]\n" + part.text
+    if isinstance(part, ToolPart):
+        head = f"[tool {part.tool_name} · {part.tool_call_id} · {part.status.state}"
+        if part.status.compacted_at is not None:
+            head += " · pruned from context, kept in the store"
+        lines = [head + "]", "input: " + json.dumps(part.input, ensure_ascii=False, indent=2)]
+        if part.output is not None:
+            lines.append("output:\n" + part.output)
+        if part.error_message:
+            lines.append("error: " + part.error_message)
+        return "\n".join(lines)
+    return part_preview(part)
+
+
+def full_message_text_block(message: MessageWithParts, seq: int | None = None) -> str:
+    """``message`` as plain text with every part in full (tool input and output too)."""
+    m = message.message
+    role = "summary" if m.is_summary else m.role
+    number = f"#{seq} " if seq is not None else ""
+    header = (
+        f"── {number}{m.id} · {role} · {format_time(m.created_at)} · {m.token_estimate:,} tokens"
+    )
+    return "\n".join([header, *(_full_part_text(p) for p in message.parts)])
+
+
+def full_message_json(message: MessageWithParts) -> dict[str, Any]:
+    """``message`` as JSON with every part in full."""
+    m = message.message
+    return {
+        "id": m.id,
+        "session_id": m.session_id,
+        "role": m.role,
+        "is_summary": m.is_summary,
+        "created_at": m.created_at,
+        "model_id": m.model_id,
+        "token_estimate": m.token_estimate,
+        "finish_reason": m.finish_reason,
+        "parts": [p.model_dump(mode="json") for p in message.parts],
     }

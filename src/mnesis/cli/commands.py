@@ -1,13 +1,11 @@
 """Inspection commands: ``mnesis sessions``, ``mnesis show`` and ``mnesis context``.
 
-They read a database and never create one: a missing file or a SQLite file of another
-application is refused before the store opens it (opening a store creates and migrates).
-The database is ``--db`` if given, else ``MnesisConfig.from_env().store.db_path``.
+They open the database read-only (see :mod:`mnesis.cli._store`): a missing file or a
+SQLite file of another application is refused, and nothing on disk changes.
 """
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated, Any
 
 import typer
@@ -19,23 +17,23 @@ from mnesis.cli._common import (
     DbOption,
     JsonOption,
     abbreviate,
-    check_mnesis_database,
-    cli_errors,
     echo_json,
     format_time,
     format_tokens,
-    resolve_config,
     stdout_console,
 )
-from mnesis.cli._parts import message_json, part_preview
+from mnesis.cli._parts import full_message_json, full_message_text_block, message_json, part_preview
+from mnesis.cli._store import run_read_only
 from mnesis.cli.demo import DEMO_MODEL, demo_config
 from mnesis.config import MnesisConfig
-from mnesis.context.builder import BuiltContext
-from mnesis.llm.fake import FakeLLM
+from mnesis.context.builder import BuiltContext, ContextBuilder
+from mnesis.errors import InvalidArgumentError
+from mnesis.models.clock import now_ms
 from mnesis.models.message import MessageWithParts
-from mnesis.session import MnesisSession
+from mnesis.models.model_info import ModelInfo
 from mnesis.store.base import ContextItem, SessionRecord, SummaryRecord
-from mnesis.store.pool import StorePool
+from mnesis.store.immutable import ImmutableStore
+from mnesis.tokens.estimator import TokenEstimator
 
 __all__ = ["context_command", "sessions_command", "show_command"]
 
@@ -43,18 +41,28 @@ SessionArg = Annotated[str, typer.Argument(metavar="SESSION_ID", help="A session
 
 
 # -- sessions -----------------------------------------------------------------
-async def _list_sessions(config: MnesisConfig, limit: int) -> list[tuple[SessionRecord, int, int]]:
-    pool = StorePool()
-    try:
-        store = await pool.acquire(config.store)
-        rows = []
-        for record in await store.list_sessions(limit=limit):
-            messages = await store.count_messages(record.id)
-            tokens = await store.context_token_total(record.id)
-            rows.append((record, messages, tokens))
-        return rows
-    finally:
-        await pool.close_all()
+async def _list_sessions(
+    store: ImmutableStore, limit: int
+) -> list[tuple[SessionRecord, dict[str, int]]]:
+    rows = []
+    for record in await store.list_sessions(limit=limit):
+        snapshot = await store.integrity_snapshot(record.id)
+        turns = sum(1 for m in snapshot.messages if m[2] == "user" and not m[3])
+        usage = await store.session_token_usage(record.id)
+        last = record.updated_at
+        if snapshot.messages:
+            newest = await store.get_messages(record.id, after_seq=snapshot.messages[-1][1] - 1)
+            if newest:
+                last = max(last, newest[-1].message.created_at)
+        counts = {
+            "messages": len(snapshot.messages),
+            "turns": turns,
+            "context_tokens": await store.context_token_total(record.id),
+            "tokens_used": usage.total,
+            "last_activity": last,
+        }
+        rows.append((record, counts))
+    return rows
 
 
 def sessions_command(
@@ -64,12 +72,9 @@ def sessions_command(
     ] = 20,
     as_json: JsonOption = False,
 ) -> None:
-    """List the sessions of a database: ID, model, creation time, messages, context size."""
-    with cli_errors():
-        config, path = resolve_config(db)
-    with cli_errors(path):
-        check_mnesis_database(path, must_exist=True)
-        rows = asyncio.run(_list_sessions(config, limit))
+    """List the sessions of a database: ID, model, status, turns, context size and last
+    activity (newest first)."""
+    rows, path = run_read_only(db, lambda store, _: _list_sessions(store, limit))
     if as_json:
         echo_json(
             [
@@ -77,14 +82,14 @@ def sessions_command(
                     "id": r.id,
                     "model": r.model,
                     "agent": r.agent,
+                    "title": r.title,
                     "status": r.status,
                     "parent_id": r.parent_id,
                     "created_at": r.created_at,
                     "updated_at": r.updated_at,
-                    "messages": messages,
-                    "context_tokens": tokens,
+                    **counts,
                 }
-                for r, messages, tokens in rows
+                for r, counts in rows
             ]
         )
         return
@@ -99,38 +104,49 @@ def sessions_command(
         pad_edge=False,
         collapse_padding=True,
     )
-    table.add_column("id", no_wrap=True)
-    table.add_column("model", overflow="fold", min_width=6)
-    table.add_column("status", overflow="fold", min_width=6)
-    table.add_column("created", min_width=10)
-    table.add_column("msgs", justify="right", min_width=4)
-    table.add_column("context", justify="right", min_width=6)
-    for r, messages, tokens in rows:
+    table.add_column("id", no_wrap=True, min_width=31)
+    table.add_column("model", no_wrap=True, overflow="ellipsis", max_width=10)
+    table.add_column("status", no_wrap=True, min_width=6)
+    table.add_column("turns", justify="right", no_wrap=True, min_width=5)
+    table.add_column("context", justify="right", no_wrap=True, min_width=7)
+    table.add_column("last", no_wrap=True, min_width=10)
+    for r, counts in rows:
         table.add_row(
             r.id,
             r.model,
             r.status,
-            format_time(r.created_at),
-            f"{messages:,}",
-            format_tokens(tokens),
+            f"{counts['turns']:,}",
+            format_tokens(counts["context_tokens"]),
+            _short_time(counts["last_activity"]),
         )
     console.print(table)
 
 
+def _short_time(ms: int) -> str:
+    """``HH:MM`` today, ``YYYY-MM-DD`` before: last activity in a narrow table."""
+    full = format_time(ms)
+    return full[11:] if full[:10] == format_time(now_ms())[:10] else full[:10]
+
+
 # -- show ---------------------------------------------------------------------
 async def _load_messages(
-    config: MnesisConfig, session_id: str, limit: int
+    store: ImmutableStore, session_id: str, limit: int
 ) -> tuple[SessionRecord, int, list[MessageWithParts]]:
-    pool = StorePool()
-    try:
-        store = await pool.acquire(config.store)
-        record = await store.get_session(session_id)
-        total = await store.count_messages(session_id)
-        after = max(0, total - limit) if limit else 0
-        messages = await store.get_messages(session_id, include_summaries=True, after_seq=after)
-        return record, total, messages
-    finally:
-        await pool.close_all()
+    record = await store.get_session(session_id)
+    total = await store.count_messages(session_id)
+    after = max(0, total - limit) if limit else 0
+    messages = await store.get_messages(session_id, include_summaries=True, after_seq=after)
+    return record, total, messages
+
+
+async def _load_one(
+    store: ImmutableStore, session_id: str, message_id: str
+) -> tuple[SessionRecord, MessageWithParts]:
+    record = await store.get_session(session_id)
+    message = await store.get_message(message_id)
+    if message.message.session_id != session_id:
+        raise InvalidArgumentError(f"message {message_id} belongs to {message.message.session_id}")
+    return record, message
 
 
 def show_command(
@@ -140,23 +156,46 @@ def show_command(
         int,
         typer.Option("--limit", min=0, help="Show the newest N messages (0: all of them)."),
     ] = 50,
+    full: Annotated[
+        bool,
+        typer.Option("--full", help="Print messages and tool input/output in full (paged)."),
+    ] = False,
+    message_id: Annotated[
+        str | None,
+        typer.Option("--message", metavar="MESSAGE_ID", help="Print this one message in full."),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Show the stored messages of a session, with roles and abbreviated parts."""
-    with cli_errors():
-        config, path = resolve_config(db)
-    with cli_errors(path):
-        check_mnesis_database(path, must_exist=True)
-        record, total, messages = asyncio.run(_load_messages(config, session_id, limit))
+    """Show the stored messages of a session: roles and abbreviated parts, or with
+    --full / --message every text and tool output in full (pruned outputs included)."""
+    if message_id is not None:
+        (record, one), _ = run_read_only(
+            db, lambda store, _: _load_one(store, session_id, message_id)
+        )
+        if as_json:
+            echo_json(full_message_json(one))
+            return
+        _page([full_message_text_block(one)])
+        return
+    (record, total, messages), _ = run_read_only(
+        db, lambda store, _: _load_messages(store, session_id, limit)
+    )
     first_seq = total - len(messages) + 1
     if as_json:
+        render = full_message_json if full else None
         echo_json(
             {
                 "session": {"id": record.id, "model": record.model, "status": record.status},
                 "total_messages": total,
-                "messages": [message_json(m, first_seq + i) for i, m in enumerate(messages)],
+                "messages": [
+                    render(m) | {"seq": first_seq + i} if render else message_json(m, first_seq + i)
+                    for i, m in enumerate(messages)
+                ],
             }
         )
+        return
+    if full:
+        _page([full_message_text_block(m, first_seq + i) for i, m in enumerate(messages)])
         return
     console = stdout_console()
     shown = f"last {len(messages)} of {total}" if len(messages) < total else f"all {total}"
@@ -164,6 +203,7 @@ def show_command(
         title=f"{record.id} · {escape(record.model)} · {shown} messages", title_justify="left"
     )
     table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("id", no_wrap=True)
     table.add_column("role", no_wrap=True)
     table.add_column("tokens", justify="right", no_wrap=True)
     table.add_column("parts", overflow="fold")
@@ -173,6 +213,7 @@ def show_command(
         previews = [part_preview(p) for p in message.parts]
         table.add_row(
             str(first_seq + index),
+            message.id,
             f"[{style}]{role}[/]" if style else role,
             format_tokens(message.message.token_estimate),
             escape("\n".join(p for p in previews if p)) or "-",
@@ -180,34 +221,37 @@ def show_command(
     console.print(table)
 
 
+def _page(blocks: list[str]) -> None:
+    """Print ``blocks``; through the pager when stdout is a terminal."""
+    console = stdout_console()
+    text = "\n\n".join(blocks)
+    if console.is_terminal:
+        with console.pager(styles=False):
+            console.print(text, markup=False, highlight=False)
+    else:
+        console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
 # -- context ------------------------------------------------------------------
 async def _build_context(
-    config: MnesisConfig, session_id: str, window: dict[str, int]
+    store: ImmutableStore, config: MnesisConfig, session_id: str, window: dict[str, int]
 ) -> tuple[SessionRecord, BuiltContext, list[ContextItem], dict[str, SummaryRecord]]:
-    pool = StorePool()
-    try:
-        store = await pool.acquire(config.store)
-        record = await store.get_session(session_id)
-        if record.config:
-            # The configuration the session was created with (its window and thresholds).
-            config = MnesisConfig(**{**record.config, "store": config.store})
-        elif record.model == DEMO_MODEL:
-            config = demo_config(config.store.db_path)
-        if window:
-            config.model_overrides = {**(config.model_overrides or {}), **window}
-        # The fake client: building a context never calls a model, and a session of a
-        # real model must not need that provider's extra installed to be inspected.
-        session = await MnesisSession.load(session_id, config=config, pool=pool, llm=FakeLLM())
-        try:
-            built = await session.build_context()
-            items = await store.get_context_items(session_id)
-        finally:
-            await session.close()
-        summary_ids = [i.item_id for i in items if i.item_type == "summary"]
-        summaries = {s.id: s for s in await store.get_summaries(summary_ids)}
-        return record, built, items, summaries
-    finally:
-        await pool.close_all()
+    record = await store.get_session(session_id)
+    if record.config:
+        # The configuration the session was created with (its window and thresholds).
+        config = MnesisConfig(**{**record.config, "store": config.store})
+    elif record.model == DEMO_MODEL:
+        config = demo_config(config.store.db_path)
+    if window:
+        config.model_overrides = {**(config.model_overrides or {}), **window}
+    # Built straight from the store (no session is opened), so inspecting never writes.
+    model = ModelInfo.from_model_string(record.model, config.model_overrides)
+    builder = ContextBuilder(store, token_estimator=TokenEstimator(model.encoding))
+    built = await builder.build(record.id, model, record.system_prompt, config)
+    items = await store.get_context_items(session_id)
+    summary_ids = [i.item_id for i in items if i.item_type == "summary"]
+    summaries = {s.id: s for s in await store.get_summaries(summary_ids)}
+    return record, built, items, summaries
 
 
 def _context_json(
@@ -286,11 +330,9 @@ def context_command(
         for k, v in (("context_limit", context_limit), ("max_output_tokens", max_output_tokens))
         if v is not None
     }
-    with cli_errors():
-        config, path = resolve_config(db)
-    with cli_errors(path):
-        check_mnesis_database(path, must_exist=True)
-        record, built, items, summaries = asyncio.run(_build_context(config, session_id, window))
+    (record, built, items, summaries), _ = run_read_only(
+        db, lambda store, config: _build_context(store, config, session_id, window)
+    )
     if as_json:
         echo_json(_context_json(record, built, items, summaries))
         return

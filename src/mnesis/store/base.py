@@ -20,7 +20,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mnesis.models.message import Message, MessageWithParts
@@ -37,8 +37,10 @@ __all__ = [
     "CompactionCommit",
     "ContextItem",
     "FileReference",
+    "ImportSource",
     "IntegritySnapshot",
     "NewMessage",
+    "PurgeReport",
     "SearchFilter",
     "SearchHit",
     "SessionRecord",
@@ -158,6 +160,34 @@ class IntegritySnapshot:
     known_file_ids: set[str]
     missing_context_targets: list[int]
     """Positions whose message or summary row does not exist."""
+
+
+@dataclass(slots=True)
+class ImportSource:
+    """How far a transcript file has been imported (one row of ``import_sources``).
+
+    ``byte_offset``/``lines`` mark the end of the last fully imported line;
+    ``fingerprint`` identifies the file's beginning, so a rewritten file is not
+    mistaken for a grown one; ``state`` is the importer's own resumption state."""
+
+    source_key: str
+    format: str
+    path: str
+    session_id: str
+    byte_offset: int = 0
+    lines: int = 0
+    fingerprint: str = ""
+    messages: int = 0
+    state: dict[str, Any] = field(default_factory=dict)
+    updated_at: int = 0
+
+
+@dataclass(slots=True, frozen=True)
+class PurgeReport:
+    """What :meth:`StoreBackend.purge_session` removed: rows per table, and the sessions."""
+
+    session_ids: tuple[str, ...]
+    rows: dict[str, int]
 
 
 class StoreBackend(ABC):
@@ -466,3 +496,19 @@ class StoreBackend(ABC):
     @abstractmethod
     async def get_file_reference(self, content_or_file_id: str) -> FileReference | None:
         """Look a file reference up by content ID or file ID."""
+
+    # maintenance ------------------------------------------------------------
+    @abstractmethod
+    async def purge_session(self, session_id: str) -> PurgeReport:
+        """Remove a session, its sub-agent sessions and every row of theirs, in one
+        transaction: the one explicit exception to append-only history (a privacy
+        request). The append-only guard is lifted only inside that transaction and
+        only for those sessions; raises :class:`~mnesis.errors.SessionNotFoundError`."""
+
+    @abstractmethod
+    async def get_import_source(self, source_key: str) -> ImportSource | None:
+        """The import progress of a transcript file, if it was imported before."""
+
+    @abstractmethod
+    async def put_import_source(self, source: ImportSource) -> None:
+        """Insert or replace the import progress of a transcript file."""

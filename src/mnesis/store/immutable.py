@@ -44,8 +44,10 @@ from mnesis.store.base import (
     CompactionCommit,
     ContextItem,
     FileReference,
+    ImportSource,
     IntegritySnapshot,
     NewMessage,
+    PurgeReport,
     SearchFilter,
     SearchHit,
     SessionRecord,
@@ -574,3 +576,24 @@ class ImmutableStore(StoreBackend):
     async def get_file_reference(self, content_or_file_id: str) -> FileReference | None:
         check_id(content_or_file_id, "content_or_file_id")
         return await self.backend.get_file_reference(content_or_file_id)
+
+    # maintenance ------------------------------------------------------------
+    async def purge_session(self, session_id: str) -> PurgeReport:
+        check_id(session_id, "session_id")
+        return await self.backend.purge_session(session_id)
+
+    async def get_import_source(self, source_key: str) -> ImportSource | None:
+        check_id(source_key, "source_key")
+        return await self.backend.get_import_source(source_key)
+
+    async def put_import_source(self, source: ImportSource) -> None:
+        check_instance(source, "source", ImportSource)
+        check_id(source.source_key, "source_key")
+        check_id(source.format, "format")
+        check_id(source.path, "path")
+        check_id(source.session_id, "session_id")
+        check_count(source.byte_offset, "byte_offset")
+        check_count(source.lines, "lines")
+        check_count(source.messages, "messages")
+        check_instance(source.state, "state", dict)
+        await self.backend.put_import_source(source)

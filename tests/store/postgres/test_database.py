@@ -261,6 +261,8 @@ EXPECTED_TABLES = {
     "map_runs": ["id", "kind", "created_at", "config"],
     "map_items": ["run_id", "idx", "input", "state", "attempts", "output", "error",
                   "session_id", "updated_at"],
+    "import_sources": ["source_key", "format", "path", "session_id", "byte_offset", "lines",
+                       "fingerprint", "messages", "state", "updated_at"],
 }  # fmt: skip
 
 
@@ -321,6 +323,7 @@ class TestSchema:
             ("compaction_locks", "session_id", "sessions"),
             ("map_items", "run_id", "map_runs"),
             ("map_items", "session_id", "sessions"),
+            ("import_sources", "session_id", "sessions"),
         }
 
     async def test_full_text_columns_have_gin_indexes(self, raw: psycopg.Connection) -> None:

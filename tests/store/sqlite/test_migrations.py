@@ -36,6 +36,8 @@ EXPECTED_TABLES = {
     "summary_parents",
     "map_runs",
     "map_items",
+    "import_sources",
+    "purge_grants",
     # FTS5 external-content indexes and their shadow tables
     "message_parts_fts",
     "message_parts_fts_config",
@@ -52,6 +54,7 @@ EXPECTED_TABLES = {
 EXPECTED_INDEXES = {
     "context_items_message_idx",
     "context_items_summary_idx",
+    "import_sources_session_idx",
     "map_items_state_idx",
     "message_parts_session_idx",
     "message_parts_tool_call_idx",

@@ -30,6 +30,7 @@ BACKUP_TABLES = (
     "compaction_locks",
     "map_runs",
     "map_items",
+    "import_sources",
 )
 """Every table, parents before children (the order a restore inserts them in)."""
 _BATCH = 1000

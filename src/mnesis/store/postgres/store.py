@@ -21,6 +21,7 @@ from mnesis.store.postgres.jobs import PostgresCompactionQueue
 from mnesis.store.postgres.locks import advisory_compaction_lock
 from mnesis.store.postgres.map_runs import PostgresMapRunStore
 from mnesis.store.postgres.messages import MessagesMixin
+from mnesis.store.postgres.purge import PurgeMixin
 from mnesis.store.postgres.rows import (
     SESSION_COLS,
     fetch,
@@ -39,7 +40,9 @@ class _Pool(Protocol):
     async def release(self, store: PostgresStore) -> None: ...
 
 
-class PostgresStore(MessagesMixin, SummariesMixin, SearchMixin, IntegrityMixin, StoreBackend):
+class PostgresStore(
+    MessagesMixin, SummariesMixin, SearchMixin, IntegrityMixin, PurgeMixin, StoreBackend
+):
     """Stores sessions in a PostgreSQL database (pooled connections, append-only triggers)."""
 
     def __init__(self, db: PostgresDatabase, *, pool: object | None, pool_key: str) -> None:

@@ -19,6 +19,7 @@ from mnesis.store.map_runs import MapRunStore
 from mnesis.store.sqlite.integrity import IntegrityMixin
 from mnesis.store.sqlite.map_runs import SQLiteMapRunStore
 from mnesis.store.sqlite.messages import MessagesMixin
+from mnesis.store.sqlite.purge import PurgeMixin
 from mnesis.store.sqlite.rows import _SESSION_COLS, _get_file, _now_ms, _session
 from mnesis.store.sqlite.search import SearchMixin
 from mnesis.store.sqlite.summaries import SummariesMixin
@@ -30,7 +31,9 @@ if TYPE_CHECKING:
 __all__ = ["SQLiteStore"]
 
 
-class SQLiteStore(MessagesMixin, SummariesMixin, SearchMixin, IntegrityMixin, StoreBackend):
+class SQLiteStore(
+    MessagesMixin, SummariesMixin, SearchMixin, IntegrityMixin, PurgeMixin, StoreBackend
+):
     """Stores sessions in one SQLite file (WAL, foreign keys, append-only triggers)."""
 
     def __init__(self, db: SQLiteDatabase, *, pool: StorePool | None, pool_key: str) -> None:

@@ -263,7 +263,62 @@ CREATE TABLE map_items (
 CREATE INDEX map_items_state_idx ON map_items (run_id, state);
 """
 
+M003_PURGE_IMPORTS = """
+-- purge_session: the append-only guard admits deletes of a session only while a row of
+-- purge_grants names it; the purge inserts and removes that row inside its own
+-- transaction, so no other connection ever sees it.
+CREATE TABLE purge_grants (session_id TEXT PRIMARY KEY);
+DROP TRIGGER messages_no_delete;
+CREATE TRIGGER messages_no_delete BEFORE DELETE ON messages
+WHEN NOT EXISTS (SELECT 1 FROM purge_grants WHERE session_id = OLD.session_id) BEGIN
+    SELECT RAISE(ABORT, 'mnesis append-only: messages cannot be deleted');
+END;
+DROP TRIGGER message_parts_no_delete;
+CREATE TRIGGER message_parts_no_delete BEFORE DELETE ON message_parts
+WHEN NOT EXISTS (SELECT 1 FROM purge_grants WHERE session_id = OLD.session_id) BEGIN
+    SELECT RAISE(ABORT, 'mnesis append-only: message parts cannot be deleted');
+END;
+DROP TRIGGER summaries_no_delete;
+CREATE TRIGGER summaries_no_delete BEFORE DELETE ON summaries
+WHEN NOT EXISTS (SELECT 1 FROM purge_grants WHERE session_id = OLD.session_id) BEGIN
+    SELECT RAISE(ABORT, 'mnesis append-only: summaries cannot be deleted');
+END;
+DROP TRIGGER summary_messages_no_delete;
+CREATE TRIGGER summary_messages_no_delete BEFORE DELETE ON summary_messages
+WHEN NOT EXISTS (SELECT 1 FROM purge_grants
+    WHERE session_id = (SELECT session_id FROM summaries WHERE id = OLD.summary_id)) BEGIN
+    SELECT RAISE(ABORT, 'mnesis append-only: lineage cannot be deleted');
+END;
+DROP TRIGGER summary_parents_no_delete;
+CREATE TRIGGER summary_parents_no_delete BEFORE DELETE ON summary_parents
+WHEN NOT EXISTS (SELECT 1 FROM purge_grants
+    WHERE session_id = (SELECT session_id FROM summaries WHERE id = OLD.summary_id)) BEGIN
+    SELECT RAISE(ABORT, 'mnesis append-only: lineage cannot be deleted');
+END;
+DROP TRIGGER sessions_no_delete;
+CREATE TRIGGER sessions_no_delete BEFORE DELETE ON sessions
+WHEN NOT EXISTS (SELECT 1 FROM purge_grants WHERE session_id = OLD.id) BEGIN
+    SELECT RAISE(ABORT, 'mnesis append-only: sessions cannot be deleted');
+END;
+
+-- Transcript import progress: one row per imported file.
+CREATE TABLE import_sources (
+    source_key TEXT PRIMARY KEY,
+    format TEXT NOT NULL,
+    path TEXT NOT NULL,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    byte_offset INTEGER NOT NULL DEFAULT 0,
+    lines INTEGER NOT NULL DEFAULT 0,
+    fingerprint TEXT NOT NULL DEFAULT '',
+    messages INTEGER NOT NULL DEFAULT 0,
+    state TEXT NOT NULL DEFAULT '{}',
+    updated_at INTEGER NOT NULL
+);
+CREATE INDEX import_sources_session_idx ON import_sources (session_id);
+"""
+
 MIGRATIONS: list[tuple[str, str]] = [
     ("m001_initial", M001_INITIAL),
     ("m002_map_runs", M002_MAP_RUNS),
+    ("m003_purge_imports", M003_PURGE_IMPORTS),
 ]

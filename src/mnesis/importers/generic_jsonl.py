@@ -1,0 +1,71 @@
+"""The generic JSONL format, for transcripts of any other tool.
+
+One JSON object per line, one file per session::
+
+    {"role": "user", "content": "Why does the build fail?", "timestamp": "2025-06-01T10:00:00Z"}
+    {"role": "assistant", "content": "Let me look.", "model": "my-model",
+     "tool_calls": [{"id": "c1", "name": "shell", "input": {"command": "make"}}]}
+    {"role": "tool", "tool_call_id": "c1", "content": "error: missing header", "is_error": true}
+    {"role": "assistant", "content": "The header foo.h is missing."}
+
+``role`` is ``system``, ``user``, ``assistant`` or ``tool``; ``content`` is text (or a
+list of ``{"text": …}`` blocks); ``timestamp`` (ISO-8601, Unix seconds or
+milliseconds), ``model``, ``tool_calls`` and ``is_error`` are optional. A ``tool``
+line answers the call with the same ID.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mnesis.importers.records import (
+    ParsedItem,
+    ToolCall,
+    ToolResult,
+    Turn,
+    as_text,
+    parse_timestamp,
+    tool_input,
+)
+from mnesis.models.parts import ReasoningPart, TextPart
+
+__all__ = ["GenericJsonlParser"]
+
+
+class GenericJsonlParser:
+    """Parses the generic JSONL format (see the module docstring)."""
+
+    name = "jsonl"
+    label = "JSONL"
+
+    def __init__(self) -> None:
+        self._last_at = 0
+
+    def parse(self, record: Any) -> list[ParsedItem]:
+        """The items of one line; raises ``ValueError`` for a line of the wrong shape."""
+        if not isinstance(record, dict):
+            raise ValueError("a line must be a JSON object")
+        role = record.get("role")
+        at = parse_timestamp(record.get("timestamp"), self._last_at)
+        self._last_at = at
+        text = as_text(record.get("content"))
+        if role == "tool":
+            call_id = record.get("tool_call_id")
+            if not isinstance(call_id, str) or not call_id:
+                raise ValueError("a tool line needs a 'tool_call_id'")
+            return [ToolResult(call_id, text, at, is_error=bool(record.get("is_error")))]
+        if role not in ("system", "user", "assistant"):
+            raise ValueError(f"'role' must be system, user, assistant or tool, not {role!r}")
+        parts: list[TextPart | ReasoningPart | ToolCall] = [TextPart(text=text)] if text else []
+        for call in record.get("tool_calls") or []:
+            if not isinstance(call, dict) or not call.get("id"):
+                raise ValueError("each tool call needs an 'id'")
+            parts.append(
+                ToolCall(
+                    str(call["id"]),
+                    str(call.get("name") or "unknown"),
+                    tool_input(call.get("input")),
+                )
+            )
+        model = record.get("model")
+        return [Turn(role, at, parts, model=model if isinstance(model, str) else None)]

@@ -1,0 +1,96 @@
+"""OpenAI chat-completions transcripts, as JSONL or JSON.
+
+A JSONL line is either one chat message (``{"role", "content", "tool_calls"?,
+"tool_call_id"?}``; the file is one session) or a whole conversation
+(``{"messages": [...]}``, the fine-tuning format; each line is its own session). A
+``.json`` file holds a list of messages, a ``{"messages": [...]}`` object or a list
+of such objects (it is read whole: use JSONL for large histories). Assistant
+``tool_calls`` are paired with the ``tool`` messages that answer them by ID.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mnesis.importers.records import (
+    ParsedItem,
+    ToolCall,
+    ToolResult,
+    Turn,
+    as_text,
+    parse_timestamp,
+    tool_input,
+)
+from mnesis.models.parts import ReasoningPart, TextPart
+
+__all__ = ["OpenAIChatParser"]
+
+_ROLES = ("system", "user", "assistant", "developer")
+
+
+class OpenAIChatParser:
+    """Parses chat-completions messages (one per line, or conversations per line)."""
+
+    name = "openai"
+    label = "OpenAI chat"
+
+    def __init__(self) -> None:
+        self._last_at = 0
+        self._conversations = 0
+
+    def parse(self, record: Any) -> list[ParsedItem]:
+        """The items of one line; raises ``ValueError`` for a line of the wrong shape."""
+        if isinstance(record, dict) and isinstance(record.get("messages"), list):
+            self._conversations += 1
+            key = f"conversation-{self._conversations}"
+            model = record.get("model") if isinstance(record.get("model"), str) else None
+            items: list[ParsedItem] = []
+            for message in record["messages"]:
+                items.extend(self.message(message, key, model))
+            return items
+        return self.message(record, None, None)
+
+    def message(self, message: Any, key: str | None, model: str | None) -> list[ParsedItem]:
+        """The items of one chat message."""
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise ValueError("a chat message must be an object with a 'role'")
+        role = message["role"]
+        at = parse_timestamp(message.get("created_at", message.get("timestamp")), self._last_at)
+        self._last_at = at
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if not isinstance(call_id, str):
+                raise ValueError("a tool message needs a 'tool_call_id'")
+            output = as_text(message.get("content"))
+            return [ToolResult(call_id, output, at, session_key=key)]
+        if role not in _ROLES:
+            raise ValueError(f"unknown role {role!r}")
+        parts: list[TextPart | ReasoningPart | ToolCall] = []
+        reasoning = message.get("reasoning_content")
+        if isinstance(reasoning, str) and reasoning:
+            parts.append(ReasoningPart(text=reasoning))
+        text = as_text(message.get("content"))
+        if text:
+            parts.append(TextPart(text=text))
+        for call in message.get("tool_calls") or []:
+            if not isinstance(call, dict):
+                continue
+            raw = call.get("function")
+            function: dict[str, Any] = raw if isinstance(raw, dict) else {}
+            parts.append(
+                ToolCall(
+                    call_id=str(call.get("id") or ""),
+                    name=str(function.get("name") or "unknown"),
+                    input=tool_input(function.get("arguments")),
+                )
+            )
+        own_model = message.get("model")
+        return [
+            Turn(
+                "system" if role == "developer" else role,
+                at,
+                parts,
+                model=own_model if isinstance(own_model, str) else model,
+                session_key=key,
+            )
+        ]

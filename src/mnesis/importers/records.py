@@ -1,0 +1,124 @@
+"""What a transcript parser yields: format-neutral turns, tool results and metadata.
+
+Each importer (``claude_code``, ``codex``, ``openai_chat``, ``generic_jsonl``) turns the
+lines of its format into these records; :mod:`mnesis.importers.writer` stores them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from mnesis.models.parts import ReasoningPart, TextPart
+
+__all__ = [
+    "Meta",
+    "ParsedItem",
+    "ToolCall",
+    "ToolResult",
+    "Turn",
+    "as_text",
+    "parse_timestamp",
+    "tool_input",
+]
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """A tool call made by the assistant; its result arrives as a :class:`ToolResult`."""
+
+    call_id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass(slots=True)
+class Turn:
+    """One message of the source transcript."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    created_at: int
+    parts: list[TextPart | ReasoningPart | ToolCall] = field(default_factory=list)
+    model: str | None = None
+    sidechain: bool = False
+    merge_key: str | None = None
+    """Consecutive turns with the same key (one API message split over several lines)
+    become one stored message."""
+    finish_reason: str | None = None
+    session_key: str | None = None
+    """For formats with several sessions per file: which one (None: the file's)."""
+
+
+@dataclass(slots=True)
+class ToolResult:
+    """The output of an earlier :class:`ToolCall`, matched by ``call_id``."""
+
+    call_id: str
+    output: str
+    created_at: int
+    is_error: bool = False
+    sidechain: bool = False
+    session_key: str | None = None
+
+
+@dataclass(slots=True)
+class Meta:
+    """Facts about the source session (working directory, model, title, source ID)."""
+
+    cwd: str | None = None
+    model: str | None = None
+    title: str | None = None
+    source_id: str | None = None
+
+
+ParsedItem = Turn | ToolResult | Meta
+
+
+def parse_timestamp(value: object, default: int) -> int:
+    """ISO-8601 text, Unix seconds or Unix milliseconds → Unix milliseconds."""
+    if isinstance(value, bool) or value is None:
+        return default
+    if isinstance(value, int | float):
+        return int(value * 1000) if value < 10**11 else int(value)
+    if isinstance(value, str) and value:
+        try:
+            return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+        except ValueError:
+            return default
+    return default
+
+
+def as_text(content: object) -> str:
+    """Text of a content value: a string, or a list of blocks with ``text`` fields."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        pieces = []
+        for block in content:
+            if isinstance(block, str):
+                pieces.append(block)
+            elif isinstance(block, dict):
+                text = block.get("text")
+                if isinstance(text, str):
+                    pieces.append(text)
+                elif block.get("type") in ("image", "input_image"):
+                    pieces.append("[image]")
+        return "\n".join(pieces)
+    return json.dumps(content, ensure_ascii=False)
+
+
+def tool_input(value: object) -> dict[str, Any]:
+    """Tool arguments as a dict (JSON text is decoded; anything else is wrapped)."""
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            return {"arguments": value}
+        return decoded if isinstance(decoded, dict) else {"arguments": decoded}
+    return {} if value is None else {"arguments": value}

@@ -9,12 +9,12 @@ from __future__ import annotations
 from mnesis.compaction.planner import (
     LEAF_CHUNK_TOKENS,
     condense_run,
-    plan_condense,
-    same_depth_groups,
     drain_target,
     leaf_span,
     leaf_span_tokens,
+    plan_condense,
     plan_leaf_span,
+    same_depth_groups,
     tail_start,
 )
 from mnesis.store.base import ContextItem

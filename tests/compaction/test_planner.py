@@ -12,7 +12,9 @@ from mnesis.compaction.planner import (
     drain_target,
     leaf_span,
     leaf_span_tokens,
+    plan_condense,
     plan_leaf_span,
+    same_depth_groups,
     tail_start,
 )
 from mnesis.store.base import ContextItem
@@ -129,3 +131,57 @@ class TestCondenseRun:
 
 def test_drain_target_is_half_the_soft_threshold() -> None:
     assert drain_target(26_000, 0.6) == 7_800
+
+
+class TestPlanCondense:
+    """Depth-aware condensation: a full carry of same-depth summaries, shorter only under
+    pressure."""
+
+    @staticmethod
+    def _plan(spec: str, depths: list[int], *, pressure: bool = False) -> list[str]:
+        items = _view(spec)
+        summary_ids = [i.item_id for i in items if i.item_type == "summary"]
+        by_id = dict(zip(summary_ids, depths, strict=True))
+        return _ids(plan_condense(items, by_id, fan_in=4, pressure=pressure))
+
+    def test_merges_the_oldest_full_run_of_one_depth(self) -> None:
+        assert self._plan("SSSSSSua", [1, 0, 0, 0, 0, 0]) == ["sum_1", "sum_2", "sum_3", "sum_4"]
+
+    def test_never_merges_summaries_of_different_depths_without_pressure(self) -> None:
+        assert self._plan("SSSSua", [2, 1, 1, 0]) == []
+        assert self._plan("SSSua", [0, 0, 0]) == []
+
+    def test_under_pressure_merges_the_shallowest_pair_first(self) -> None:
+        assert self._plan("SSSSua", [2, 2, 1, 1], pressure=True) == ["sum_2", "sum_3"]
+
+    def test_under_pressure_with_all_depths_distinct_merges_the_two_newest(self) -> None:
+        assert self._plan("SSSua", [2, 1, 0], pressure=True) == ["sum_1", "sum_2"]
+
+    def test_a_message_between_summaries_splits_a_run(self) -> None:
+        assert self._plan("SSuSSua", [0, 0, 0, 0]) == []
+
+    def test_groups_are_runs_of_equal_depth(self) -> None:
+        items = _view("SSSuS")
+        depths = {"sum_0": 1, "sum_1": 0, "sum_2": 0, "sum_4": 0}
+        groups = [_ids(g) for g in same_depth_groups(items, depths)]
+        assert groups == [["sum_0"], ["sum_1", "sum_2"], ["sum_4"]]
+
+    def test_a_counter_of_carries_keeps_depth_logarithmic(self) -> None:
+        # Simulate 300 leaves arriving one at a time, each followed by full carries only.
+        depths: list[int] = []
+        deepest = 0
+        for _ in range(300):
+            depths.append(0)
+            while True:
+                items = _view("S" * len(depths) + "ua")
+                by_id = {f"sum_{i}": d for i, d in enumerate(depths)}
+                run = plan_condense(items, by_id, fan_in=4)
+                if not run:
+                    break
+                first = int(run[0].item_id.split("_")[1])
+                depth = depths[first] + 1
+                depths[first : first + len(run)] = [depth]
+                deepest = max(deepest, depth)
+        assert deepest == 4  # 4**4 = 256 <= 300 < 4**5
+        assert depths == sorted(depths, reverse=True)  # oldest and deepest first
+        assert all(depths.count(d) <= 3 for d in set(depths))

@@ -5,6 +5,10 @@ Guarantees:
 * :meth:`CompactionEngine.run_compaction` never raises for model or store
   failures: it publishes ``COMPACTION_FAILED`` and returns a result.
 * Each round commits atomically (summary, lineage, context swap, marker).
+* Condensation is depth-aware (``planner.plan_condense``): a round first merges
+  ``condense_fan_in`` adjacent summaries of one depth if there are that many,
+  then summarises a leaf span if the context is above the drain target; shorter
+  merges happen only while the context stays above the soft threshold.
 * Level 3 never calls a model, so a round always has a candidate.
 * Thresholds compare the size of the current context view (the sum of the
   ``context_items`` estimates), never lifetime token totals.
@@ -12,8 +16,8 @@ Guarantees:
   and the context only grows at its end between them (prompt caches keep hitting).
 * Cost is bounded: after ``max_consecutive_model_failures`` failed model levels
   the engine stops calling the model for ``failure_cooldown_seconds`` (Level 3
-  only), a run makes at most ``max_compaction_rounds`` rounds of at most two
-  model calls each, and a trigger that found nothing to do is not repeated until
+  only), a run makes at most ``max_compaction_rounds`` rounds of at most three
+  ladder climbs (two model calls each), and a trigger that found nothing to do is not repeated until
   the context has grown.
 
 Concurrency: one run at a time per engine (an asyncio lock), and one per
@@ -41,10 +45,10 @@ from mnesis.compaction.commit import SummaryWriter
 from mnesis.compaction.ladder import climb, default_ladder
 from mnesis.compaction.lease import CompactionLease
 from mnesis.compaction.planner import (
-    MAX_CONDENSE_CHILDREN,
-    condense_run,
+    CONDENSE_FAN_IN,
     drain_target,
     leaf_span,
+    plan_condense,
     plan_leaf_span,
 )
 from mnesis.compaction.pruner import ToolOutputPruner
@@ -111,6 +115,8 @@ class CompactionEngine:
             cfg.max_consecutive_model_failures, cfg.failure_cooldown_seconds
         )
         self.summarisers: list[Summariser] | None = None
+        self.condense_fan_in = CONDENSE_FAN_IN
+        """Same-depth summaries one condensed summary merges (see ``planner``)."""
         self.model_calls = 0
         self.last_result: CompactionResult | None = None
 
@@ -259,20 +265,32 @@ class CompactionEngine:
         result.tokens_before = sum(i.tokens for i in items)
         if cfg.prune:
             await self._prune(session_id, result)
+        soft_limit = budget.usable * cfg.soft_threshold_fraction
         for round_index in range(cfg.max_compaction_rounds):
             if abort is not None and abort.is_set():
                 break
             items = await self.store.get_context_items(session_id)
             total = sum(i.tokens for i in items)
             manual = force and total <= target
-            if total <= target and not manual:
-                break
-            rounds_left = cfg.max_compaction_rounds - round_index
-            progressed = await self._leaf_pass(
-                session_id, items, total - target, rounds_left, budget, result, ladder, manual
-            )
-            if not progressed and cfg.condensation_enabled and not manual:
+            over = total > target or manual
+            progressed = False
+            if cfg.condensation_enabled and not manual and (over or result.rounds):
+                # A full carry first: keeps the DAG balanced whether or not room is needed.
                 progressed = await self._condense_pass(session_id, items, result, ladder)
+            if not progressed and over:
+                rounds_left = cfg.max_compaction_rounds - round_index
+                progressed = await self._leaf_pass(
+                    session_id, items, total - target, rounds_left, budget, result, ladder, manual
+                )
+                if (
+                    not progressed
+                    and cfg.condensation_enabled
+                    and not manual
+                    and total > soft_limit
+                ):
+                    progressed = await self._condense_pass(
+                        session_id, items, result, ladder, pressure=True
+                    )
             if not progressed:
                 break
             result.rounds += 1
@@ -386,9 +404,15 @@ class CompactionEngine:
         items: list[ContextItem],
         result: CompactionResult,
         ladder: Sequence[Summariser],
+        *,
+        pressure: bool = False,
     ) -> bool:
         cfg = self.config.compaction
-        run = condense_run(items, MAX_CONDENSE_CHILDREN)
+        summary_ids = [i.item_id for i in items if i.item_type == "summary"]
+        if len(summary_ids) < 2:
+            return False
+        depths = {s.id: s.depth for s in await self.store.get_summaries(summary_ids)}
+        run = plan_condense(items, depths, fan_in=self.condense_fan_in, pressure=pressure)
         if not run:
             return False
         children = await self.store.get_summaries([i.item_id for i in run])

@@ -2,16 +2,25 @@
 
 A leaf span is a run of raw messages before the protected fresh tail (and
 before the next summary); a condense run is a run of consecutive summaries.
+
+Condensation is depth-aware: :func:`plan_condense` merges :data:`CONDENSE_FAN_IN`
+adjacent summaries *of the same depth* into one of the next depth, like carrying
+in a base-``CONDENSE_FAN_IN`` counter. A summary of depth ``d`` then covers about
+``CONDENSE_FAN_IN ** d`` leaves, the DAG's depth grows with the logarithm of the
+history (not linearly: the oldest facts are not re-summarised at every pass), and
+the context holds at most ``CONDENSE_FAN_IN - 1`` summaries per depth, oldest and
+deepest first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from mnesis.compaction.candidates import INPUT_WINDOW_SHARE
 from mnesis.store.base import ContextItem
 
 __all__ = [
+    "CONDENSE_FAN_IN",
     "DRAIN_FRACTION",
     "LEAF_CHUNK_TOKENS",
     "MAX_CONDENSE_CHILDREN",
@@ -19,7 +28,9 @@ __all__ = [
     "drain_target",
     "leaf_span",
     "leaf_span_tokens",
+    "plan_condense",
     "plan_leaf_span",
+    "same_depth_groups",
     "tail_start",
 ]
 
@@ -28,6 +39,14 @@ DRAIN_FRACTION = 0.5
 LEAF_CHUNK_TOKENS = 12_000
 """The smallest span a leaf pass asks for (unless the input window is smaller)."""
 MAX_CONDENSE_CHILDREN = 8
+"""The most summaries :func:`condense_run` merges at once."""
+CONDENSE_FAN_IN = 4
+"""How many same-depth summaries one condensed summary merges.
+
+Four keeps the DAG shallow (depth about log4 of the leaves: 3 levels for 64 leaves,
+5 for 1,024) while the context shows few summaries (at most three per depth), and
+each merge reads a small input (four summaries), so nothing is squeezed hard at once.
+"""
 _NO_TAIL = 1 << 62
 
 
@@ -118,6 +137,67 @@ def condense_run(
             run.append(item)
             if len(run) >= max_children:
                 break
+        elif len(run) >= 2:
+            break
+        else:
+            run = []
+    return run if len(run) >= 2 else []
+
+
+def same_depth_groups(
+    items: Sequence[ContextItem], depths: Mapping[str, int]
+) -> list[list[ContextItem]]:
+    """Maximal runs of adjacent summaries of equal depth, oldest first.
+
+    ``depths`` maps a summary ID to its depth in the DAG; a summary missing from
+    it ends a run and starts none.
+    """
+    groups: list[list[ContextItem]] = []
+    current: list[ContextItem] = []
+    current_depth = -1
+    for item in items:
+        depth = depths.get(item.item_id, -1) if item.item_type == "summary" else -1
+        if depth >= 0 and depth == current_depth:
+            current.append(item)
+            continue
+        if current:
+            groups.append(current)
+        current, current_depth = ([item], depth) if depth >= 0 else ([], -1)
+    if current:
+        groups.append(current)
+    return groups
+
+
+def plan_condense(
+    items: Sequence[ContextItem],
+    depths: Mapping[str, int],
+    *,
+    fan_in: int = CONDENSE_FAN_IN,
+    pressure: bool = False,
+) -> list[ContextItem]:
+    """The summaries the next condensed pass merges, or ``[]``.
+
+    Normally the oldest ``fan_in`` adjacent summaries of one depth (a full carry).
+    Under ``pressure`` (the context is still above its soft threshold and no leaf
+    span is left), a shorter run merges too: the shallowest run of at least two
+    same-depth summaries, else the two newest adjacent summaries, so the context
+    can always shrink. A run is never longer than ``fan_in``.
+    """
+    fan_in = max(2, fan_in)
+    groups = same_depth_groups(items, depths)
+    for group in groups:
+        if len(group) >= fan_in:
+            return group[:fan_in]
+    if not pressure:
+        return []
+    pairs = [g for g in groups if len(g) >= 2]
+    if pairs:
+        shallowest = min(pairs, key=lambda g: (depths[g[0].item_id], -g[0].position))
+        return shallowest[:fan_in]
+    run: list[ContextItem] = []
+    for item in items:
+        if item.item_type == "summary" and item.item_id in depths:
+            run = [*run[-1:], item]
         elif len(run) >= 2:
             break
         else:

@@ -8,12 +8,15 @@ in creation order (the ULID "monotonic" scheme).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import random
 import re
 import threading
 import time
+from collections.abc import Iterator
 
-__all__ = ["ID_PREFIXES", "is_valid_id", "new_id"]
+__all__ = ["ID_PREFIXES", "is_valid_id", "new_id", "seeded_ids"]
 
 ID_PREFIXES = ("sess", "msg", "part", "sum", "file", "run")
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -22,6 +25,8 @@ _ID_RE = re.compile(r"^(sess|msg|part|sum|file|run)_[0-9A-HJKMNP-TV-Z]{26}$")
 _lock = threading.Lock()
 _last_ms = -1
 _last_rand = 0
+_seeded: random.Random | None = None
+_SEEDED_EPOCH_MS = 1_700_000_000_000
 
 
 def _encode(value: int, length: int) -> str:
@@ -40,6 +45,10 @@ def new_id(prefix: str) -> str:
 
         raise InvalidArgumentError(f"unknown ID prefix {prefix!r}; known: {ID_PREFIXES}")
     with _lock:
+        if _seeded is not None:
+            _last_ms += 1
+            value = (_last_ms << 80) | _seeded.getrandbits(79)
+            return f"{prefix}_{_encode(value, 26)}"
         now = time.time_ns() // 1_000_000
         if now <= _last_ms:
             now = _last_ms
@@ -49,6 +58,26 @@ def new_id(prefix: str) -> str:
             _last_rand = int.from_bytes(os.urandom(10), "big") >> 1
         value = (now << 80) | _last_rand
     return f"{prefix}_{_encode(value, 26)}"
+
+
+@contextlib.contextmanager
+def seeded_ids(seed: int) -> Iterator[None]:
+    """Within the block, :func:`new_id` is a pure function of ``seed`` and the call count.
+
+    For reproducible runs (``mnesis demo``): the IDs are well-formed and sortable
+    but their clock starts at a fixed instant and ticks once per ID. Not for
+    production stores shared with other writers.
+    """
+    global _seeded, _last_ms
+    with _lock:
+        saved = (_seeded, _last_ms)
+        _seeded, _last_ms = random.Random(seed), _SEEDED_EPOCH_MS
+    try:
+        yield
+    finally:
+        with _lock:
+            _seeded = saved[0]
+            _last_ms = max(saved[1], time.time_ns() // 1_000_000)
 
 
 def is_valid_id(value: object, prefix: str | None = None) -> bool:

@@ -76,6 +76,7 @@ async def _describe_summary(
         token_count=record.token_count,
         content=record.content,
         child_summary_ids=children,
+        fan_in=len(children),
         parent_summary_ids=await store.get_summaries_merging(summary_id),
         source_message_count=record.source_message_count,
         span_start_message_id=record.span_start_message_id,

@@ -34,6 +34,10 @@ class SummaryDescription(BaseModel):
     content: str
     child_summary_ids: list[str] = Field(default_factory=list)
     """Summaries this one merges (condensed only)."""
+    fan_in: int = 0
+    """How many summaries this one merges (``len(child_summary_ids)``; 0 for a leaf).
+    Condensation merges a fixed number of same-depth summaries, so a summary of depth
+    ``d`` covers about ``fan_in ** d`` leaves."""
     parent_summary_ids: list[str] = Field(default_factory=list)
     """Condensed summaries that merged this one."""
     source_message_count: int = 0

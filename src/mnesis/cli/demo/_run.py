@@ -1,10 +1,11 @@
 """Running the demo session: the scenario's turns through the public session API.
 
-Determinism: the conversation comes from the seed, and the demo waits for each
-background compaction before the next turn, so compactions happen at the same turns on
-every run, up to one caveat: summaries quote IDs, which are random, so their token
-estimates differ by a few tokens between runs and can, now and then, move a compaction
-by one turn.
+Determinism: the same seed gives the same session, byte for byte. The conversation
+comes from the seed; the IDs too (:func:`mnesis.models.ids.seeded_ids`: random IDs are
+quoted in the context, and their token estimates would otherwise move a compaction by a
+turn now and then); the demo waits for each background compaction before the next turn,
+so compactions land at the same turns whatever the machine's speed; and nothing the
+engine decides depends on the wall clock or on the iteration order of a set.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from mnesis.cli.demo._config import DEMO_MODEL, SYSTEM_PROMPT, demo_config
 from mnesis.cli.demo._live import LiveStats
 from mnesis.cli.demo._report import DemoReport, collect_report
 from mnesis.events.bus import MnesisEvent
+from mnesis.models.ids import seeded_ids
 from mnesis.session import MnesisSession
 from mnesis.store.pool import StorePool
 from mnesis.testing.conversations import DEMO, iter_turns, planted_facts
@@ -35,6 +37,26 @@ async def run_demo(
 ) -> DemoReport:
     """Run the demo session on ``db_path`` and return what the final tables show."""
     started = time.perf_counter()
+    # The IDs follow the seed and the sessions already in the database, so that a
+    # second demo run on the same file gets IDs of its own.
+    with seeded_ids(seed * 1_000_003 + await _sessions_in(db_path)):
+        report = await _run_session(db_path, turns=turns, seed=seed, on_turn=on_turn)
+    report.elapsed_s = time.perf_counter() - started
+    return report
+
+
+async def _sessions_in(db_path: str) -> int:
+    pool = StorePool()
+    try:
+        store = await pool.acquire(demo_config(db_path).store)
+        return len(await store.list_sessions(limit=1_000_000))
+    finally:
+        await pool.close_all()
+
+
+async def _run_session(
+    db_path: str, *, turns: int, seed: int, on_turn: Callable[[LiveStats], None] | None
+) -> DemoReport:
     live = LiveStats()
     pool = StorePool()
     try:
@@ -65,7 +87,6 @@ async def run_demo(
             await session.close()
     finally:
         await pool.close_all()
-    report.elapsed_s = time.perf_counter() - started
     return report
 
 

@@ -27,7 +27,7 @@ from rich.progress import (
 from mnesis.cli._common import check_mnesis_database, cli_errors, stdout_console
 from mnesis.cli.demo._config import DEFAULT_DEMO_DB, DEMO_MODEL, DEMO_OVERRIDES
 from mnesis.cli.demo._live import LiveStats
-from mnesis.cli.demo._report import DemoReport, render_report
+from mnesis.cli.demo._report import DemoReport, render_report, timing_line
 from mnesis.cli.demo._run import run_demo_sync
 from mnesis.models.message import CompactionResult
 
@@ -110,6 +110,8 @@ def demo_command(
 ) -> None:
     """Run a long coding-agent session offline and show what mnesis kept and compacted.
 
+    The same seed gives the same session: with --quiet, two runs print the same bytes.
+
     Writes to ./mnesis-demo.db in the current directory unless --db is given. Uses the
     deterministic fake model (model fake/demo): no API key, no network.
     """
@@ -122,6 +124,7 @@ def demo_command(
             report = _run_with_progress(console, db, turns, seed)
     render_report(console, report)
     if not quiet:
+        console.print(timing_line(report), style="dim", highlight=False)
         console.print(
             f"\nInspect it: [bold]mnesis show {report.session_id} --db {escape(db)}[/] · "
             f"[bold]mnesis context {report.session_id} --db {escape(db)}[/]",

@@ -159,6 +159,11 @@ class SearchHit:
     rank: float = 0.0
     key: int = 0
     """Backend row key; ``scan_text`` pages continue below it."""
+    tool_name: str | None = None
+    """For a tool part: the tool's name (retrieval hides its own ``lcm_*`` tools)."""
+    context: str | None = None
+    """What the index holds beside the text: speaker and date, then the previous
+    conversation turns (``role: text``, newest first), one per line."""
 
 
 @dataclass(slots=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from mnesis.store.sqlite.migrations import m004_search_context
+
 __all__ = ["MIGRATIONS"]
 
 _PART_TYPES = (
@@ -266,4 +268,5 @@ CREATE INDEX map_items_state_idx ON map_items (run_id, state);
 MIGRATIONS: list[tuple[str, str]] = [
     ("m001_initial", M001_INITIAL),
     ("m002_map_runs", M002_MAP_RUNS),
+    ("m004_search_context", m004_search_context.SQL),
 ]

@@ -67,9 +67,11 @@ async def ranked_page(
     pool_size = max(POOL, offset + size + 1)
     candidates: dict[tuple[str, str], SearchHit] = {}
     for pool in pools:
-        queries = [SearchQuery(all_of=tuple(required), any_of=tuple(optional))]
+        queries = [
+            SearchQuery(all_of=tuple(required), any_of=tuple(optional), include_context=True)
+        ]
         if len(optional) >= 2:
-            queries.append(SearchQuery(all_of=tuple(required + optional)))
+            queries.append(SearchQuery(all_of=tuple(required + optional), include_context=True))
         for number, query in enumerate(queries):
             limit = pool_size if number == 0 else _ALL_WORDS_POOL
             for hit in await store.search_text(

@@ -51,12 +51,15 @@ class SearchQuery:
     given) and not every term of ``not_all_of`` (when given).
 
     Ranking is the backend's (BM25 on SQLite, ``ts_rank_cd`` on PostgreSQL), with tool
-    input/output weighted below conversation text.
+    input/output and neighbour context weighted below conversation text.
     """
 
     all_of: tuple[Term, ...] = ()
     any_of: tuple[Term, ...] = ()
     not_all_of: tuple[Term, ...] = ()
+    include_context: bool = False
+    """Also match (at a lower weight) a message part's neighbour context: its speaker
+    and date and the previous conversation turns (see ``SearchHit.context``)."""
 
     def __post_init__(self) -> None:
         if not self.all_of and not self.any_of:

@@ -11,9 +11,12 @@ from mnesis.store.search_query import SearchQuery, Term
 
 __all__ = ["SearchMixin", "render_tsquery"]
 
-RANK_WEIGHTS = "{0.35, 0.2, 0.4, 1.0}"
+RANK_WEIGHTS = "{0.35, 0.3, 0.4, 1.0}"
 """``ts_rank_cd`` weights of D, C, B, A: tool input/output (D) counts 0.35 of
-conversation text and summaries (A), as the BM25 column weight on SQLite."""
+conversation text and summaries (A), a part's neighbour context (C) 0.3, as the BM25
+column weights on SQLite."""
+_PART_TSV = "(p.search_tsv || p.context_tsv)"
+"""A part's text and its neighbour context, as the GIN index holds them."""
 _RANK = "-ts_rank_cd(%s::real[], {col}, to_tsquery('english', %s), 1)"
 """Lower is better (as SQLite's ``bm25``); normalisation 1 damps long documents."""
 
@@ -40,12 +43,19 @@ class SearchMixin(PostgresStoreBase):
                 cte = DOWN_CTE
                 params.append(where.under_summary)
             params += [RANK_WEIGHTS, tsquery, tsquery]
+            own = ""
+            ranked = _PART_TSV if query.include_context else "p.search_tsv"
+            if not query.include_context:
+                # The index holds text and context together; recheck the text alone.
+                own = "AND p.search_tsv @@ to_tsquery('english', %s)"
+                params.append(tsquery)
             clauses, args = _filter_sql(where, scope)
             sql = (
                 f"{cte} SELECT p.key, p.id, p.message_id, p.session_id, p.text_content, "
-                f"m.role::text, m.created_at, {_RANK.format(col='p.search_tsv')} AS rank "
+                f"m.role::text, m.created_at, {_RANK.format(col=ranked)} AS rank, "
+                "p.tool_name, p.search_context "
                 "FROM message_parts p JOIN messages m ON m.id = p.message_id "
-                "WHERE p.search_tsv @@ to_tsquery('english', %s) AND NOT m.is_summary "
+                f"WHERE {_PART_TSV} @@ to_tsquery('english', %s) {own} AND NOT m.is_summary "
                 f"{clauses} ORDER BY rank, p.key LIMIT %s OFFSET %s"
             )
         else:
@@ -53,7 +63,7 @@ class SearchMixin(PostgresStoreBase):
             clauses, args = _filter_sql(where, scope)
             sql = (
                 "SELECT s.key, NULL, s.id, s.session_id, s.content, NULL, s.created_at, "
-                f"{_RANK.format(col='s.search_tsv')} AS rank FROM summaries s "
+                f"{_RANK.format(col='s.search_tsv')} AS rank, NULL, NULL FROM summaries s "
                 "WHERE s.search_tsv @@ to_tsquery('english', %s) "
                 f"{clauses} ORDER BY rank, s.key LIMIT %s OFFSET %s"
             )
@@ -62,7 +72,9 @@ class SearchMixin(PostgresStoreBase):
 
         async def _search(conn: Conn) -> list[SearchHit]:
             return [
-                SearchHit(kind, r[2], r[3], r[4] or "", r[6], r[1], r[5], float(r[7]), r[0])
+                SearchHit(
+                    kind, r[2], r[3], r[4] or "", r[6], r[1], r[5], float(r[7]), r[0], r[8], r[9]
+                )
                 for r in await fetch(conn, sql, params)
             ]
 
@@ -92,14 +104,14 @@ class SearchMixin(PostgresStoreBase):
                 params.insert(0, where.under_summary)
             sql = (
                 f"{cte} SELECT p.key, p.id, p.message_id, p.session_id, p.text_content, "
-                "m.role::text, m.created_at FROM message_parts p "
+                "m.role::text, m.created_at, p.tool_name FROM message_parts p "
                 "JOIN messages m ON m.id = p.message_id "
                 f"WHERE p.text_content IS NOT NULL AND NOT m.is_summary{key} {clauses} "
                 "ORDER BY p.key DESC LIMIT %s"
             )
         else:
             sql = (
-                "SELECT s.key, NULL, s.id, s.session_id, s.content, NULL, s.created_at "
+                "SELECT s.key, NULL, s.id, s.session_id, s.content, NULL, s.created_at, NULL "
                 f"FROM summaries s WHERE true{key} {clauses} ORDER BY s.key DESC LIMIT %s"
             )
         params += [*args, limit]
@@ -107,7 +119,7 @@ class SearchMixin(PostgresStoreBase):
 
         async def _scan(conn: Conn) -> list[SearchHit]:
             return [
-                SearchHit(kind, r[2], r[3], r[4] or "", r[6], r[1], r[5], 0.0, r[0])
+                SearchHit(kind, r[2], r[3], r[4] or "", r[6], r[1], r[5], 0.0, r[0], r[7])
                 for r in await fetch(conn, sql, params)
             ]
 

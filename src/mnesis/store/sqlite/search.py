@@ -35,7 +35,13 @@ class SearchMixin(SQLiteStoreBase):
         offset: int = 0,
     ) -> list[SearchHit]:
         fts_query = render_fts5(query)
-        column = "{text_content tool_content context}" if scope == "messages" else "search_text"
+        column = "search_text"
+        if scope == "messages":
+            column = (
+                "{text_content tool_content context}"
+                if query.include_context
+                else "{text_content tool_content}"
+            )
         match = f"{column} : ({fts_query})"
         clauses, args = _filter_sql(where, scope)
         if where.session_ids is not None:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from mnesis.store.postgres.migrations import m001_initial, m002_map_runs
+from mnesis.store.postgres.migrations import (
+    m001_initial,
+    m002_map_runs,
+    m004_search_context,
+)
 
 __all__ = ["MIGRATIONS"]
 
 MIGRATIONS: list[tuple[str, str]] = [
     ("m001_initial", m001_initial.SQL),
     ("m002_map_runs", m002_map_runs.SQL),
+    ("m004_search_context", m004_search_context.SQL),
 ]

@@ -62,20 +62,29 @@ class NearDuplicates:
     """Groups texts whose words are (nearly) the same; the first one seen leads."""
 
     def __init__(self) -> None:
-        self._leaders: list[tuple[frozenset[str], int]] = []
-        self._exact: dict[str, int] = {}
+        self._leaders: dict[str, list[tuple[frozenset[str], int]]] = {}
+        self._exact: dict[tuple[str, str], int] = {}
 
-    def leader_of(self, text: str, index: int) -> int:
-        """The index of the earlier text ``text`` duplicates, or ``index`` if none."""
-        key = " ".join(text.casefold().split())
+    def leader_of(self, text: str, index: int, group: str = "", *, new: bool = True) -> int:
+        """The index of the earlier text of ``group`` that ``text`` duplicates, or
+        ``index`` if none (texts of different groups are never duplicates).
+
+        With ``new=False`` a text that duplicates none is not kept (``-1``).
+        """
+        key = (group, " ".join(text.casefold().split()))
         if key in self._exact:
             return self._exact[key]
-        words = _words(key)
-        for other, leader in self._leaders:
+        leaders = self._leaders.setdefault(group, [])
+        if not leaders and not new:
+            return -1
+        words = _words(key[1])
+        for other, leader in leaders:
             union = len(words | other)
             if union and len(words & other) / union >= SIMILAR:
                 self._exact[key] = leader
                 return leader
+        if not new:
+            return -1
         self._exact[key] = index
-        self._leaders.append((words, index))
+        leaders.append((words, index))
         return index

@@ -4,7 +4,8 @@ The backend ranks by BM25 (SQLite) or ``ts_rank_cd`` (PostgreSQL) over a part's
 text, its tool input/output and, with a lower weight, its neighbour context. That
 order rewards the loudest text: a log that repeats one word beats the turn that
 says all of them once. So the best ``POOL`` candidates of the any-word query (plus
-the best all-word matches, which a common word could push out) are re-ranked by
+the best all-word matches, which a common word could push out, and the best
+context-only matches, the replies to the turns holding the words) are re-ranked by
 graded coordination, the share of the query's terms a hit covers (in its own text,
 or at a discount in its context), then by the backend's score. Retrieval traces
 and the unanswered question are dropped, near-identical hits collapse into one.
@@ -26,9 +27,11 @@ from mnesis.store.search_query import SearchQuery, Term
 
 __all__ = ["POOL", "Ranked", "ranked_page"]
 
-POOL = 200
+POOL = 100
 """Candidates per searched pool that graded coordination re-ranks."""
-_ALL_WORDS_POOL = 50
+_EXTRA_POOL = 30
+"""Candidates added from the all-words query and from the context-only query (the
+replies to the turns that hold the words, which text matches could crowd out)."""
 _BACKEND_SHARE = 0.15
 """Weight of the backend's (normalised) score next to coverage (0..1)."""
 _ROLE_PRIOR = {"user": 0.05, "assistant": 0.0}
@@ -59,8 +62,14 @@ async def ranked_page(
     *,
     exclude_ids: set[str],
     include_traces: bool,
+    context: bool = True,
+    graded: bool = True,
 ) -> tuple[list[Ranked], dict[str, int], bool]:
-    """Up to ``size`` hits after ``state``: the hits, the next state, whether more exist."""
+    """Up to ``size`` hits after ``state``: the hits, the next state, whether more exist.
+
+    ``context=False`` ignores neighbour context and ``graded=False`` keeps the
+    backend's order (both only to measure what each contributes).
+    """
     offset = state.get("offset", 0)
     if not required and not optional:
         return [], state, False
@@ -68,12 +77,18 @@ async def ranked_page(
     candidates: dict[tuple[str, str], SearchHit] = {}
     for pool in pools:
         queries = [
-            SearchQuery(all_of=tuple(required), any_of=tuple(optional), include_context=True)
+            SearchQuery(all_of=tuple(required), any_of=tuple(optional), include_context=context)
         ]
         if len(optional) >= 2:
-            queries.append(SearchQuery(all_of=tuple(required + optional), include_context=True))
+            queries.append(
+                SearchQuery(all_of=tuple(required + optional), include_context=context)
+            )
+        if context and pool == "messages":
+            queries.append(
+                SearchQuery(all_of=tuple(required), any_of=tuple(optional), context_only=True)
+            )
         for number, query in enumerate(queries):
-            limit = pool_size if number == 0 else _ALL_WORDS_POOL
+            limit = pool_size if number == 0 else _EXTRA_POOL
             for hit in await store.search_text(
                 query=query, scope=pool, where=where, limit=limit, offset=0
             ):
@@ -82,6 +97,8 @@ async def ranked_page(
         [h for h in candidates.values() if _admissible(h, exclude_ids, include_traces)],
         TermMatcher(required + optional),
         highlights,
+        graded,
+        offset + size + 1,
     )
     page = ranked[offset : offset + size]
     more = len(ranked) > offset + size
@@ -94,15 +111,20 @@ def _admissible(hit: SearchHit, exclude_ids: set[str], include_traces: bool) -> 
     return include_traces or not is_retrieval_trace(hit)
 
 
-def _rerank(hits: list[SearchHit], matcher: TermMatcher, highlights: list[str]) -> list[Ranked]:
+def _rerank(
+    hits: list[SearchHit], matcher: TermMatcher, highlights: list[str], graded: bool, needed: int
+) -> list[Ranked]:
+    """The best ``needed`` distinct hits, each with the near-duplicates it stands for."""
     best = min((h.rank for h in hits), default=0.0)
+    coverages = [matcher.coverage(hit.text, hit.context) for hit in hits]
+    if graded:
+        matcher.grade(coverages)
     scored: list[Ranked] = []
-    for hit in hits:
-        coverage = matcher.coverage(hit.text, hit.context)
+    for hit, coverage in zip(hits, coverages, strict=True):
         backend = hit.rank / best if best < 0 else 0.0
         prior = _TOOL_PRIOR if hit.tool_name else _ROLE_PRIOR.get(hit.role or "", 0.0)
         score = coverage.score + _BACKEND_SHARE * backend + prior
-        scored.append(Ranked(hit, coverage, score, snippet(hit.text, highlights)))
+        scored.append(Ranked(hit, coverage, score, ""))
     scored.sort(key=lambda r: (-r.score, r.hit.rank, -r.hit.created_at, r.hit.key))
     out: list[Ranked] = []
     groups = NearDuplicates()
@@ -113,7 +135,12 @@ def _rerank(hits: list[SearchHit], matcher: TermMatcher, highlights: list[str]) 
         if key in seen:
             continue
         seen.add(key)
-        leader = groups.leader_of(item.snippet, index)
+        item.snippet = snippet(item.hit.text, highlights)
+        # Texts that differ in which query terms they hold are never duplicates.
+        group = "\n".join(item.coverage.own)
+        leader = groups.leader_of(item.snippet, index, group, new=len(out) < needed)
+        if leader < 0:
+            continue
         if leader != index:
             leaders[leader].duplicates.append(item.hit.id)
             continue

@@ -60,6 +60,9 @@ class SearchQuery:
     include_context: bool = False
     """Also match (at a lower weight) a message part's neighbour context: its speaker
     and date and the previous conversation turns (see ``SearchHit.context``)."""
+    context_only: bool = False
+    """Match a message part's neighbour context alone, ranked by it: the replies to
+    the turns that hold the words (implies ``include_context``)."""
 
     def __post_init__(self) -> None:
         if not self.all_of and not self.any_of:

@@ -43,11 +43,13 @@ class SearchMixin(PostgresStoreBase):
                 cte = DOWN_CTE
                 params.append(where.under_summary)
             params += [RANK_WEIGHTS, tsquery, tsquery]
-            own = ""
-            ranked = _PART_TSV if query.include_context else "p.search_tsv"
-            if not query.include_context:
-                # The index holds text and context together; recheck the text alone.
-                own = "AND p.search_tsv @@ to_tsquery('english', %s)"
+            # The index holds text and context together; recheck the part searched.
+            own, ranked = "AND p.search_tsv @@ to_tsquery('english', %s)", "p.search_tsv"
+            if query.context_only:
+                own, ranked = "AND p.context_tsv @@ to_tsquery('english', %s)", "p.context_tsv"
+            elif query.include_context:
+                own, ranked = "", _PART_TSV
+            if own:
                 params.append(tsquery)
             clauses, args = _filter_sql(where, scope)
             sql = (

@@ -38,7 +38,9 @@ class SearchMixin(SQLiteStoreBase):
         column = "search_text"
         if scope == "messages":
             column = (
-                "{text_content tool_content context}"
+                "context"
+                if query.context_only
+                else "{text_content tool_content context}"
                 if query.include_context
                 else "{text_content tool_content}"
             )

@@ -31,7 +31,7 @@ async def test_a_backup_holds_every_row_of_every_table_as_json_lines(
     for line in lines:
         counts[line["table"]] = counts.get(line["table"], 0) + 1
     assert counts == {
-        "_mnesis_migrations": 2,
+        "_mnesis_migrations": 3,
         "sessions": 1,
         "messages": 4,
         "message_parts": 5,

@@ -8,9 +8,14 @@ import pytest
 
 from mnesis import MnesisConfig, MnesisSession, StorePool, ToolPart
 from mnesis.config import RetrievalConfig
+from mnesis.errors import InvalidArgumentError
 from mnesis.retrieval import RetrievalEngine
+from mnesis.store.base import SearchFilter
+from mnesis.store.postgres.search import render_tsquery
+from mnesis.store.search_query import SearchQuery, Term
 from mnesis.store.sqlite import database as sqlite_database
 from mnesis.store.sqlite.migrations import MIGRATIONS
+from mnesis.store.sqlite.search import render_fts5
 
 
 async def _session(db_path: str, pool: StorePool, **config: object) -> MnesisSession:
@@ -157,4 +162,29 @@ class TestRegexOffTheLoop:
         assert result.next_cursor is not None
         # Matching on the event loop would leave the ticker at most a tick or two.
         assert ticks >= 10
+        await session.close()
+
+
+class TestAtLeast:
+    def test_at_least_k_terms_renders_as_their_combinations(self) -> None:
+        a, b, c = Term.word("a"), Term.word("b"), Term.word("c")
+        query = SearchQuery(any_of=(a, b, c), at_least=2)
+        assert render_fts5(query) == '(("a" AND "b") OR ("a" AND "c") OR ("b" AND "c"))'
+        assert render_tsquery(query) == "(('a' & 'b') | ('a' & 'c') | ('b' & 'c'))"
+        with pytest.raises(InvalidArgumentError):
+            SearchQuery(any_of=(a,), at_least=2)
+
+    async def test_a_reply_is_found_through_all_but_one_of_the_words_of_its_question(
+        self, db_path: str, pool: StorePool
+    ) -> None:
+        session = await _session(db_path, pool)
+        await session.record("a quokka sat on the roof", "fine")
+        turn = await session.record("should the quokka pen get a heated roof?", "Yes, do it.")
+        terms = tuple(Term.word(w) for w in ("quokka", "heated", "roof", "decide"))
+        query = SearchQuery(any_of=terms, at_least=3, context_only=True)
+        where = SearchFilter(session_ids=[session.id])
+        hits = await session.store.search_text(
+            query=query, scope="messages", where=where, limit=10
+        )
+        assert [h.id for h in hits] == [turn.assistant_message_id]
         await session.close()

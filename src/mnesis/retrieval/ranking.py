@@ -34,6 +34,7 @@ _EXTRA_POOL = 30
 replies to the turns that hold the words, which text matches could crowd out)."""
 _BACKEND_SHARE = 0.15
 """Weight of the backend's (normalised) score next to coverage (0..1)."""
+_MAX_LEAVE_ONE_OUT = 8
 _ROLE_PRIOR = {"user": 0.05, "assistant": 0.0}
 _TOOL_PRIOR = -0.1
 _Pool = Literal["messages", "summaries"]
@@ -83,9 +84,15 @@ async def ranked_page(
             queries.append(
                 SearchQuery(all_of=tuple(required + optional), include_context=context)
             )
-        if context and pool == "messages":
+        if context and pool == "messages" and optional:
+            # Replies whose previous turns hold all the words but (at most) one.
             queries.append(
-                SearchQuery(all_of=tuple(required), any_of=tuple(optional), context_only=True)
+                SearchQuery(
+                    all_of=tuple(required),
+                    any_of=tuple(optional),
+                    context_only=True,
+                    at_least=_all_but_one(len(optional)),
+                )
             )
         for number, query in enumerate(queries):
             limit = pool_size if number == 0 else _EXTRA_POOL
@@ -103,6 +110,11 @@ async def ranked_page(
     page = ranked[offset : offset + size]
     more = len(ranked) > offset + size
     return page, {"offset": offset + len(page)}, more
+
+
+def _all_but_one(count: int) -> int:
+    """All terms but one; all of them when more combinations would cost too much."""
+    return max(1, count - 1) if count <= _MAX_LEAVE_ONE_OUT else count
 
 
 def _admissible(hit: SearchHit, exclude_ids: set[str], include_traces: bool) -> bool:

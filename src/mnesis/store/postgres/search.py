@@ -175,7 +175,10 @@ def render_tsquery(query: SearchQuery) -> str:
     word can form an operator."""
     parts = [_tsquery_term(t) for t in query.all_of]
     if query.any_of:
-        parts.append("(" + " | ".join(_tsquery_term(t) for t in query.any_of) + ")")
+        groups = [" & ".join(_tsquery_term(t) for t in g) for g in query.any_groups()]
+        if query.at_least > 1:
+            groups = [f"({g})" for g in groups]
+        parts.append("(" + " | ".join(groups) + ")")
     expression = " & ".join(parts)
     if query.not_all_of:
         excluded = " & ".join(_tsquery_term(t) for t in query.not_all_of)

@@ -220,7 +220,10 @@ def render_fts5(query: SearchQuery) -> str:
     form an operator."""
     parts = [_fts5_term(t) for t in query.all_of]
     if query.any_of:
-        parts.append("(" + " OR ".join(_fts5_term(t) for t in query.any_of) + ")")
+        groups = [" AND ".join(_fts5_term(t) for t in g) for g in query.any_groups()]
+        if query.at_least > 1:
+            groups = [f"({g})" for g in groups]
+        parts.append("(" + " OR ".join(groups) + ")")
     expression = " AND ".join(parts)
     if query.not_all_of:
         excluded = " AND ".join(_fts5_term(t) for t in query.not_all_of)

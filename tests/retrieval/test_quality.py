@@ -188,3 +188,23 @@ class TestAtLeast:
         )
         assert [h.id for h in hits] == [turn.assistant_message_id]
         await session.close()
+
+
+class TestReplies:
+    async def test_the_reply_to_a_message_is_the_next_conversation_turn(
+        self, db_path: str, pool: StorePool
+    ) -> None:
+        session = await _session(db_path, pool)
+        asked = await session.record("should the pen get a roof?", "Yes, a heated one.")
+        last = await session.record("thanks", "any time")
+        replies = await session.store.replies_to(
+            [asked.user_message_id, asked.assistant_message_id, last.assistant_message_id]
+        )
+        assert {k: v.id for k, v in replies.items()} == {
+            asked.user_message_id: asked.assistant_message_id,
+            asked.assistant_message_id: last.user_message_id,
+        }
+        reply = replies[asked.user_message_id]
+        assert reply.text == "Yes, a heated one."
+        assert reply.context is not None and "user: should the pen get a roof?" in reply.context
+        await session.close()

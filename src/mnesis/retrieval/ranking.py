@@ -35,6 +35,8 @@ replies to the turns that hold the words, which text matches could crowd out).""
 _BACKEND_SHARE = 0.15
 """Weight of the backend's (normalised) score next to coverage (0..1)."""
 _MAX_LEAVE_ONE_OUT = 8
+_QUESTIONS = 10
+_CONTEXT_QUERY = True
 _ROLE_PRIOR = {"user": 0.05, "assistant": 0.0}
 _TOOL_PRIOR = -0.1
 _Pool = Literal["messages", "summaries"]
@@ -84,7 +86,7 @@ async def ranked_page(
             queries.append(
                 SearchQuery(all_of=tuple(required + optional), include_context=context)
             )
-        if context and pool == "messages" and optional:
+        if context and pool == "messages" and optional and _CONTEXT_QUERY:
             # Replies whose previous turns hold all the words but (at most) one.
             queries.append(
                 SearchQuery(
@@ -100,9 +102,13 @@ async def ranked_page(
                 query=query, scope=pool, where=where, limit=limit, offset=0
             ):
                 candidates.setdefault((hit.kind, hit.part_id or hit.id), hit)
+    matcher = TermMatcher(required + optional)
+    if context and "messages" in pools:
+        for reply in (await store.replies_to(_best_questions(candidates, matcher))).values():
+            candidates.setdefault((reply.kind, reply.part_id or reply.id), reply)
     ranked = _rerank(
         [h for h in candidates.values() if _admissible(h, exclude_ids, include_traces)],
-        TermMatcher(required + optional),
+        matcher,
         highlights,
         graded,
         offset + size + 1,
@@ -110,6 +116,18 @@ async def ranked_page(
     page = ranked[offset : offset + size]
     more = len(ranked) > offset + size
     return page, {"offset": offset + len(page)}, more
+
+
+def _best_questions(
+    candidates: dict[tuple[str, str], SearchHit], matcher: TermMatcher
+) -> list[str]:
+    """IDs of the ``_QUESTIONS`` candidate turns that ask a question and hold the most
+    query terms: their replies join the pool (an answer seldom repeats the words)."""
+    asked = [
+        h for h in candidates.values() if h.kind == "message" and not h.tool_name and "?" in h.text
+    ]
+    asked.sort(key=lambda h: (-len(matcher.coverage(h.text, None).own), h.rank))
+    return list(dict.fromkeys(h.id for h in asked))[:_QUESTIONS]
 
 
 def _all_but_one(count: int) -> int:

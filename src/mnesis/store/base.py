@@ -459,6 +459,12 @@ class StoreBackend(ABC):
     ) -> list[SearchHit]:
         """Stored texts newest first, one page (for regex search)."""
 
+    @abstractmethod
+    async def replies_to(self, message_ids: Sequence[str]) -> dict[str, SearchHit]:
+        """For each message, the first text part of the next conversation message of its
+        session (the reply), as a search hit with its context; messages without one
+        are left out."""
+
     # integrity --------------------------------------------------------------
     @abstractmethod
     async def list_session_ids(self) -> list[str]:

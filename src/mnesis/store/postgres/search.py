@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from mnesis.store.base import SearchFilter, SearchHit
@@ -126,6 +127,30 @@ class SearchMixin(PostgresStoreBase):
             ]
 
         return await self.db.read(_scan)
+
+
+    async def replies_to(self, message_ids: Sequence[str]) -> dict[str, SearchHit]:
+        if not message_ids:
+            return {}
+        sql = (
+            "SELECT q.id, p.key, p.id, p.message_id, p.session_id, p.text_content, "
+            "m.role::text, m.created_at, p.tool_name, p.search_context "
+            "FROM messages q JOIN messages m ON m.session_id = q.session_id AND m.seq = ("
+            "  SELECT MIN(n.seq) FROM messages n "
+            "  WHERE n.session_id = q.session_id AND n.seq > q.seq AND NOT n.is_summary) "
+            "JOIN message_parts p ON p.message_id = m.id AND p.part_type = 'text' "
+            "WHERE q.id = ANY(%s) ORDER BY p.ordinal DESC"
+        )
+
+        async def _replies(conn: Conn) -> dict[str, SearchHit]:
+            return {
+                r[0]: SearchHit(
+                    "message", r[3], r[4], r[5] or "", r[7], r[2], r[6], 0.0, r[1], r[8], r[9]
+                )
+                for r in await fetch(conn, sql, [list(message_ids)])
+            }
+
+        return await self.db.read(_replies)
 
 
 def _filter_sql(where: SearchFilter, scope: str) -> tuple[str, list[Any]]:

@@ -98,8 +98,9 @@ class RetrievalEngine:
     ) -> GrepResult:
         """Search stored messages and/or summaries.
 
-        ``full_text`` ranks by BM25 over any of the query's words (stop words
-        dropped), with quoted phrases required; ``regex`` scans newest first and
+        ``full_text`` matches any of the query's words (stop words dropped), with
+        quoted phrases required, in a turn or its neighbour context, and ranks by the
+        share of the words each hit covers, then BM25; ``regex`` scans newest first and
         stops at ``regex_timeout_seconds`` with ``timed_out=True`` and a cursor.
         Each match says why it matched (``matched_terms``, ``context_terms``,
         ``context_from``) and how many near-identical hits it stands for

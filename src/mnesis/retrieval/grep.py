@@ -51,8 +51,8 @@ async def grep(
 ) -> GrepResult:
     """Search stored messages and/or summaries (``target``) within ``scope``.
 
-    ``full_text`` ranks by BM25 over any of the query's words (stop words dropped),
-    with quoted phrases required; ``regex`` scans newest first and stops at
+    ``full_text`` ranks a candidate pool by graded coordination, then BM25 (see
+    ``ranking``), with quoted phrases required; ``regex`` scans newest first and stops at
     ``config.regex_timeout_seconds`` with ``timed_out=True`` and a cursor.
 
     The ``lcm_*`` tools' own inputs and outputs are left out unless

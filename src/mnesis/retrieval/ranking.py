@@ -103,9 +103,10 @@ async def ranked_page(
             ):
                 candidates.setdefault((hit.kind, hit.part_id or hit.id), hit)
     matcher = TermMatcher(required + optional)
-    if context and "messages" in pools:
+    if context and "messages" in pools and where.under_summary is None:
         for reply in (await store.replies_to(_best_questions(candidates, matcher))).values():
-            candidates.setdefault((reply.kind, reply.part_id or reply.id), reply)
+            if _in_time_range(reply, where):
+                candidates.setdefault((reply.kind, reply.part_id or reply.id), reply)
     ranked = _rerank(
         [h for h in candidates.values() if _admissible(h, exclude_ids, include_traces)],
         matcher,
@@ -128,6 +129,12 @@ def _best_questions(
     ]
     asked.sort(key=lambda h: (-len(matcher.coverage(h.text, None).own), h.rank))
     return list(dict.fromkeys(h.id for h in asked))[:_QUESTIONS]
+
+
+def _in_time_range(hit: SearchHit, where: SearchFilter) -> bool:
+    return (where.since is None or hit.created_at >= where.since) and (
+        where.until is None or hit.created_at < where.until
+    )
 
 
 def _all_but_one(count: int) -> int:

@@ -304,7 +304,7 @@ class TestScope:
         await two.record("nothing to see", "ok")
         assert not (await two.grep("pineapple")).matches
         explicit = await two.grep("pineapple", session_ids=[one.id])
-        assert [m.session_id for m in explicit.matches] == [one.id]
+        assert {m.session_id for m in explicit.matches} == {one.id}
         assert (await two.grep("pineapple", all_sessions=True)).matches
         await one.close()
         await two.close()
@@ -548,13 +548,18 @@ class TestRankingTiers:
             await session.record(f"the lighthouse keeper's log {index}", "ok")
         first = await session.grep("quokka lighthouse", scope="messages", limit=1)
         assert [m.id for m in first.matches] == [both.user_message_id]
+        assert first.matches[0].matched_terms == ["quokka", "lighthouse"]
         seen = [first.matches[0].id]
+        own = 1
         cursor = first.next_cursor
         while cursor is not None:
             page = await session.grep("quokka lighthouse", scope="messages", limit=2, cursor=cursor)
             seen.extend(m.id for m in page.matches)
+            own += sum(1 for m in page.matches if m.matched_terms)
             cursor = page.next_cursor
-        assert len(seen) == len(set(seen)) == 7
+        # The seven turns that say the words, and the replies to them (by context).
+        assert len(seen) == len(set(seen))
+        assert own == 7
         await session.close()
 
     def test_a_single_word_has_one_tier_and_several_words_two(self) -> None:
@@ -583,7 +588,8 @@ class TestSessionFilterStrategies:
         for index in range(12):
             await other.record(f"another pelican sighting {index}", "ok")
         found = await mine.grep("pelican", scope="messages")
-        assert [m.id for m in found.matches] == [kept.user_message_id]
+        assert [m.id for m in found.matches if m.matched_terms] == [kept.user_message_id]
+        assert {m.session_id for m in found.matches} == {mine.id}
         both = await mine.grep("pelican", scope="messages", all_sessions=True, limit=50)
         assert {m.session_id for m in both.matches} == {mine.id, other.id}
         await mine.close()

@@ -94,12 +94,18 @@ class RetrievalEngine:
         cursor: str | None = None,
         session_ids: Sequence[str] | None = None,
         all_sessions: bool = False,
+        include_lcm_tools: bool = False,
     ) -> GrepResult:
         """Search stored messages and/or summaries.
 
-        ``full_text`` ranks by BM25 over any of the query's words (stop words
-        dropped), with quoted phrases required; ``regex`` scans newest first and
+        ``full_text`` matches any of the query's words (stop words dropped), with
+        quoted phrases required, in a turn or its neighbour context, and ranks by the
+        share of the words each hit covers, then BM25; ``regex`` scans newest first and
         stops at ``regex_timeout_seconds`` with ``timed_out=True`` and a cursor.
+        Each match says why it matched (``matched_terms``, ``context_terms``,
+        ``context_from``) and how many near-identical hits it stands for
+        (``duplicates``). The ``lcm_*`` tools' own inputs and outputs are left out
+        unless ``include_lcm_tools``; the unanswered newest user turn is never a hit.
         """
         started = time.perf_counter()
         try:
@@ -117,6 +123,7 @@ class RetrievalEngine:
                 cursor=cursor,
                 session_ids=session_ids,
                 all_sessions=all_sessions,
+                include_lcm_tools=include_lcm_tools,
             )
         finally:
             self._observe("grep", started)

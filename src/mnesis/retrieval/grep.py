@@ -15,13 +15,14 @@ from mnesis.config import RetrievalConfig
 from mnesis.errors import InvalidArgumentError, OutOfScopeError
 from mnesis.models.ids import is_valid_id
 from mnesis.retrieval.cursor import decode_cursor, encode_cursor
+from mnesis.retrieval.hygiene import NearDuplicates, unanswered_questions
 from mnesis.retrieval.query import parse_query
-from mnesis.retrieval.ranking import ranked_page
+from mnesis.retrieval.ranking import Ranked, ranked_page
 from mnesis.retrieval.regex_scan import compile_pattern, scan_page
 from mnesis.retrieval.render import snippet
 from mnesis.retrieval.results import GrepMatch, GrepResult
 from mnesis.retrieval.scope import RetrievalScope
-from mnesis.store.base import SearchFilter
+from mnesis.store.base import SearchFilter, SearchHit
 from mnesis.store.immutable import ImmutableStore
 
 __all__ = ["GrepMode", "GrepScope", "grep"]
@@ -46,12 +47,16 @@ async def grep(
     cursor: str | None,
     session_ids: Sequence[str] | None,
     all_sessions: bool,
+    include_lcm_tools: bool = False,
 ) -> GrepResult:
     """Search stored messages and/or summaries (``target``) within ``scope``.
 
-    ``full_text`` ranks by BM25 over any of the query's words (stop words dropped),
-    with quoted phrases required; ``regex`` scans newest first and stops at
+    ``full_text`` ranks a candidate pool by graded coordination, then BM25 (see
+    ``ranking``), with quoted phrases required; ``regex`` scans newest first and stops at
     ``config.regex_timeout_seconds`` with ``timed_out=True`` and a cursor.
+
+    The ``lcm_*`` tools' own inputs and outputs are left out unless
+    ``include_lcm_tools``; the unanswered newest user turn is never a hit.
     """
     if not isinstance(query, str) or not query.strip():
         raise InvalidArgumentError("query must be a non-empty string")
@@ -82,31 +87,41 @@ async def grep(
     )
     if summary_id is not None:
         pools = ["messages"]
+    exclude = await unanswered_questions(
+        store, where.session_ids if where.session_ids is not None else [scope.session_id]
+    )
     if mode == "full_text":
         parsed = parse_query(query)
-        hits, state, truncated = await ranked_page(store, parsed.tiers, pools, where, size, state)
+        ranked, state, truncated = await ranked_page(
+            store,
+            parsed.required,
+            parsed.optional,
+            parsed.highlights,
+            pools,
+            where,
+            size,
+            state,
+            exclude_ids=exclude,
+            include_traces=include_lcm_tools,
+        )
         timed_out = False
-        needles = parsed.highlights
-        pattern = None
+        matches = [_ranked_match(r) for r in ranked]
     else:
         pattern = compile_pattern(query)
-        hits, state, truncated, timed_out = await scan_page(
-            store, pattern, pools, where, size, state, config.regex_timeout_seconds
+        found, state, truncated, timed_out = await scan_page(
+            store,
+            pattern,
+            pools,
+            where,
+            size,
+            state,
+            config.regex_timeout_seconds,
+            exclude_ids=exclude,
+            include_traces=include_lcm_tools,
         )
-        needles = []
-    matches = [
-        GrepMatch(
-            kind=h.kind,
-            id=h.id,
-            session_id=h.session_id,
-            part_id=h.part_id,
-            role=h.role,
-            created_at=h.created_at,
-            snippet=snippet(h.text, needles, pattern),
-            rank=h.rank,
+        matches = _collapse(
+            [_match(h, snippet(h.text, [], start=at), [text], "regex") for h, at, text in found]
         )
-        for h in hits
-    ]
     await _annotate(store, matches)
     return GrepResult(
         query=query,
@@ -118,6 +133,50 @@ async def grep(
         truncated=truncated,
         timed_out=timed_out,
     )
+
+
+def _match(
+    hit: SearchHit, text: str, terms: list[str], found_by: Literal["lexical", "regex"]
+) -> GrepMatch:
+    return GrepMatch(
+        kind=hit.kind,
+        id=hit.id,
+        session_id=hit.session_id,
+        part_id=hit.part_id,
+        role=hit.role,
+        created_at=hit.created_at,
+        snippet=text,
+        rank=hit.rank,
+        matched_terms=terms,
+        found_by=found_by,
+    )
+
+
+def _ranked_match(item: Ranked) -> GrepMatch:
+    match = _match(item.hit, item.snippet, item.coverage.own, "lexical")
+    match.rank = -item.score
+    match.context_terms = item.coverage.context
+    match.context_from = item.coverage.neighbour
+    match.duplicates = len(item.duplicates)
+    match.duplicate_ids = item.duplicates[:10]
+    return match
+
+
+def _collapse(matches: list[GrepMatch]) -> list[GrepMatch]:
+    """Near-identical regex matches of one page collapse into the first."""
+    groups = NearDuplicates()
+    out: list[GrepMatch] = []
+    leaders: dict[int, GrepMatch] = {}
+    for index, match in enumerate(matches):
+        leader = groups.leader_of(match.snippet, index)
+        if leader != index:
+            leaders[leader].duplicates += 1
+            if len(leaders[leader].duplicate_ids) < 10:
+                leaders[leader].duplicate_ids.append(match.id)
+            continue
+        leaders[index] = match
+        out.append(match)
+    return out
 
 
 def _limit(config: RetrievalConfig, limit: int | None) -> int:

@@ -5,7 +5,7 @@ Plain FTS syntax would AND every word (including "which" and "did") and find
 nothing, and a stray quote or ``NEAR`` would be a syntax error. So:
 
 * quoted ``"phrases"`` are kept as required phrases;
-* other words lose stop words and become an OR of terms, ranked by BM25;
+* other words lose stop words and become an OR of terms (see ``ranking``);
 * words with inner punctuation (``db-staging-7.internal``) become phrases;
 * CJK words become phrases of the bigrams the store indexes;
 * the result is backend-neutral (:class:`~mnesis.store.search_query.SearchQuery`): each

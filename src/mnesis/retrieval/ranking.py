@@ -1,94 +1,186 @@
-"""Ranked full-text paging: query tiers, best first, messages and summaries merged.
+"""Ranked full-text paging: a candidate pool from the index, re-ranked by coverage.
 
-A query's tiers (see :attr:`~mnesis.retrieval.query.ParsedQuery.tiers`) are disjoint,
-so a page walks them in order. The paging state is the current tier and one offset
-per searched pool (``"messages"`` / ``"summaries"``).
+The backend ranks by BM25 (SQLite) or ``ts_rank_cd`` (PostgreSQL) over a part's
+text, its tool input/output and, with a lower weight, its neighbour context. That
+order rewards the loudest text: a log that repeats one word beats the turn that
+says all of them once. So the best ``POOL`` candidates of the any-word query (plus
+the best all-word matches, which a common word could push out, and the best
+context-only matches, the replies to the turns holding the words) are re-ranked by
+graded coordination, the share of the query's terms a hit covers (in its own text,
+or at a discount in its context), then by the backend's score. Retrieval traces
+and the unanswered question are dropped, near-identical hits collapse into one.
+
+The paging state is the number of (collapsed) hits already returned.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Literal
 
+from mnesis.retrieval.hygiene import NearDuplicates, is_retrieval_trace
+from mnesis.retrieval.matching import Coverage, TermMatcher
+from mnesis.retrieval.render import snippet
 from mnesis.store.base import SearchFilter, SearchHit
 from mnesis.store.immutable import ImmutableStore
-from mnesis.store.search_query import SearchQuery
+from mnesis.store.search_query import SearchQuery, Term
 
-__all__ = ["ranked_page"]
+__all__ = ["POOL", "Ranked", "ranked_page"]
 
+POOL = 100
+"""Candidates per searched pool that graded coordination re-ranks."""
+_EXTRA_POOL = 30
+"""Candidates added from the all-words query and from the context-only query (the
+replies to the turns that hold the words, which text matches could crowd out)."""
+_BACKEND_SHARE = 0.15
+"""Weight of the backend's (normalised) score next to coverage (0..1)."""
+_MAX_LEAVE_ONE_OUT = 8
+_QUESTIONS = 10
+_CONTEXT_QUERY = True
+_ROLE_PRIOR = {"user": 0.05, "assistant": 0.0}
+_TOOL_PRIOR = -0.1
 _Pool = Literal["messages", "summaries"]
+
+
+@dataclass(slots=True)
+class Ranked:
+    """One re-ranked hit with why it matched and the near-duplicates it stands for."""
+
+    hit: SearchHit
+    coverage: Coverage
+    score: float
+    snippet: str
+    duplicates: list[str] = field(default_factory=list)
 
 
 async def ranked_page(
     store: ImmutableStore,
-    tiers: list[SearchQuery],
+    required: list[Term],
+    optional: list[Term],
+    highlights: list[str],
     pools: list[_Pool],
     where: SearchFilter,
     size: int,
     state: dict[str, int],
-) -> tuple[list[SearchHit], dict[str, int], bool]:
-    """Up to ``size`` hits after ``state``: the hits, the next state, whether more exist."""
-    tier = state.get("tier", 0)
-    if tier >= len(tiers):
+    *,
+    exclude_ids: set[str],
+    include_traces: bool,
+    context: bool = True,
+    graded: bool = True,
+) -> tuple[list[Ranked], dict[str, int], bool]:
+    """Up to ``size`` hits after ``state``: the hits, the next state, whether more exist.
+
+    ``context=False`` ignores neighbour context and ``graded=False`` keeps the
+    backend's order (both only to measure what each contributes).
+    """
+    offset = state.get("offset", 0)
+    if not required and not optional:
         return [], state, False
-    offsets: dict[str, int] = {pool: state.get(pool, 0) for pool in pools}
-    out: list[SearchHit] = []
-    while True:
-        hits, offsets, more_here = await _tier_page(
-            store, tiers[tier], pools, where, size - len(out), offsets
-        )
-        out.extend(hits)
-        if len(out) >= size or tier + 1 >= len(tiers):
-            break
-        tier += 1
-        offsets = {pool: 0 for pool in pools}
-    if not more_here and tier + 1 < len(tiers):
-        # This tier is exhausted: the next page starts the next one.
-        tier += 1
-        offsets = {pool: 0 for pool in pools}
-        more_here = True
-    new_state: dict[str, int] = {"tier": tier, **offsets}
-    return out, new_state, more_here
-
-
-async def _tier_page(
-    store: ImmutableStore,
-    tier_query: SearchQuery,
-    pools: list[_Pool],
-    where: SearchFilter,
-    size: int,
-    offsets: dict[str, int],
-) -> tuple[list[SearchHit], dict[str, int], bool]:
-    """One page of one tier, messages and summaries merged by rank."""
-    found: dict[str, list[SearchHit]] = {}
+    pool_size = max(POOL, offset + size + 1)
+    candidates: dict[tuple[str, str], SearchHit] = {}
     for pool in pools:
-        # Extra rows tell whether another page exists and absorb duplicates.
-        found[pool] = await store.search_text(
-            query=tier_query,
-            scope=pool,
-            where=where,
-            limit=size * 3 + 1,
-            offset=offsets.get(pool, 0),
-        )
-    merged: list[tuple[float, str, int, SearchHit]] = []
-    for pool_name, hits in found.items():
-        merged.extend((h.rank, pool_name, i, h) for i, h in enumerate(hits))
-    merged.sort(key=lambda t: (t[0], t[1], t[2]))
-    out: list[SearchHit] = []
+        queries = [
+            SearchQuery(all_of=tuple(required), any_of=tuple(optional), include_context=context)
+        ]
+        if len(optional) >= 2:
+            queries.append(
+                SearchQuery(all_of=tuple(required + optional), include_context=context)
+            )
+        if context and pool == "messages" and optional and _CONTEXT_QUERY:
+            # Replies whose previous turns hold all the words but (at most) one.
+            queries.append(
+                SearchQuery(
+                    all_of=tuple(required),
+                    any_of=tuple(optional),
+                    context_only=True,
+                    at_least=_all_but_one(len(optional)),
+                )
+            )
+        for number, query in enumerate(queries):
+            limit = pool_size if number == 0 else _EXTRA_POOL
+            for hit in await store.search_text(
+                query=query, scope=pool, where=where, limit=limit, offset=0
+            ):
+                candidates.setdefault((hit.kind, hit.part_id or hit.id), hit)
+    matcher = TermMatcher(required + optional)
+    if context and "messages" in pools and where.under_summary is None:
+        for reply in (await store.replies_to(_best_questions(candidates, matcher))).values():
+            if _in_time_range(reply, where):
+                candidates.setdefault((reply.kind, reply.part_id or reply.id), reply)
+    ranked = _rerank(
+        [h for h in candidates.values() if _admissible(h, exclude_ids, include_traces)],
+        matcher,
+        highlights,
+        graded,
+        offset + size + 1,
+    )
+    page = ranked[offset : offset + size]
+    more = len(ranked) > offset + size
+    return page, {"offset": offset + len(page)}, more
+
+
+def _best_questions(
+    candidates: dict[tuple[str, str], SearchHit], matcher: TermMatcher
+) -> list[str]:
+    """IDs of the ``_QUESTIONS`` candidate turns that ask a question and hold the most
+    query terms: their replies join the pool (an answer seldom repeats the words)."""
+    asked = [
+        h for h in candidates.values() if h.kind == "message" and not h.tool_name and "?" in h.text
+    ]
+    asked.sort(key=lambda h: (-len(matcher.coverage(h.text, None).own), h.rank))
+    return list(dict.fromkeys(h.id for h in asked))[:_QUESTIONS]
+
+
+def _in_time_range(hit: SearchHit, where: SearchFilter) -> bool:
+    return (where.since is None or hit.created_at >= where.since) and (
+        where.until is None or hit.created_at < where.until
+    )
+
+
+def _all_but_one(count: int) -> int:
+    """All terms but one; all of them when more combinations would cost too much."""
+    return max(1, count - 1) if count <= _MAX_LEAVE_ONE_OUT else count
+
+
+def _admissible(hit: SearchHit, exclude_ids: set[str], include_traces: bool) -> bool:
+    if hit.kind == "message" and hit.id in exclude_ids:
+        return False
+    return include_traces or not is_retrieval_trace(hit)
+
+
+def _rerank(
+    hits: list[SearchHit], matcher: TermMatcher, highlights: list[str], graded: bool, needed: int
+) -> list[Ranked]:
+    """The best ``needed`` distinct hits, each with the near-duplicates it stands for."""
+    best = min((h.rank for h in hits), default=0.0)
+    coverages = [matcher.coverage(hit.text, hit.context) for hit in hits]
+    if graded:
+        matcher.grade(coverages)
+    scored: list[Ranked] = []
+    for hit, coverage in zip(hits, coverages, strict=True):
+        backend = hit.rank / best if best < 0 else 0.0
+        prior = _TOOL_PRIOR if hit.tool_name else _ROLE_PRIOR.get(hit.role or "", 0.0)
+        score = coverage.score + _BACKEND_SHARE * backend + prior
+        scored.append(Ranked(hit, coverage, score, ""))
+    scored.sort(key=lambda r: (-r.score, r.hit.rank, -r.hit.created_at, r.hit.key))
+    out: list[Ranked] = []
+    groups = NearDuplicates()
+    leaders: dict[int, Ranked] = {}
     seen: set[tuple[str, str]] = set()
-    consumed = dict.fromkeys(found, 0)
-    for _, pool_name, index, hit in merged:
-        if len(out) >= size:
-            break
-        consumed[pool_name] = max(consumed[pool_name], index + 1)
-        key = (hit.kind, hit.id)
+    for index, item in enumerate(scored):
+        key = (item.hit.kind, item.hit.id)
         if key in seen:
             continue
         seen.add(key)
-        out.append(hit)
-    new_offsets = dict(offsets)
-    more = False
-    for pool_name, hits in found.items():
-        new_offsets[pool_name] = offsets.get(pool_name, 0) + consumed[pool_name]
-        if len(hits) > consumed[pool_name]:
-            more = True
-    return out, new_offsets, more
+        item.snippet = snippet(item.hit.text, highlights)
+        # Texts that differ in which query terms they hold are never duplicates.
+        group = "\n".join(item.coverage.own)
+        leader = groups.leader_of(item.snippet, index, group, new=len(out) < needed)
+        if leader < 0:
+            continue
+        if leader != index:
+            leaders[leader].duplicates.append(item.hit.id)
+            continue
+        leaders[index] = item
+        out.append(item)
+    return out

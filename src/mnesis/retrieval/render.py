@@ -19,18 +19,18 @@ __all__ = ["full_message_text", "snippet", "uncompacted"]
 SNIPPET_CHARS = 240
 
 
-def snippet(text: str, needles: Sequence[str], pattern: Any = None) -> str:
+def snippet(text: str, needles: Sequence[str], pattern: Any = None, start: int = -1) -> str:
     """About ``SNIPPET_CHARS`` of ``text`` around the first match.
 
-    The match is the regex ``pattern`` if given, else the earliest of ``needles``
-    (case-insensitive); without one the snippet is the start of the text.
+    The match is at ``start`` if given, else the regex ``pattern``'s if given, else
+    the earliest of ``needles`` (case-insensitive); without one the snippet is the
+    start of the text.
     """
     body = original_text(text)
-    start = -1
-    if pattern is not None:
+    if start < 0 and pattern is not None:
         found = pattern.search(body, timeout=0.05)
         start = found.start() if found else -1
-    else:
+    elif start < 0:
         lowered = body.casefold()
         for needle in needles:
             pos = lowered.find(needle.casefold())

@@ -97,6 +97,18 @@ class GrepMatch(BaseModel):
     covering_summary_id: str | None = None
     """For a message no longer in context: the summary in context that covers it."""
     in_context: bool = False
+    matched_terms: list[str] = Field(default_factory=list)
+    """Why it matched: the query terms found in its own text (regex: the matched text)."""
+    context_terms: list[str] = Field(default_factory=list)
+    """Query terms found only in its neighbour context (speaker, date, previous turns)."""
+    context_from: str | None = None
+    """Where the context terms were found: ``"previous turn (user)"``,
+    ``"2 turns back (assistant)"`` or ``"speaker/date"``."""
+    duplicates: int = 0
+    """How many near-identical hits were collapsed into this one."""
+    duplicate_ids: list[str] = Field(default_factory=list)
+    """IDs of the collapsed hits (at most ten)."""
+    found_by: Literal["lexical", "regex"] = "lexical"
 
 
 class GrepResult(BaseModel):

@@ -128,6 +128,11 @@ class SearchHit:
     rank: float = 0.0
     key: int = 0
     """Backend row key; ``scan_text`` pages continue below it."""
+    tool_name: str | None = None
+    """For a tool part: the tool's name (retrieval hides its own ``lcm_*`` tools)."""
+    context: str | None = None
+    """What the index holds beside the text: speaker and date, then the previous
+    conversation turns (``role: text``, newest first), one per line."""
 
 
 @dataclass(slots=True)
@@ -463,6 +468,12 @@ class StoreBackend(ABC):
         limit: int,
     ) -> list[SearchHit]:
         """Stored texts newest first, one page (for regex search)."""
+
+    @abstractmethod
+    async def replies_to(self, message_ids: Sequence[str]) -> dict[str, SearchHit]:
+        """For each message, the first text part of the next conversation message of its
+        session (the reply), as a search hit with its context; messages without one
+        are left out."""
 
     # integrity --------------------------------------------------------------
     @abstractmethod

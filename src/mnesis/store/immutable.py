@@ -532,6 +532,10 @@ class ImmutableStore(StoreBackend):
             scope=scope, where=where, before_key=before_key, limit=limit
         )
 
+    async def replies_to(self, message_ids: Sequence[str]) -> dict[str, SearchHit]:
+        check_ids(message_ids, "message_ids")
+        return await self.backend.replies_to(message_ids)
+
     # integrity --------------------------------------------------------------
     async def list_session_ids(self) -> list[str]:
         return await self.backend.list_session_ids()

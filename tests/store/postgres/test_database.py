@@ -246,7 +246,7 @@ EXPECTED_TABLES = {
     "message_parts": ["key", "id", "message_id", "session_id", "ordinal", "part_type",
                       "content", "text_content", "tool_name", "tool_call_id", "tool_state",
                       "compacted_at", "started_at", "completed_at", "token_estimate",
-                      "created_at", "search_tsv"],
+                      "created_at", "search_tsv", "search_context", "context_tsv"],
     "summaries": ["key", "id", "session_id", "kind", "depth", "level", "content",
                   "token_count", "file_ids", "message_id", "span_start_message_id",
                   "span_end_message_id", "source_message_count", "search_text",
@@ -328,9 +328,10 @@ class TestSchema:
 
     async def test_full_text_columns_have_gin_indexes(self, raw: psycopg.Connection) -> None:
         rows = raw.execute(
-            "SELECT indexname FROM pg_indexes WHERE indexdef LIKE '%USING gin (search_tsv)%'"
+            "SELECT indexname FROM pg_indexes WHERE indexdef LIKE '%USING gin (search_tsv)%' "
+            "OR indexdef LIKE '%USING gin (((search_tsv || context_tsv)))%'"
         ).fetchall()
-        assert {r[0] for r in rows} == {"message_parts_tsv_gin_idx", "summaries_tsv_gin_idx"}
+        assert {r[0] for r in rows} == {"message_parts_search_gin_idx", "summaries_tsv_gin_idx"}
 
     async def test_every_history_table_has_its_append_only_triggers(
         self, raw: psycopg.Connection
@@ -343,6 +344,7 @@ class TestSchema:
             ("messages", "messages_immutable"),
             ("message_parts", "message_parts_no_delete"),
             ("message_parts", "message_parts_immutable"),
+            ("message_parts", "message_parts_search_context"),
             ("summaries", "summaries_no_update"),
             ("summaries", "summaries_no_delete"),
             ("summary_messages", "summary_messages_no_change"),

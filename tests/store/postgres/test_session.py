@@ -20,6 +20,11 @@ from mnesis.config import StoreConfig
 from mnesis.store.immutable import ImmutableStore
 from mnesis.store.postgres import PostgresDatabase, PostgresStore
 from tests.pg_fixtures import _with_database
+from tests.retrieval.test_quality import TestAtLeast as _AtLeast
+from tests.retrieval.test_quality import TestHygiene as _Hygiene
+from tests.retrieval.test_quality import TestRegexOffTheLoop as _RegexOffTheLoop
+from tests.retrieval.test_quality import TestReplies as _Replies
+from tests.retrieval.test_quality import TestWhy as _Why
 from tests.retrieval.test_retrieval import FACTS, _config, _filled_session
 from tests.retrieval.test_retrieval import TestAgentTools as _AgentTools
 from tests.retrieval.test_retrieval import TestDescribe as _Describe
@@ -118,6 +123,29 @@ class TestRankingTiers(_RankingTiers):
 
     # SQLite's FTS5 rendering, checked by the SQLite suite.
     test_a_single_word_has_one_tier_and_several_words_two = None
+
+
+class TestHygiene(_Hygiene):
+    """Retrieval traces, the open question and near-duplicates are not hits."""
+
+
+class TestWhy(_Why):
+    """Each hit names its terms; a reply its neighbour."""
+
+
+class TestAtLeast(_AtLeast):
+    """Replies found through all but one of their question's words."""
+
+    # Rendering of both backends, checked by the SQLite suite.
+    test_at_least_k_terms_renders_as_their_combinations = None
+
+
+class TestReplies(_Replies):
+    """The next conversation turn of a message."""
+
+
+class TestRegexOffTheLoop(_RegexOffTheLoop):
+    """A catastrophic regex is bounded and the event loop keeps ticking."""
 
 
 class TestWholeSession:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from mnesis.store.base import SearchFilter, SearchHit
@@ -11,9 +12,12 @@ from mnesis.store.search_query import SearchQuery, Term
 
 __all__ = ["SearchMixin", "render_tsquery"]
 
-RANK_WEIGHTS = "{0.35, 0.2, 0.4, 1.0}"
+RANK_WEIGHTS = "{0.35, 0.3, 0.4, 1.0}"
 """``ts_rank_cd`` weights of D, C, B, A: tool input/output (D) counts 0.35 of
-conversation text and summaries (A), as the BM25 column weight on SQLite."""
+conversation text and summaries (A), a part's neighbour context (C) 0.3, as the BM25
+column weights on SQLite."""
+_PART_TSV = "(p.search_tsv || p.context_tsv)"
+"""A part's text and its neighbour context, as the GIN index holds them."""
 _RANK = "-ts_rank_cd(%s::real[], {col}, to_tsquery('english', %s), 1)"
 """Lower is better (as SQLite's ``bm25``); normalisation 1 damps long documents."""
 
@@ -40,12 +44,21 @@ class SearchMixin(PostgresStoreBase):
                 cte = DOWN_CTE
                 params.append(where.under_summary)
             params += [RANK_WEIGHTS, tsquery, tsquery]
+            # The index holds text and context together; recheck the part searched.
+            own, ranked = "AND p.search_tsv @@ to_tsquery('english', %s)", "p.search_tsv"
+            if query.context_only:
+                own, ranked = "AND p.context_tsv @@ to_tsquery('english', %s)", "p.context_tsv"
+            elif query.include_context:
+                own, ranked = "", _PART_TSV
+            if own:
+                params.append(tsquery)
             clauses, args = _filter_sql(where, scope)
             sql = (
                 f"{cte} SELECT p.key, p.id, p.message_id, p.session_id, p.text_content, "
-                f"m.role::text, m.created_at, {_RANK.format(col='p.search_tsv')} AS rank "
+                f"m.role::text, m.created_at, {_RANK.format(col=ranked)} AS rank, "
+                "p.tool_name, p.search_context "
                 "FROM message_parts p JOIN messages m ON m.id = p.message_id "
-                "WHERE p.search_tsv @@ to_tsquery('english', %s) AND NOT m.is_summary "
+                f"WHERE {_PART_TSV} @@ to_tsquery('english', %s) {own} AND NOT m.is_summary "
                 f"{clauses} ORDER BY rank, p.key LIMIT %s OFFSET %s"
             )
         else:
@@ -53,7 +66,7 @@ class SearchMixin(PostgresStoreBase):
             clauses, args = _filter_sql(where, scope)
             sql = (
                 "SELECT s.key, NULL, s.id, s.session_id, s.content, NULL, s.created_at, "
-                f"{_RANK.format(col='s.search_tsv')} AS rank FROM summaries s "
+                f"{_RANK.format(col='s.search_tsv')} AS rank, NULL, NULL FROM summaries s "
                 "WHERE s.search_tsv @@ to_tsquery('english', %s) "
                 f"{clauses} ORDER BY rank, s.key LIMIT %s OFFSET %s"
             )
@@ -62,7 +75,9 @@ class SearchMixin(PostgresStoreBase):
 
         async def _search(conn: Conn) -> list[SearchHit]:
             return [
-                SearchHit(kind, r[2], r[3], r[4] or "", r[6], r[1], r[5], float(r[7]), r[0])
+                SearchHit(
+                    kind, r[2], r[3], r[4] or "", r[6], r[1], r[5], float(r[7]), r[0], r[8], r[9]
+                )
                 for r in await fetch(conn, sql, params)
             ]
 
@@ -92,14 +107,14 @@ class SearchMixin(PostgresStoreBase):
                 params.insert(0, where.under_summary)
             sql = (
                 f"{cte} SELECT p.key, p.id, p.message_id, p.session_id, p.text_content, "
-                "m.role::text, m.created_at FROM message_parts p "
+                "m.role::text, m.created_at, p.tool_name FROM message_parts p "
                 "JOIN messages m ON m.id = p.message_id "
                 f"WHERE p.text_content IS NOT NULL AND NOT m.is_summary{key} {clauses} "
                 "ORDER BY p.key DESC LIMIT %s"
             )
         else:
             sql = (
-                "SELECT s.key, NULL, s.id, s.session_id, s.content, NULL, s.created_at "
+                "SELECT s.key, NULL, s.id, s.session_id, s.content, NULL, s.created_at, NULL "
                 f"FROM summaries s WHERE true{key} {clauses} ORDER BY s.key DESC LIMIT %s"
             )
         params += [*args, limit]
@@ -107,11 +122,35 @@ class SearchMixin(PostgresStoreBase):
 
         async def _scan(conn: Conn) -> list[SearchHit]:
             return [
-                SearchHit(kind, r[2], r[3], r[4] or "", r[6], r[1], r[5], 0.0, r[0])
+                SearchHit(kind, r[2], r[3], r[4] or "", r[6], r[1], r[5], 0.0, r[0], r[7])
                 for r in await fetch(conn, sql, params)
             ]
 
         return await self.db.read(_scan)
+
+
+    async def replies_to(self, message_ids: Sequence[str]) -> dict[str, SearchHit]:
+        if not message_ids:
+            return {}
+        sql = (
+            "SELECT q.id, p.key, p.id, p.message_id, p.session_id, p.text_content, "
+            "m.role::text, m.created_at, p.tool_name, p.search_context "
+            "FROM messages q JOIN messages m ON m.session_id = q.session_id AND m.seq = ("
+            "  SELECT MIN(n.seq) FROM messages n "
+            "  WHERE n.session_id = q.session_id AND n.seq > q.seq AND NOT n.is_summary) "
+            "JOIN message_parts p ON p.message_id = m.id AND p.part_type = 'text' "
+            "WHERE q.id = ANY(%s) ORDER BY p.ordinal DESC"
+        )
+
+        async def _replies(conn: Conn) -> dict[str, SearchHit]:
+            return {
+                r[0]: SearchHit(
+                    "message", r[3], r[4], r[5] or "", r[7], r[2], r[6], 0.0, r[1], r[8], r[9]
+                )
+                for r in await fetch(conn, sql, [list(message_ids)])
+            }
+
+        return await self.db.read(_replies)
 
 
 def _filter_sql(where: SearchFilter, scope: str) -> tuple[str, list[Any]]:
@@ -161,7 +200,10 @@ def render_tsquery(query: SearchQuery) -> str:
     word can form an operator."""
     parts = [_tsquery_term(t) for t in query.all_of]
     if query.any_of:
-        parts.append("(" + " | ".join(_tsquery_term(t) for t in query.any_of) + ")")
+        groups = [" & ".join(_tsquery_term(t) for t in g) for g in query.any_groups()]
+        if query.at_least > 1:
+            groups = [f"({g})" for g in groups]
+        parts.append("(" + " | ".join(groups) + ")")
     expression = " & ".join(parts)
     if query.not_all_of:
         excluded = " & ".join(_tsquery_term(t) for t in query.not_all_of)

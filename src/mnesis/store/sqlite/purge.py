@@ -24,10 +24,12 @@ if TYPE_CHECKING:
 __all__ = ["PurgeMixin"]
 
 _FTS_DELETE_PARTS = """
-INSERT INTO message_parts_fts (message_parts_fts, rowid, text_content, tool_content, session_id)
+INSERT INTO message_parts_fts
+    (message_parts_fts, rowid, text_content, tool_content, context, session_id)
 SELECT 'delete', rowid,
     CASE WHEN part_type = 'tool' THEN NULL ELSE text_content END,
     CASE WHEN part_type = 'tool' THEN text_content END,
+    search_context,
     substr(session_id, 6)
 FROM message_parts WHERE session_id = ? AND text_content IS NOT NULL
 """

@@ -18,6 +18,8 @@ FTS_SESSION_TOKEN_MIN_MESSAGES = 20_000
 
 _TOOL_WEIGHT = 0.35
 """BM25 weight of tool input/output relative to conversation text."""
+_CONTEXT_WEIGHT = 0.3
+"""BM25 weight of a part's neighbour context (speaker, date, previous turns)."""
 
 
 class SearchMixin(SQLiteStoreBase):
@@ -33,7 +35,15 @@ class SearchMixin(SQLiteStoreBase):
         offset: int = 0,
     ) -> list[SearchHit]:
         fts_query = render_fts5(query)
-        column = "{text_content tool_content}" if scope == "messages" else "search_text"
+        column = "search_text"
+        if scope == "messages":
+            column = (
+                "context"
+                if query.context_only
+                else "{text_content tool_content context}"
+                if query.include_context
+                else "{text_content tool_content}"
+            )
         match = f"{column} : ({fts_query})"
         clauses, args = _filter_sql(where, scope)
         if where.session_ids is not None:
@@ -60,8 +70,8 @@ class SearchMixin(SQLiteStoreBase):
             sql = (
                 f"{_DOWN_CTE if where.under_summary else ''} "
                 "SELECT p.rowid, p.id, p.message_id, p.session_id, p.text_content, m.role, "
-                "m.created_at, f.score FROM (SELECT rowid, "
-                f"bm25(message_parts_fts, 1.0, {_TOOL_WEIGHT}, 0.0) AS score "
+                "m.created_at, f.score, p.tool_name, p.search_context FROM (SELECT rowid, "
+                f"bm25(message_parts_fts, 1.0, {_TOOL_WEIGHT}, {_CONTEXT_WEIGHT}, 0.0) AS score "
                 "FROM message_parts_fts WHERE message_parts_fts MATCH ? "
                 "ORDER BY score LIMIT ?) f "
                 "JOIN message_parts p ON p.rowid = f.rowid "
@@ -71,7 +81,8 @@ class SearchMixin(SQLiteStoreBase):
             )
         else:
             sql = (
-                "SELECT s.rowid, NULL, s.id, s.session_id, s.content, NULL, s.created_at, f.rank "
+                "SELECT s.rowid, NULL, s.id, s.session_id, s.content, NULL, s.created_at, f.rank, "
+                "NULL, NULL "
                 "FROM summaries_fts f JOIN summaries s ON s.rowid = f.rowid "
                 f"WHERE summaries_fts MATCH ? {clauses} ORDER BY f.rank LIMIT ? OFFSET ?"
             )
@@ -94,7 +105,9 @@ class SearchMixin(SQLiteStoreBase):
                 # rejected ranked candidates; rank every match to be sure.
                 rows = conn.execute(sql, params(-1)).fetchall()
             return [
-                SearchHit(kind, r[2], r[3], r[4] or "", r[6], r[1], r[5], float(r[7]), r[0])
+                SearchHit(
+                    kind, r[2], r[3], r[4] or "", r[6], r[1], r[5], float(r[7]), r[0], r[8], r[9]
+                )
                 for r in rows
             ]
 
@@ -144,14 +157,15 @@ class SearchMixin(SQLiteStoreBase):
             sql = (
                 f"{_DOWN_CTE if where.under_summary else ''} "
                 "SELECT p.rowid, p.id, p.message_id, p.session_id, p.text_content, m.role, "
-                "m.created_at FROM message_parts p JOIN messages m ON m.id = p.message_id "
+                "m.created_at, p.tool_name FROM message_parts p "
+                "JOIN messages m ON m.id = p.message_id "
                 f"WHERE p.text_content IS NOT NULL AND m.is_summary = 0{sessions}{key} {clauses} "
                 "ORDER BY p.rowid DESC LIMIT ?"
             )
         else:
             key = " AND s.rowid < ?" if before_key is not None else ""
             sql = (
-                "SELECT s.rowid, NULL, s.id, s.session_id, s.content, NULL, s.created_at "
+                "SELECT s.rowid, NULL, s.id, s.session_id, s.content, NULL, s.created_at, NULL "
                 f"FROM summaries s WHERE 1 = 1{sessions}{key} {clauses} "
                 "ORDER BY s.rowid DESC LIMIT ?"
             )
@@ -167,11 +181,35 @@ class SearchMixin(SQLiteStoreBase):
 
         def _scan(conn: sqlite3.Connection) -> list[SearchHit]:
             return [
-                SearchHit(kind, r[2], r[3], r[4] or "", r[6], r[1], r[5], 0.0, r[0])
+                SearchHit(kind, r[2], r[3], r[4] or "", r[6], r[1], r[5], 0.0, r[0], r[7])
                 for r in conn.execute(sql, params)
             ]
 
         return await self.db.read(_scan)
+
+
+    async def replies_to(self, message_ids: Sequence[str]) -> dict[str, SearchHit]:
+        if not message_ids:
+            return {}
+        sql = (
+            "SELECT q.id, p.rowid, p.id, p.message_id, p.session_id, p.text_content, m.role, "
+            "m.created_at, p.tool_name, p.search_context "
+            "FROM messages q JOIN messages m ON m.session_id = q.session_id AND m.seq = ("
+            "  SELECT MIN(n.seq) FROM messages n "
+            "  WHERE n.session_id = q.session_id AND n.seq > q.seq AND n.is_summary = 0) "
+            "JOIN message_parts p ON p.message_id = m.id AND p.part_type = 'text' "
+            "WHERE q.id IN (SELECT value FROM json_each(?)) ORDER BY p.ordinal DESC"
+        )
+
+        def _replies(conn: sqlite3.Connection) -> dict[str, SearchHit]:
+            return {
+                r[0]: SearchHit(
+                    "message", r[3], r[4], r[5] or "", r[7], r[2], r[6], 0.0, r[1], r[8], r[9]
+                )
+                for r in conn.execute(sql, (dumps(list(message_ids)),))
+            }
+
+        return await self.db.read(_replies)
 
 
 def _filter_sql(where: SearchFilter, scope: str) -> tuple[str, list[Any]]:
@@ -206,7 +244,10 @@ def render_fts5(query: SearchQuery) -> str:
     form an operator."""
     parts = [_fts5_term(t) for t in query.all_of]
     if query.any_of:
-        parts.append("(" + " OR ".join(_fts5_term(t) for t in query.any_of) + ")")
+        groups = [" AND ".join(_fts5_term(t) for t in g) for g in query.any_groups()]
+        if query.at_least > 1:
+            groups = [f"({g})" for g in groups]
+        parts.append("(" + " OR ".join(groups) + ")")
     expression = " AND ".join(parts)
     if query.not_all_of:
         excluded = " AND ".join(_fts5_term(t) for t in query.not_all_of)

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from mnesis.store.postgres.migrations import m001_initial, m002_map_runs, m003_purge_imports
+from mnesis.store.postgres.migrations import (
+    m001_initial,
+    m002_map_runs,
+    m003_purge_imports,
+    m004_search_context,
+)
 
 __all__ = ["MIGRATIONS"]
 
@@ -10,4 +15,5 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("m001_initial", m001_initial.SQL),
     ("m002_map_runs", m002_map_runs.SQL),
     ("m003_purge_imports", m003_purge_imports.SQL),
+    ("m004_search_context", m004_search_context.SQL),
 ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from mnesis.store.sqlite.migrations import m004_search_context
+
 __all__ = ["MIGRATIONS"]
 
 _PART_TYPES = (
@@ -321,4 +323,5 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("m001_initial", M001_INITIAL),
     ("m002_map_runs", M002_MAP_RUNS),
     ("m003_purge_imports", M003_PURGE_IMPORTS),
+    ("m004_search_context", m004_search_context.SQL),
 ]

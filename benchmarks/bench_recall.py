@@ -1,0 +1,494 @@
+"""Conversational recall: does ``grep`` find the turn that answers a question?
+
+    python -m benchmarks.bench_recall                 # 10k and 100k messages
+    python -m benchmarks.bench_recall --sizes 10000   # one size
+    python -m benchmarks.bench_recall --quick         # 2k messages (as in the tests)
+
+A harder benchmark than the planted facts of ``bench_retrieval``: one long session of
+coding-agent and team chat (filler turns that reuse the same names, services and
+words; long tool logs that repeat the query words; ``lcm_grep`` traces of earlier
+searches) holds 300 questions in six kinds, 50 each, whose evidence is known:
+
+* ``paraphrase``: the question words it differently ("children" for "kids");
+* ``reply``: the evidence is the reply to the turn holding the question's words;
+* ``temporal``: the same topic is settled differently on three days, the question
+  names the weekday ("what did we decide on Tuesday about ...");
+* ``multihop``: two turns, far apart, each holding half of the answer;
+* ``toollog``: the evidence is one sentence, and tool logs repeat its words;
+* ``coding``: paths, error messages, decisions of a coding agent.
+
+For each ranking the benchmark reports evidence recall@1/5/10 (the share of a
+question's evidence turns in the top k, averaged) and full-text latency p50/p95:
+
+* ``before``: the ranking before issue 16 (all-words tier, then any-word tier, each
+  in BM25 order, text and tool columns only, no hygiene);
+* ``+hygiene``: a candidate pool in BM25 order, ``lcm_*`` traces dropped,
+  near-duplicates collapsed;
+* ``+graded``: the pool re-ranked by graded coordination (share of terms covered);
+* ``+context``: neighbour context (previous turns, speaker, date) indexed and used
+  (what ``grep`` ships).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from mnesis import MnesisConfig, MnesisSession, StorePool
+from mnesis.config import CompactionConfig
+from mnesis.models.ids import new_id
+from mnesis.models.message import Message
+from mnesis.models.parts import MessagePart, TextPart, ToolPart
+from mnesis.retrieval.query import parse_query
+from mnesis.retrieval.ranking import ranked_page
+from mnesis.store.base import NewMessage, SearchFilter
+from mnesis.store.immutable import ImmutableStore
+
+DAY_MS = 86_400_000
+START_MS = 1_767_571_200_000  # Monday 2026-01-05 00:00 UTC
+WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday"]
+NAMES = (
+    "Alice Bruno Chen Dana Emeka Farah Goran Hana Ivan Jules Kofi Lena Mateo Nadia Omar "
+    "Priya Quinn Rosa Sven Tariq Uma Viktor Wen Xavier Yara Zeno Amara Bilal Carmen Dmitri "
+    "Elif Femi Greta Hugo Ines Jonas Kira Luca Maya Nils Olga Pavel Rhea Sami Tomas Ugo "
+    "Vera Wilma Yusuf Zora"
+).split()
+SERVICES = (
+    "ledger billing payouts invoices refunds search gateway auth notifications reports "
+    "scheduler exports webhooks catalog pricing inventory checkout shipping tax fraud "
+    "analytics audit identity mailer storage"
+).split()
+TOPICS = [
+    ("cache eviction policy", ["LRU", "LFU", "TTL only"]),
+    ("release train cadence", ["weekly", "biweekly", "monthly"]),
+    ("log retention window", ["7 days", "30 days", "90 days"]),
+    ("database connection pool size", ["10", "25", "50"]),
+    ("feature flag provider", ["Unleash", "LaunchDarkly", "a config file"]),
+    ("error budget policy", ["freeze deploys", "page the owner", "open a ticket"]),
+    ("API versioning scheme", ["URL prefix", "header", "date-based"]),
+    ("test coverage gate", ["70%", "80%", "90%"]),
+    ("on-call rotation length", ["one week", "two weeks", "three days"]),
+    ("staging refresh schedule", ["nightly", "weekly", "on demand"]),
+]
+PARAPHRASES = [
+    (
+        "{n}'s kids start at the Riverside school in September",
+        "which school will {n}'s children go to",
+    ),
+    ("{n} adopted a puppy named Biscuit last weekend", "what is the name of {n}'s new dog"),
+    ("{n} is moving to Lisbon next spring", "which city is {n} relocating to"),
+    ("{n} prefers to be reached on Signal after 6pm", "how should we contact {n} in the evening"),
+    ("{n} broke a wrist while cycling and will type slowly", "why is {n} slow at typing"),
+    ("{n}'s visa appointment got pushed to the 14th", "when is {n}'s visa interview now"),
+    ("{n} is allergic to peanuts, no satay at the offsite", "what food allergy does {n} have"),
+    ("{n} bought a used Volvo estate for the commute", "what car did {n} purchase"),
+    ("{n} will be on parental leave from March", "when does {n}'s leave for the baby begin"),
+    ("{n} finished the Berlin marathon in under four hours", "what race did {n} run"),
+]
+CODING = [
+    (
+        "Moved the retry decorator to src/{s}/util/retry.py so every client shares it.",
+        "where did we put the {s} retry decorator",
+    ),
+    (
+        "tests/{s}/test_api.py fails with KeyError: 'currency' raised in src/{s}/serialize.py.",
+        "which error does the {s} api test fail with",
+    ),
+    (
+        "Decided to replace requests with httpx in the {s} client for async support.",
+        "what HTTP library did we choose for the {s} client",
+    ),
+    (
+        "The {s} migration 0042_add_index must run before the backfill job.",
+        "what has to happen before the {s} backfill",
+    ),
+    (
+        "Pinned pydantic to 2.7 in {s} because 2.8 broke the settings loader.",
+        "why is pydantic pinned in {s}",
+    ),
+]
+FILLER = [
+    "{n} joined the standup late, {s} is still on the agenda",
+    "can someone review the {s} pull request when there is time",
+    "{n} says the {s} dashboard looks fine today",
+    "lunch order is in, {n} picked the noodle place again",
+    "the {s} service deploy went out without issues",
+    "reminder: retro for {s} on Thursday, {n} is hosting",
+    "{n}, do you have the notes from the {s} sync",
+    "I updated the README of {s} with the new setup steps",
+    "the build for {s} is green again after the flaky test fix",
+    "{n} is out today, ping me for anything about {s}",
+    "we should talk about the {t} at some point",
+    "the {t} came up in the planning meeting again",
+    "ok, thanks",
+    "sounds good to me",
+    "let me check and get back to you",
+]
+
+
+@dataclass
+class Question:
+    kind: str
+    text: str
+    evidence: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Corpus:
+    messages: list[NewMessage] = field(default_factory=list)
+    questions: list[Question] = field(default_factory=list)
+
+
+class Builder:
+    """Appends turns (with timestamps that walk forward over working days)."""
+
+    def __init__(self, session_id: str, total: int, rng: random.Random) -> None:
+        self.session_id = session_id
+        self.total = total
+        self.rng = rng
+        self.corpus = Corpus()
+
+    def at(self, index: int) -> int:
+        day = index * 20 // max(1, self.total)  # 20 working days over the session
+        week, weekday = divmod(day, 5)
+        return START_MS + (week * 7 + weekday) * DAY_MS + 9 * 3_600_000 + index * 1_000
+
+    def add(self, role: str, parts: list[MessagePart], at: int | None = None) -> str:
+        index = len(self.corpus.messages)
+        message = Message(
+            id=new_id("msg"),
+            session_id=self.session_id,
+            role=role,  # type: ignore[arg-type]
+            created_at=self.at(index) if at is None else at,
+            token_estimate=60,
+        )
+        self.corpus.messages.append(NewMessage(message, parts, [50] * len(parts)))
+        return message.id
+
+    def say(self, role: str, text: str, at: int | None = None) -> str:
+        return self.add(role, [TextPart(text=text)], at)
+
+    def filler(self) -> None:
+        rng = self.rng
+        text = rng.choice(FILLER).format(
+            n=rng.choice(NAMES), s=rng.choice(SERVICES), t=rng.choice(TOPICS)[0]
+        )
+        self.say("user" if len(self.corpus.messages) % 2 == 0 else "assistant", text)
+        if rng.random() < 0.15:
+            self.tool_log(rng.choice(SERVICES), rng.choice(["timeout", "cache", "retry"]))
+
+    def tool_log(self, service: str, word: str) -> None:
+        lines = [
+            f"2026-01-0{self.rng.randint(5, 9)}T10:{i:02d} WARN {service} {word} {word} "
+            f"exceeded, {word} again for request {self.rng.randint(1, 99999)}"
+            for i in range(40)
+        ]
+        self.add(
+            "assistant",
+            [
+                TextPart(text=f"Checking the {service} logs."),
+                ToolPart(
+                    tool_name="bash",
+                    tool_call_id="call_" + new_id("part")[5:],
+                    input={"command": f"kubectl logs deploy/{service} --tail 40"},
+                    output="\n".join(lines),
+                ),
+            ],
+        )
+
+    def trace(self, query: str, echoed: str) -> None:
+        """An earlier ``lcm_grep`` call whose input and output repeat a question's words."""
+        self.add(
+            "assistant",
+            [
+                ToolPart(
+                    tool_name="lcm_grep",
+                    tool_call_id="call_" + new_id("part")[5:],
+                    input={"query": query},
+                    output=f"1 match: {echoed} (msg_{self.rng.randint(10**9, 10**10)})",
+                )
+            ],
+        )
+
+
+def build(session_id: str, total: int, seed: int = 7) -> Corpus:
+    """``total`` messages with 300 questions (50 of each kind) planted among filler."""
+    rng = random.Random(seed)
+    b = Builder(session_id, total, rng)
+    plants: list[Callable[[], None]] = []
+    names = NAMES[:]
+    rng.shuffle(names)
+
+    for i in range(50):
+        fact, question = PARAPHRASES[i % len(PARAPHRASES)]
+        name = names[i % len(names)]
+
+        def plant(fact: str = fact, question: str = question, name: str = name) -> None:
+            q = Question("paraphrase", question.format(n=name))
+            q.evidence.append(b.say("user", fact.format(n=name)))
+            b.say("assistant", "Noted, thanks for letting us know.")
+            b.corpus.questions.append(q)
+
+        plants.append(plant)
+
+    for i in range(50):
+        topic, options = TOPICS[i % len(TOPICS)]
+        service = SERVICES[i % len(SERVICES)]
+
+        def plant(topic: str = topic, options: list[str] = options, service: str = service) -> None:
+            pick = rng.choice(options)
+            q = Question("reply", f"what did we decide about the {service} {topic}")
+            b.say("user", f"For {service}: should the {topic} be {' or '.join(options)}?")
+            q.evidence.append(
+                b.say("assistant", f"Let's go with {pick}; it is the least risky option now.")
+            )
+            b.corpus.questions.append(q)
+
+        plants.append(plant)
+
+    for i in range(50):
+        topic, options = TOPICS[i % len(TOPICS)]
+        service = SERVICES[(i * 7) % len(SERVICES)]
+        wanted = WEEKDAYS[i % 5]
+
+        def plant(
+            topic: str = topic,
+            options: list[str] = options,
+            service: str = service,
+            wanted: str = wanted,
+        ) -> None:
+            q = Question("temporal", f"what did we decide on {wanted} about the {service} {topic}")
+            base = b.at(len(b.corpus.messages))
+            week_start = base - (base - START_MS) % (7 * DAY_MS)
+            for offset, day in enumerate(WEEKDAYS[:5]):
+                if day != wanted and rng.random() < 0.5:
+                    continue
+                when = week_start + WEEKDAYS.index(day) * DAY_MS + 15 * 3_600_000 + offset
+                choice = options[offset % len(options)]
+                said = b.say("user", f"{service} {topic}: we settle on {choice}", at=when)
+                if day == wanted:
+                    q.evidence.append(said)
+            b.corpus.questions.append(q)
+
+        plants.append(plant)
+
+    for i in range(50):
+        name = names[(i + 17) % len(names)]
+        service = SERVICES[(i * 3) % len(SERVICES)]
+        port = 9000 + i
+
+        def plant_owner(name: str = name, service: str = service) -> Question:
+            q = Question("multihop", f"which port does the service {name} owns listen on")
+            q.evidence.append(b.say("user", f"{name} owns the {service} service from now on."))
+            b.corpus.questions.append(q)
+            return q
+
+        holder: list[Question] = []
+
+        def first(
+            plant_owner: Callable[[], Question] = plant_owner, h: list[Question] = holder
+        ) -> None:
+            h.append(plant_owner())
+
+        def second(service: str = service, port: int = port, h: list[Question] = holder) -> None:
+            h[0].evidence.append(
+                b.say("assistant", f"Configured the {service} service to listen on port {port}.")
+            )
+
+        plants.append(first)
+        plants.append(second)
+
+    for i in range(50):
+        service = SERVICES[i % len(SERVICES)]
+        word = ["timeout", "cache", "retry"][(i // len(SERVICES) + i) % 3]
+        limit = 5 + i
+
+        def plant(service: str = service, word: str = word, limit: int = limit) -> None:
+            q = Question("toollog", f"what must the {service} {word} limit stay at")
+            for _ in range(3):
+                b.tool_log(service, word)
+            q.evidence.append(
+                b.say("user", f"Keep the {service} {word} limit at {limit}; ops depends on it.")
+            )
+            for _ in range(2):
+                b.tool_log(service, word)
+            b.trace(f"{service} {word} limit", f"the {service} {word} limit question")
+            b.corpus.questions.append(q)
+
+        plants.append(plant)
+
+    for i in range(50):
+        fact, question = CODING[i % len(CODING)]
+        service = SERVICES[(i // 2) % len(SERVICES)]
+
+        def plant(fact: str = fact, question: str = question, service: str = service) -> None:
+            q = Question("coding", question.format(s=service))
+            q.evidence.append(b.say("assistant", fact.format(s=service)))
+            b.corpus.questions.append(q)
+
+        plants.append(plant)
+
+    # Multi-hop halves stay in order (owner first); everything else is spread evenly.
+    slots = sorted(rng.sample(range(total), len(plants)))
+    order = list(range(len(plants)))
+    rng.shuffle(order)
+    # Keep each multi-hop pair's "first" before its "second".
+    for index in range(len(plants)):
+        if plants[index].__name__ == "second":
+            a, c = order.index(index - 1), order.index(index)
+            if a > c:
+                order[a], order[c] = order[c], order[a]
+    queue = [plants[i] for i in order]
+    for slot in slots:
+        while len(b.corpus.messages) < slot:
+            b.filler()
+        queue.pop(0)()
+    while len(b.corpus.messages) < total:
+        b.filler()
+    return b.corpus
+
+
+@dataclass
+class Scores:
+    at: dict[int, list[float]] = field(default_factory=lambda: {1: [], 5: [], 10: []})
+    kinds: dict[str, list[float]] = field(default_factory=dict)
+    millis: list[float] = field(default_factory=list)
+
+
+Ranker = Callable[[str], Awaitable[list[str]]]
+
+
+def rankers(store: ImmutableStore, session_id: str, session: MnesisSession) -> dict[str, Ranker]:
+    where = SearchFilter(session_ids=[session_id])
+
+    async def before(query: str) -> list[str]:
+        out: list[str] = []
+        for tier in parse_query(query).tiers:
+            for hit in await store.search_text(
+                query=tier, scope="messages", where=where, limit=10 * 3 + 1
+            ):
+                if hit.id not in out:
+                    out.append(hit.id)
+            if len(out) >= 10:
+                break
+        return out[:10]
+
+    def variant(context: bool, graded: bool) -> Ranker:
+        async def run(query: str) -> list[str]:
+            parsed = parse_query(query)
+            page, _, _ = await ranked_page(
+                store,
+                parsed.required,
+                parsed.optional,
+                parsed.highlights,
+                ["messages"],
+                where,
+                10,
+                {},
+                exclude_ids=set(),
+                include_traces=False,
+                context=context,
+                graded=graded,
+            )
+            return [r.hit.id for r in page]
+
+        return run
+
+    async def shipped(query: str) -> list[str]:
+        found = await session.grep(query, scope="messages", limit=10)
+        return [m.id for m in found.matches]
+
+    return {
+        "before": before,
+        "+hygiene": variant(False, False),
+        "+graded": variant(False, True),
+        "+context (grep)": shipped,
+    }
+
+
+async def evaluate(
+    path: str, total: int, only: list[str] | None = None
+) -> tuple[dict[str, Scores], float]:
+    pool = StorePool()
+    session = await MnesisSession.create(
+        model="fake/bench",
+        db_path=path,
+        pool=pool,
+        config=MnesisConfig(compaction=CompactionConfig(auto=False)),
+    )
+    corpus = build(session.id, total)
+    started = time.perf_counter()
+    for index in range(0, len(corpus.messages), 2_000):
+        await session.store.append_messages(corpus.messages[index : index + 2_000])
+    per_turn_ms = (time.perf_counter() - started) * 1000 / len(corpus.messages)
+    results: dict[str, Scores] = {}
+    for name, rank in rankers(session.store, session.id, session).items():
+        if only and name not in only:
+            continue
+        scores = results[name] = Scores()
+        for question in corpus.questions:
+            t = time.perf_counter()
+            ids = await rank(question.text)
+            scores.millis.append((time.perf_counter() - t) * 1000)
+            for k in (1, 5, 10):
+                top = set(ids[:k])
+                share = sum(e in top for e in question.evidence) / len(question.evidence)
+                scores.at[k].append(share)
+            top5 = set(ids[:5])
+            scores.kinds.setdefault(question.kind, []).append(
+                sum(e in top5 for e in question.evidence) / len(question.evidence)
+            )
+    await session.close()
+    await pool.close_all()
+    return results, per_turn_ms
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def report(total: int, results: dict[str, Scores], per_turn_ms: float) -> None:
+    print(f"\n## {total:,} messages ({per_turn_ms:.3f} ms per stored message, index included)\n")
+    kinds = sorted(next(iter(results.values())).kinds)
+    print(
+        "| ranking | R@1 | R@5 | R@10 | p50 ms | p95 ms | "
+        + " | ".join(f"R@5 {k}" for k in kinds)
+        + " |"
+    )
+    print("|---|---|---|---|---|---|" + "---|" * len(kinds))
+    for name, s in results.items():
+        cells = [f"{statistics.mean(s.at[k]):.3f}" for k in (1, 5, 10)]
+        cells += [f"{_pct(s.millis, 0.5):.1f}", f"{_pct(s.millis, 0.95):.1f}"]
+        cells += [f"{statistics.mean(s.kinds[k]):.2f}" for k in kinds]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000])
+    parser.add_argument("--quick", action="store_true", help="2k messages only")
+    parser.add_argument("--only", nargs="*", help="rankings to run (default: all)")
+    args = parser.parse_args()
+    sizes = [2_000] if args.quick else args.sizes
+    with tempfile.TemporaryDirectory() as tmp:
+        for total in sizes:
+            results, per_turn = await evaluate(
+                os.path.join(tmp, f"recall-{total}.db"), total, args.only
+            )
+            report(total, results, per_turn)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

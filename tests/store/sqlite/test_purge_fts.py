@@ -18,8 +18,8 @@ async def test_a_purge_leaves_no_trace_in_the_full_text_index(
     await store.purge_session(doomed)
     conn = sqlite3.connect(store.location)
     try:
-        # A contentless index forgets a row only when 'delete' gives every column's
-        # original value; a forgotten column leaves its tokens pointing at the old rowid.
+        # A contentless index forgets a row only through an explicit 'delete' (given
+        # every column's original value); without it the old rowids would still match.
         for column in ("text_content", "tool_content", "context"):
             rows = conn.execute(
                 "SELECT rowid FROM message_parts_fts WHERE message_parts_fts MATCH ?",

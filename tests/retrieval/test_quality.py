@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
@@ -51,6 +52,13 @@ class TestHygiene:
         traced = await session.grep("where does the deploy key live", include_lcm_tools=True)
         assert question.assistant_message_id in [m.id for m in traced.matches]
         assert question.user_message_id not in [m.id for m in traced.matches]
+        # The agent can ask for them too, through the tool.
+        as_tool = json.loads(
+            await session.execute_tool(
+                "lcm_grep", {"query": "where does the deploy key live", "include_lcm_tools": True}
+            )
+        )
+        assert question.assistant_message_id in [m["id"] for m in as_tool["matches"]]
         await session.close()
 
     async def test_an_answered_question_is_a_hit_again(self, db_path: str, pool: StorePool) -> None:

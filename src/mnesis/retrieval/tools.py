@@ -86,6 +86,14 @@ _SPECS: dict[str, dict[str, Any]] = {
                     "type": "string",
                     "description": "next_cursor of a previous lcm_grep call, for the next page.",
                 },
+                "include_lcm_tools": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": (
+                        "Also search the inputs and outputs of earlier lcm_* tool calls "
+                        "(left out by default: they repeat what they found)."
+                    ),
+                },
             },
             "required": ["query"],
         },

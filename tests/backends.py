@@ -1,0 +1,127 @@
+"""Run a test directory on both store backends: a ``db_path`` that is a file or a URL.
+
+A directory opts in with a ``conftest.py`` that imports :func:`db_path` and
+:func:`backend` from here. ``backend`` is a session-scoped parameter (``sqlite`` /
+``postgres``, the test IDs), so module-scoped templates can depend on it too;
+``db_path`` is then a fresh SQLite file or the URL of a fresh PostgreSQL database
+(``pg_url``). Sessions take either as ``db_path``; the store factory picks the backend.
+
+A test that is about SQLite itself (raw ``sqlite3`` on the file, file copies, WAL, a
+process killed on a file) carries ``@pytest.mark.sqlite_only("reason")``: its
+``postgres`` instance is deselected (see ``tests/conftest.py``), never skipped.
+
+:func:`template_location` and :func:`clone_store` let a module build an expensive
+store once and hand each test its own copy (a file copy on SQLite, ``CREATE DATABASE
+… TEMPLATE`` on PostgreSQL); :func:`fetch` reads a store with plain SQL on either.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+import psycopg
+import pytest
+
+from tests.pg_fixtures import _with_database
+
+__all__ = [
+    "BACKENDS",
+    "backend",
+    "clone_store",
+    "db_path",
+    "fetch",
+    "file_is_whole",
+    "template_location",
+]
+
+BACKENDS = [
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
+]
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """The store backend of this test instance (``sqlite`` or ``postgres``)."""
+    return str(request.param)
+
+
+@pytest.fixture
+def db_path(backend: str, request: pytest.FixtureRequest) -> str:
+    """A fresh store location of the test's backend: a file path or a database URL."""
+    if backend == "postgres":
+        return str(request.getfixturevalue("pg_url"))
+    return str(request.getfixturevalue("tmp_path") / "mnesis.db")
+
+
+def _is_url(location: str) -> bool:
+    return location.startswith(("postgresql://", "postgres://"))
+
+
+def _admin(url: str) -> tuple[str, str]:
+    """The maintenance-database URL of ``url``'s server, and ``url``'s database name."""
+    return _with_database(url, "postgres"), urlsplit(url).path.lstrip("/")
+
+
+@contextmanager
+def template_location(
+    backend: str, request: pytest.FixtureRequest, name: str = "template"
+) -> Iterator[str]:
+    """A location to build a template store in (removed afterwards)."""
+    if backend == "sqlite":
+        factory = request.getfixturevalue("tmp_path_factory")
+        yield str(factory.mktemp(name) / f"{name}.db")
+        return
+    dsn = str(request.getfixturevalue("pg_dsn"))
+    database = f"mnesis_tpl_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {database} TEMPLATE template0 ENCODING 'UTF8'")  # type: ignore[arg-type]
+    try:
+        yield _with_database(dsn, database)
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")  # type: ignore[arg-type]
+
+
+def clone_store(source: str, target: str) -> None:
+    """Make ``target`` (a fresh location of the same backend) a copy of ``source``.
+
+    Nothing may be connected to either (close the template's pool after building)."""
+    if not _is_url(source):
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(source + suffix):
+                shutil.copyfile(source + suffix, target + suffix)
+        return
+    admin, template = _admin(source)
+    _, database = _admin(target)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")  # type: ignore[arg-type]
+        conn.execute(f"CREATE DATABASE {database} TEMPLATE {template}")  # type: ignore[arg-type]
+
+
+def fetch(location: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    """Rows of a read-only query on either backend (``?`` placeholders)."""
+    if not _is_url(location):
+        conn = sqlite3.connect(location, timeout=30)
+        try:
+            return [tuple(row) for row in conn.execute(sql, params).fetchall()]
+        finally:
+            conn.close()
+    with psycopg.connect(location, autocommit=True) as pg:
+        cursor = pg.execute(sql.replace("?", "%s"), params)  # type: ignore[arg-type]
+        return [tuple(row) for row in cursor.fetchall()]
+
+
+def file_is_whole(location: str) -> bool:
+    """``PRAGMA integrity_check`` of a SQLite file is ``ok``; a PostgreSQL database has
+    no file of ours that a killed writer could tear (the server's WAL covers it): True."""
+    if _is_url(location):
+        return True
+    return fetch(location, "PRAGMA integrity_check") == [("ok",)]

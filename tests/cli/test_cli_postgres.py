@@ -154,7 +154,7 @@ class TestTheBackupOfAServer:
         assert os.path.dirname(path) == str(tmp_path)
         name = os.path.basename(path)
         assert name.startswith("lcm_prod.before-repair-") and name.endswith(".jsonl")
-        open(path, "x").close()  # noqa: SIM115
+        open(path, "x").close()
         assert default_backup_path("postgresql://db.example/lcm_prod") != path
 
     def test_a_url_as_backup_is_refused(self, stored: tuple[str, str]) -> None:

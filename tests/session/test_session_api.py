@@ -43,8 +43,8 @@ from mnesis.errors import (
 )
 from mnesis.llm import Empty, Fail, FakeLLM, Garbage, Hang, LLMRequest, Respond, ToolCall
 from mnesis.models.parts import RetryPart
-from tests.store.sqlite.helpers import sqlite_db
 from tests.backends import fetch
+from tests.store.sqlite.helpers import sqlite_db
 
 NO_AUTO_COMPACTION = MnesisConfig(compaction=CompactionConfig(auto=False))
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from urllib.parse import urlsplit
 from dataclasses import dataclass
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 import typer
 from rich import box

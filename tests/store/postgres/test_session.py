@@ -1,5 +1,6 @@
-"""Whole sessions on PostgreSQL: record, compact, grep, describe and expand, through the
-public session API, with the retrieval suite's own tests where they need no SQLite file.
+"""Whole sessions on PostgreSQL: record, compact, describe and expand, through the public
+session API, on a pool with a chosen number of connections. (The retrieval suite itself,
+``tests/retrieval``, runs on both backends.)
 
 The session opens its store through the pool it is given; :class:`PgPool` hands out
 stores over one database with a chosen number of connections (one reproduces SQLite's
@@ -21,12 +22,6 @@ from mnesis.store.immutable import ImmutableStore
 from mnesis.store.postgres import PostgresDatabase, PostgresStore
 from tests.pg_fixtures import _with_database
 from tests.retrieval.test_retrieval import FACTS, _config, _filled_session
-from tests.retrieval.test_retrieval import TestAgentTools as _AgentTools
-from tests.retrieval.test_retrieval import TestDescribe as _Describe
-from tests.retrieval.test_retrieval import TestGrepBadInput as _GrepBadInput
-from tests.retrieval.test_retrieval import TestGrepFindsCompactedFacts as _GrepFinds
-from tests.retrieval.test_retrieval import TestRankingTiers as _RankingTiers
-from tests.retrieval.test_retrieval import TestScope as _Scope
 
 pytestmark = pytest.mark.postgres
 
@@ -91,33 +86,6 @@ async def filled(
     await session.close()
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")  # type: ignore[arg-type]
-
-
-class TestGrepFindsCompactedFacts(_GrepFinds):
-    """Every planted fact found, CJK, phrases, pagination, time ranges, lineage scope."""
-
-
-class TestGrepBadInput(_GrepBadInput):
-    """Operators in user text, bad regexes and limits, a catastrophic regex bounded."""
-
-
-class TestScope(_Scope):
-    """Session scoping."""
-
-
-class TestAgentTools(_AgentTools):
-    """The retrieval tools the agent calls."""
-
-
-class TestDescribe(_Describe):
-    """Describe through lineage."""
-
-
-class TestRankingTiers(_RankingTiers):
-    """Both tiers, first one first, pages never repeat."""
-
-    # SQLite's FTS5 rendering, checked by the SQLite suite.
-    test_a_single_word_has_one_tier_and_several_words_two = None
 
 
 class TestWholeSession:

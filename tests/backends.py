@@ -31,11 +31,16 @@ import psycopg
 import pytest
 
 from mnesis import StorePool
+from mnesis.config import StoreConfig
+from mnesis.store.immutable import ImmutableStore
+from mnesis.store.postgres import PostgresDatabase, PostgresStore
 from tests.pg_fixtures import _with_database
 
 __all__ = [
     "BACKENDS",
+    "PgPool",
     "backend",
+    "build_pool",
     "clone_store",
     "db_path",
     "fetch",
@@ -160,3 +165,30 @@ def file_is_whole(location: str) -> bool:
     if _is_url(location):
         return True
     return fetch(location, "PRAGMA integrity_check") == [("ok",)]
+
+
+class PgPool(StorePool):
+    """A pool that opens every store on one PostgreSQL database with a chosen number of
+    connections. One connection queues every statement in order, as SQLite's single
+    writer does, so a build whose background compaction races its next turns (how many
+    rounds compaction gets) comes out the same as on SQLite, whatever the load."""
+
+    def __init__(self, url: str, max_connections: int = 10) -> None:
+        super().__init__()
+        self.url = url
+        self.max_connections = max_connections
+
+    async def acquire(
+        self, config: StoreConfig | None = None, *, db_path: str | None = None
+    ) -> ImmutableStore:
+        db = PostgresDatabase(
+            self.url, StoreConfig(database_url=self.url), max_connections=self.max_connections
+        )
+        await db.open()
+        return ImmutableStore.over(PostgresStore(db, pool=None, pool_key=self.url))
+
+
+def build_pool(location: str) -> StorePool:
+    """The pool a template build uses: a one-connection :class:`PgPool` on PostgreSQL
+    (deterministic, as above), a plain pool on SQLite."""
+    return PgPool(location, max_connections=1) if _is_url(location) else StorePool()

@@ -22,7 +22,7 @@ from mnesis.retrieval import RetrievalEngine, parse_query
 from mnesis.store import SummaryDAGStore
 from mnesis.store.search_query import SearchQuery, Term
 from mnesis.store.sqlite.search import render_fts5
-from tests.backends import clone_store, fetch, template_location
+from tests.backends import build_pool, clone_store, fetch, template_location
 
 FACTS = [
     (
@@ -96,7 +96,7 @@ def template_db(
     with template_location(backend, request, "retrieval") as path:
 
         async def build() -> tuple[str, dict[str, str]]:
-            pool = StorePool()
+            pool = build_pool(path)
             session, planted = await _filled_session(path, pool)
             await session.close()
             await pool.close_all()

@@ -16,32 +16,13 @@ from collections.abc import AsyncIterator, Iterator
 import psycopg
 import pytest
 
-from mnesis import MnesisSession, StorePool
-from mnesis.config import StoreConfig
-from mnesis.store.immutable import ImmutableStore
-from mnesis.store.postgres import PostgresDatabase, PostgresStore
+from mnesis import MnesisSession
+from mnesis.store.postgres import PostgresStore
+from tests.backends import PgPool
 from tests.pg_fixtures import _with_database
 from tests.retrieval.test_retrieval import FACTS, _config, _filled_session
 
 pytestmark = pytest.mark.postgres
-
-
-class PgPool(StorePool):
-    """A pool that opens every store on one PostgreSQL database."""
-
-    def __init__(self, url: str, max_connections: int = 10) -> None:
-        super().__init__()
-        self.url = url
-        self.max_connections = max_connections
-
-    async def acquire(
-        self, config: StoreConfig | None = None, *, db_path: str | None = None
-    ) -> ImmutableStore:
-        db = PostgresDatabase(
-            self.url, StoreConfig(database_url=self.url), max_connections=self.max_connections
-        )
-        await db.open()
-        return ImmutableStore.over(PostgresStore(db, pool=None, pool_key=self.url))
 
 
 @pytest.fixture

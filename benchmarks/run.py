@@ -7,7 +7,9 @@ Usage::
     python -m benchmarks.run --only context  # one benchmark (repeatable)
     python -m benchmarks.run --markdown out.md
 
-Benchmarks: ``record``, ``context``, ``compaction``, ``prefix``, ``tokens``, and the
+Benchmarks: ``record``, ``context``, ``compaction``, ``prefix``, ``tokens``, ``postgres``
+(PostgreSQL next to SQLite and next to raw psycopg, on a throwaway cluster unless
+``MNESIS_BENCH_PG_DSN`` names a server), and the
 standalone scripts ``retrieval``, ``summariser``, ``operators`` and ``files`` (run as
 subprocesses, their tables printed as they come).
 ``tokens`` runs ``benchmarks/token_calibration.py`` with the interpreter of a
@@ -35,6 +37,7 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks.bench_compaction import bench_compaction, bench_prefix
+from benchmarks.bench_postgres import bench_postgres
 from benchmarks.bench_session import Report, SessionCache, bench_context, bench_record
 from mnesis.tokens.estimator import TokenEstimator
 
@@ -47,6 +50,7 @@ NAMES = (
     "retrieval",
     "operators",
     "files",
+    "postgres",
 )
 _SCRIPTS = {
     "retrieval": "benchmarks.bench_retrieval",
@@ -193,6 +197,7 @@ async def run(names: list[str], quick: bool, calib_python: str) -> list[Report]:
             "compaction": lambda: bench_compaction(cache, workdir, quick=quick),
             "prefix": lambda: _one(bench_prefix(workdir, quick=quick)),
             "tokens": lambda: asyncio.to_thread(run_token_calibration, calib_python, quick),
+            "postgres": lambda: bench_postgres(cache, workdir, quick=quick),
         }
         for script_name, module in _SCRIPTS.items():
             steps[script_name] = _script_step(module, quick)

@@ -14,6 +14,30 @@ from mnesis.llm import FakeLLM
 pytest_plugins = ["tests.pg_fixtures"]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "sqlite_only(reason): about SQLite itself; its postgres instance is deselected "
+        "(tests/backends.py)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect the ``postgres`` instance of ``sqlite_only`` tests (each names its reason)."""
+    keep: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        marker = item.get_closest_marker("sqlite_only")
+        callspec = getattr(item, "callspec", None)
+        on_postgres = callspec is not None and callspec.params.get("backend") == "postgres"
+        if marker is not None and not (marker.args and str(marker.args[0]).strip()):
+            raise pytest.UsageError(f"{item.nodeid}: sqlite_only needs a reason")
+        (dropped if marker is not None and on_postgres else keep).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> str:
     return str(tmp_path / "mnesis.db")

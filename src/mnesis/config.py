@@ -226,11 +226,7 @@ class MnesisConfig(_Config):
                     data["compaction"]["auto"] = False
                 continue
             if var == "LCM_DATABASE_URL":
-                url = str(value)
-                if url.startswith(("postgres://", "postgresql://")):
-                    data["store"]["database_url"] = url
-                else:
-                    data["store"]["db_path"] = url.removeprefix("sqlite:///")
+                _store_url_from_env(str(value), data["store"])
                 continue
             data[section][key] = value
         kwargs: dict[str, Any] = {k: v for k, v in data.items() if v}
@@ -244,6 +240,30 @@ class MnesisConfig(_Config):
                         f"{var} ({exc.key})", env.get(var), exc.reason
                     ) from None
             raise
+
+
+def _store_url_from_env(url: str, store: dict[str, Any]) -> None:
+    """``LCM_DATABASE_URL``: a ``postgresql://`` URL goes to ``database_url``, a
+    ``sqlite:///path`` URL or a plain path to ``db_path``; any other scheme (``mysql://``,
+    the typo ``sqlite:/x``) is a :class:`MnesisConfigError` naming the variable."""
+    head, colon, _ = url.partition(":")
+    scheme_chars = all(c.isalnum() or c in "+.-" for c in head)
+    if not (colon and len(head) >= 2 and head[0].isalpha() and scheme_chars):
+        store["db_path"] = url
+        return
+    name = head.lower()
+    if name in ("postgres", "postgresql") and url[len(name) + 1 :].startswith("//"):
+        store["database_url"] = url
+        return
+    if url.lower().startswith("sqlite:///") and len(url) > len("sqlite:///"):
+        store["db_path"] = url[len("sqlite:///") :]
+        return
+    raise MnesisConfigError(
+        "LCM_DATABASE_URL",
+        url,
+        f"unsupported store location (scheme {name!r}); use a file path, "
+        "sqlite:///path or postgresql://user@host/database",
+    )
 
 
 _ENV_MAP: dict[str, tuple[str, str, str]] = {

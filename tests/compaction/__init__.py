@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import threading
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -31,6 +30,7 @@ from mnesis.store.base import ContextItem
 from mnesis.store.dag import SummaryDAGStore
 from mnesis.store.immutable import ImmutableStore
 from mnesis.testing import SESSIONS, ReplayResult, generate, replay
+from tests.backends import fetch
 
 T = TypeVar("T")
 
@@ -143,40 +143,46 @@ class LineageReport:
 
 
 def summary_rows(db_path: str, session_id: str) -> list[SummaryRow]:
-    """Every summary of a session with its lineage rows, read with plain sqlite3."""
-    conn = sqlite3.connect(db_path, timeout=30)
-    try:
-        rows = conn.execute(
-            "SELECT id, kind, level, content, token_count, file_ids FROM summaries "
-            "WHERE session_id = ? ORDER BY rowid",
-            (session_id,),
-        ).fetchall()
-        out = []
-        for summary_id, kind, level, content, tokens, file_ids in rows:
-            sources = conn.execute(
-                "SELECT message_id FROM summary_messages WHERE summary_id = ? ORDER BY ordinal",
-                (summary_id,),
-            ).fetchall()
-            parents = conn.execute(
-                "SELECT parent_summary_id FROM summary_parents WHERE summary_id = ? "
-                "ORDER BY ordinal",
-                (summary_id,),
-            ).fetchall()
-            out.append(
-                SummaryRow(
-                    id=summary_id,
-                    kind=kind,
-                    level=level,
-                    content=content,
-                    token_count=tokens,
-                    file_ids=json.loads(file_ids),
-                    message_ids=[m for (m,) in sources],
-                    parent_ids=[p for (p,) in parents],
-                )
-            )
-    finally:
-        conn.close()
-    return out
+    """Every summary of a session (in insertion order) with its lineage rows, read with
+    plain SQL on either backend."""
+    order = "key" if db_path.startswith(("postgresql://", "postgres://")) else "rowid"
+    rows = fetch(
+        db_path,
+        "SELECT id, kind, level, content, token_count, file_ids FROM summaries "
+        f"WHERE session_id = ? ORDER BY {order}",
+        session_id,
+    )
+    sources: dict[str, list[str]] = {}
+    for summary_id, message_id in fetch(
+        db_path,
+        "SELECT l.summary_id, l.message_id FROM summary_messages l "
+        "JOIN summaries s ON s.id = l.summary_id WHERE s.session_id = ? "
+        "ORDER BY l.summary_id, l.ordinal",
+        session_id,
+    ):
+        sources.setdefault(summary_id, []).append(message_id)
+    parents: dict[str, list[str]] = {}
+    for summary_id, parent_id in fetch(
+        db_path,
+        "SELECT l.summary_id, l.parent_summary_id FROM summary_parents l "
+        "JOIN summaries s ON s.id = l.summary_id WHERE s.session_id = ? "
+        "ORDER BY l.summary_id, l.ordinal",
+        session_id,
+    ):
+        parents.setdefault(summary_id, []).append(parent_id)
+    return [
+        SummaryRow(
+            id=summary_id,
+            kind=str(kind),
+            level=level,
+            content=content,
+            token_count=tokens,
+            file_ids=json.loads(file_ids) if isinstance(file_ids, str) else list(file_ids),
+            message_ids=sources.get(summary_id, []),
+            parent_ids=parents.get(summary_id, []),
+        )
+        for summary_id, kind, level, content, tokens, file_ids in rows
+    ]
 
 
 async def lineage_report(store: ImmutableStore, db_path: str, session_id: str) -> LineageReport:

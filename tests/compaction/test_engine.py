@@ -10,7 +10,6 @@ session's :class:`FakeLLM` (its default deterministic reply).
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +37,7 @@ from mnesis.testing import (
     replay,
 )
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS
+from tests.backends import fetch
 from tests.compaction import (
     LineageReport,
     lineage_report,
@@ -96,14 +96,11 @@ def _compact_fixture(fixture: str, model: str, db_path: str) -> Outcome:
             await session.close()
         finally:
             await pool.close_all()
-        conn = sqlite3.connect(db_path)
-        try:
-            (count,) = conn.execute(
-                "SELECT COUNT(*) FROM messages WHERE session_id = ? AND is_summary = 0",
-                (session.id,),
-            ).fetchone()
-        finally:
-            conn.close()
+        ((count,),) = fetch(
+            db_path,
+            "SELECT COUNT(*) FROM messages WHERE session_id = ? AND NOT is_summary",
+            session.id,
+        )
         return Outcome(
             fixture=fixture,
             model=model,

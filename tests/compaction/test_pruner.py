@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from typing import Any
 
 from mnesis import MnesisEvent, MnesisSession, StorePool, TextPart, TokenEstimator, ToolPart
 from mnesis.compaction.pruner import ToolOutputPruner
 from mnesis.llm import FakeLLM
 from mnesis.models.parts import ToolStatus
+from tests.backends import fetch
 from tests.compaction import small_window_config
 
 ESTIMATOR = TokenEstimator()
@@ -205,14 +205,11 @@ class TestTombstones:
         assert stored[0][0].compacted_at is not None
         assert stored[0][0].output == _output(0)
         assert stored[0][0].status.state == "completed"
-        conn = sqlite3.connect(db_path)
-        try:
-            rows = conn.execute(
-                "SELECT content, compacted_at FROM message_parts WHERE tool_call_id = ?",
-                (s.turn_parts[0][0].tool_call_id,),
-            ).fetchall()
-        finally:
-            conn.close()
+        rows = fetch(
+            db_path,
+            "SELECT content, compacted_at FROM message_parts WHERE tool_call_id = ?",
+            s.turn_parts[0][0].tool_call_id,
+        )
         ((content, compacted_at),) = rows
         assert compacted_at == stored[0][0].compacted_at
         assert json.loads(content)["output"] == _output(0)

@@ -9,7 +9,6 @@ system prompt costs the per-message overhead only.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -51,8 +50,8 @@ def model(usable: int) -> ModelInfo:
 
 
 @pytest.fixture
-async def store(tmp_path: Path, pool: StorePool) -> AsyncIterator[ImmutableStore]:
-    s = await pool.acquire(db_path=str(tmp_path / "context.db"))
+async def store(db_path: str, pool: StorePool) -> AsyncIterator[ImmutableStore]:
+    s = await pool.acquire(db_path=db_path)
     yield s
     await s.close()
 

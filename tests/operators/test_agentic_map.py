@@ -1,4 +1,4 @@
-"""AgenticMap: one real sub-session per input on a real SQLite file, the item state
+"""AgenticMap: one real sub-session per input on a real store (both backends), the item state
 table, read-only sub-agents, multi-turn tool loops, retries, and resuming a run
 that a SIGKILL interrupted (each item completes exactly once).
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import sqlite3
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -32,6 +31,7 @@ from mnesis import (
 from mnesis.llm import Fail, FakeLLM, LLMRequest, Respond, ToolCall
 from mnesis.models.ids import new_id
 from mnesis.operators import AgenticMap, AgentMapBatch
+from tests.backends import fetch, file_is_whole
 from tests.operators.child_agentic import CONCURRENCY, TEMPLATE, inputs, session_config
 
 CHILD = Path(__file__).with_name("child_agentic.py")
@@ -59,11 +59,7 @@ async def parent(db_path: str, pool: StorePool) -> AsyncIterator[MnesisSession]:
 
 
 def query(db_path: str, sql: str, *args: object) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(db_path)
-    try:
-        return conn.execute(sql, args).fetchall()
-    finally:
-        conn.close()
+    return fetch(db_path, sql, *args)
 
 
 def tool_names(request: LLMRequest) -> list[str]:
@@ -103,7 +99,7 @@ class TestManySubSessionsShareOneFile:
             batch.run_id,
         )
         assert states == [("completed", 50, 50)]
-        assert query(db_path, "PRAGMA integrity_check") == [("ok",)]
+        assert file_is_whole(db_path)
 
     async def test_the_default_concurrency_is_four(self, db_path: str, pool: StorePool) -> None:
         llm = FakeLLM(delay_seconds=0.002)
@@ -489,7 +485,7 @@ class TestResumingARun:
             assert len(sessions) == expected_attempts, (idx, sessions)
             # Exactly one sub-session answered: the item completed once.
             assert answered == [(session_id,)], (idx, answered)
-        assert query(db_path, "PRAGMA integrity_check") == [("ok",)]
+        assert file_is_whole(db_path)
 
 
 async def read_until_items_are_running(

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
@@ -23,6 +22,7 @@ from mnesis.retrieval import RetrievalEngine, parse_query
 from mnesis.store import SummaryDAGStore
 from mnesis.store.search_query import SearchQuery, Term
 from mnesis.store.sqlite.search import render_fts5
+from tests.backends import build_pool, clone_store, fetch, template_location
 
 FACTS = [
     (
@@ -84,24 +84,26 @@ async def _filled_session(
 
 
 @pytest.fixture(scope="module")
-def template_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, dict[str, str]]:
-    """Build the compacted session once per module; tests get a copy of the file.
+def template_db(
+    backend: str, request: pytest.FixtureRequest
+) -> Iterator[tuple[str, str, dict[str, str]]]:
+    """Build the compacted session once per module and backend; tests get a copy.
 
     The build is deterministic (extractive summaries, fixed texts): 220 turns of large
     tool outputs leave pruned tool outputs, leaf summaries over the oldest messages and
     several summaries in the context. Tests assert these facts; they never skip on them.
     """
-    path = str(tmp_path_factory.mktemp("retrieval") / "template.db")
+    with template_location(backend, request, "retrieval") as path:
 
-    async def build() -> tuple[str, dict[str, str]]:
-        pool = StorePool()
-        session, planted = await _filled_session(path, pool)
-        await session.close()
-        await pool.close_all()
-        return session.id, planted
+        async def build() -> tuple[str, dict[str, str]]:
+            pool = build_pool(path)
+            session, planted = await _filled_session(path, pool)
+            await session.close()
+            await pool.close_all()
+            return session.id, planted
 
-    session_id, planted = asyncio.run(build())
-    return path, session_id, planted
+        session_id, planted = asyncio.run(build())
+        yield path, session_id, planted
 
 
 @pytest.fixture
@@ -109,7 +111,7 @@ async def filled(
     template_db: tuple[str, str, dict[str, str]], db_path: str, pool: StorePool
 ) -> AsyncIterator[tuple[MnesisSession, dict[str, str]]]:
     source, session_id, planted = template_db
-    shutil.copyfile(source, db_path)
+    clone_store(source, db_path)
     session = await MnesisSession.load(session_id, db_path=db_path, pool=pool, config=_config())
     yield session, planted
     await session.close()
@@ -383,9 +385,7 @@ class TestExpand:
     ) -> None:
         session, _ = filled
         dag = SummaryDAGStore(session.store)
-        conn = sqlite3.connect(session.store.location)
-        summary_ids = [r[0] for r in conn.execute("SELECT id FROM summaries")]
-        conn.close()
+        summary_ids = [r[0] for r in fetch(session.store.location, "SELECT id FROM summaries")]
         assert summary_ids
         for summary_id in summary_ids:
             expected = await dag.get_source_message_ids(summary_id)
@@ -399,14 +399,14 @@ class TestExpand:
         self, filled: tuple[MnesisSession, dict[str, str]]
     ) -> None:
         session, _ = filled
-        conn = sqlite3.connect(session.store.location)
         # The oldest pruned message: compaction summarises the oldest messages first.
-        row = conn.execute(
+        rows = fetch(
+            session.store.location,
             "SELECT p.message_id FROM message_parts p JOIN messages m ON m.id = p.message_id"
-            " WHERE p.compacted_at IS NOT NULL ORDER BY m.seq, p.ordinal LIMIT 1"
-        ).fetchone()
-        conn.close()
-        assert row is not None, "the fixture prunes tool outputs"
+            " WHERE p.compacted_at IS NOT NULL ORDER BY m.seq, p.ordinal LIMIT 1",
+        )
+        assert rows, "the fixture prunes tool outputs"
+        row = rows[0]
         leaf = (await session.describe(row[0])).leaf_summary_ids
         assert leaf, "the fixture summarises its oldest pruned message"
         expanded = await session.expand(leaf[0], depth=1, token_cap=10**6)
@@ -427,12 +427,9 @@ class TestExpand:
         self, filled: tuple[MnesisSession, dict[str, str]]
     ) -> None:
         session, _ = filled
-        conn = sqlite3.connect(session.store.location)
-        row = conn.execute("SELECT id FROM summaries WHERE kind = 'condensed' LIMIT 1").fetchone()
-        conn.close()
-        assert row is not None, (
-            "the fixture's 220 turns in a 32k window produce a condensed summary"
-        )
+        rows = fetch(session.store.location, "SELECT id FROM summaries WHERE kind = 'condensed'")
+        assert rows, "the fixture's 220 turns in a 32k window produce a condensed summary"
+        row = rows[0]
         result = await session.expand(row[0], depth=1)
         assert result.summaries and not result.messages
         assert all(s.reached_at_depth == 1 for s in result.summaries)

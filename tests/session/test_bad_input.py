@@ -11,7 +11,6 @@ after the session is reopened from disk.
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,7 @@ from mnesis.errors import (
     StoreCorruptError,
 )
 from mnesis.llm import FakeLLM, Respond, ToolCall
+from tests.backends import fetch
 
 TABLES = ("sessions", "messages", "message_parts", "context_items")
 UNKNOWN_SESSION = "sess_01ARZ3NDEKTSV4RRFFQ69G5FAV"
@@ -46,16 +46,12 @@ NO_AUTO_COMPACTION = MnesisConfig(compaction=CompactionConfig(auto=False))
 
 def snapshot(db_path: str) -> dict[str, tuple[int, str]]:
     """Row count and digest of every row of the tables a session writes."""
-    conn = sqlite3.connect(db_path)
-    try:
-        out = {}
-        for table in TABLES:
-            rows = conn.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
-            digest = hashlib.sha256(repr(rows).encode("utf-8", "surrogatepass")).hexdigest()
-            out[table] = (len(rows), digest)
-        return out
-    finally:
-        conn.close()
+    out = {}
+    for table in TABLES:
+        rows = fetch(db_path, f"SELECT * FROM {table} ORDER BY 1, 2")
+        digest = hashlib.sha256(repr(rows).encode("utf-8", "surrogatepass")).hexdigest()
+        out[table] = (len(rows), digest)
+    return out
 
 
 @pytest.fixture

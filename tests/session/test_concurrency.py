@@ -1,20 +1,20 @@
 """Concurrency: many sessions on one file, concurrent turns of one session, and
 several connections and processes writing the same file.
 
-Results are read back with raw ``sqlite3`` so the checks do not depend on the
+Results are read back with plain SQL so the checks do not depend on the
 store code under test.
 """
 
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 from mnesis import CompactionConfig, MnesisConfig, MnesisSession, StorePool
 from mnesis.llm import FakeLLM, Respond
+from tests.backends import fetch, file_is_whole
 
 CHILD = Path(__file__).with_name("child_process.py")
 NO_AUTO_COMPACTION = MnesisConfig(compaction=CompactionConfig(auto=False))
@@ -22,29 +22,17 @@ NO_AUTO_COMPACTION = MnesisConfig(compaction=CompactionConfig(auto=False))
 
 def read_layout(db_path: str) -> tuple[dict[str, list[tuple[int, str, str]]], dict[str, list[int]]]:
     """Per session: (seq, role, id) of its messages and its context positions, in order."""
-    conn = sqlite3.connect(db_path)
-    try:
-        messages: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
-        for session_id, seq, role, message_id in conn.execute(
-            "SELECT session_id, seq, role, id FROM messages ORDER BY session_id, seq"
-        ):
-            messages[session_id].append((seq, role, message_id))
-        positions: dict[str, list[int]] = defaultdict(list)
-        for session_id, position in conn.execute(
-            "SELECT session_id, position FROM context_items ORDER BY session_id, position"
-        ):
-            positions[session_id].append(position)
-    finally:
-        conn.close()
+    messages: dict[str, list[tuple[int, str, str]]] = defaultdict(list)
+    for session_id, seq, role, message_id in fetch(
+        db_path, "SELECT session_id, seq, role, id FROM messages ORDER BY session_id, seq"
+    ):
+        messages[session_id].append((seq, role, message_id))
+    positions: dict[str, list[int]] = defaultdict(list)
+    for session_id, position in fetch(
+        db_path, "SELECT session_id, position FROM context_items ORDER BY session_id, position"
+    ):
+        positions[session_id].append(position)
     return messages, positions
-
-
-def integrity(db_path: str) -> str:
-    conn = sqlite3.connect(db_path)
-    try:
-        return str(conn.execute("PRAGMA integrity_check").fetchone()[0])
-    finally:
-        conn.close()
 
 
 class TestManySessionsOnOneFile:
@@ -86,7 +74,7 @@ class TestManySessionsOnOneFile:
             assert [r[1] for r in rows] == ["user", "assistant"] * 50
             assert [r[2] for r in rows] == ids
             assert positions[session.id] == list(range(1, 101)), session.id
-        assert integrity(db_path) == "ok"
+        assert file_is_whole(db_path)
 
     async def test_sessions_do_not_see_each_others_messages(
         self, db_path: str, pool: StorePool
@@ -187,7 +175,7 @@ class TestSeveralWritersOnOneFile:
         for session in sessions:
             assert [r[0] for r in messages[session.id]] == list(range(1, 41))
             assert positions[session.id] == list(range(1, 41))
-        assert integrity(db_path) == "ok"
+        assert file_is_whole(db_path)
 
     async def test_two_processes_write_the_same_new_file_without_lock_errors(
         self, db_path: str
@@ -235,4 +223,4 @@ class TestSeveralWritersOnOneFile:
             assert [r[0] for r in messages[session_id]] == list(range(1, 201))
             assert [r[1] for r in messages[session_id]] == ["user", "assistant"] * 100
             assert positions[session_id] == list(range(1, 201))
-        assert integrity(db_path) == "ok"
+        assert file_is_whole(db_path)

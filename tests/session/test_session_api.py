@@ -43,6 +43,7 @@ from mnesis.errors import (
 )
 from mnesis.llm import Empty, Fail, FakeLLM, Garbage, Hang, LLMRequest, Respond, ToolCall
 from mnesis.models.parts import RetryPart
+from tests.backends import fetch
 from tests.store.sqlite.helpers import sqlite_db
 
 NO_AUTO_COMPACTION = MnesisConfig(compaction=CompactionConfig(auto=False))
@@ -59,11 +60,7 @@ async def session(db_path: str, pool: StorePool, fake_llm: FakeLLM) -> AsyncIter
 
 def raw_rows(db_path: str, sql: str, *args: object) -> list[tuple[Any, ...]]:
     """Read the file with a separate raw connection (not through mnesis)."""
-    conn = sqlite3.connect(db_path)
-    try:
-        return conn.execute(sql, args).fetchall()
-    finally:
-        conn.close()
+    return fetch(db_path, sql, *args)
 
 
 def tool(call_id: str, name: str = "bash", **input: Any) -> ToolPart:
@@ -456,6 +453,7 @@ class TestRecord:
         assert stored.status.state == "completed"
         assert stored.id is not None and stored.id.startswith("part_")
 
+    @pytest.mark.sqlite_only("traces the statements of the SQLite connection")
     async def test_record_writes_both_messages_in_one_transaction(
         self, session: MnesisSession
     ) -> None:

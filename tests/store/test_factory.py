@@ -88,10 +88,21 @@ class TestResolvingAConfig:
         location = resolve_location(config, str(tmp_path / "a.db"))
         assert (location.backend, location.target) == ("sqlite", str(tmp_path / "a.db"))
 
-    def test_lcm_database_url_with_an_unknown_scheme_is_refused(self) -> None:
-        config = MnesisConfig.from_env({"LCM_DATABASE_URL": "mysql://root@db/lcm"})
-        with pytest.raises(MnesisConfigError):
-            resolve_location(config.store)
+    @pytest.mark.parametrize("url", ["mysql://root@db/lcm", "sqlite:/typo.db", "http://x/y"])
+    def test_lcm_database_url_with_an_unknown_scheme_is_refused_naming_the_variable(
+        self, url: str
+    ) -> None:
+        with pytest.raises(MnesisConfigError) as info:
+            MnesisConfig.from_env({"LCM_DATABASE_URL": url})
+        assert info.value.key == "LCM_DATABASE_URL"
+        assert "LCM_DATABASE_URL" in str(info.value)
+
+    @pytest.mark.parametrize("url", ["postgresql://lcm@db/lcm", "postgres://h/db?sslmode=require"])
+    def test_lcm_database_url_puts_a_server_url_into_database_url(self, url: str) -> None:
+        config = MnesisConfig.from_env({"LCM_DATABASE_URL": url, "MNESIS_DB_PATH": "/x/y.db"})
+        assert config.store.database_url == url
+        location = resolve_location(config.store)
+        assert (location.backend, location.target) == ("postgres", url)
 
 
 class TestOpening:

@@ -3,7 +3,9 @@
 The command is a thin adapter: it calls :class:`~mnesis.integrity.IntegrityChecker`,
 :func:`~mnesis.integrity.plan_repairs` and :func:`~mnesis.integrity.apply_repairs`
 exactly as a program would, and prints what they return. It never writes unless
-``--repair`` is given; a repair first writes a backup of the whole database.
+``--repair`` is given; a repair first writes a backup of the whole database (a copy
+of a SQLite file; for PostgreSQL a JSON-lines dump of every table, read in one
+snapshot, to ``<database>.before-repair-<time>.jsonl`` unless ``--backup`` names a file).
 
 Exit codes: 0 when no violation is found (with ``--repair``: none is left after the
 repair), 1 when violations are found (or remain), 1 with a one-line message for a
@@ -17,6 +19,7 @@ import os
 import time
 from dataclasses import dataclass
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 import typer
 from rich import box
@@ -44,6 +47,7 @@ from mnesis.integrity import (
     apply_repairs,
     plan_repairs,
 )
+from mnesis.store.factory import parse_location
 from mnesis.store.pool import StorePool
 
 __all__ = ["check_command", "default_backup_path"]
@@ -63,14 +67,34 @@ class _CheckRun:
 
 
 def default_backup_path(db_path: str) -> str:
-    """``<db>.before-repair-<UTC time>.db`` next to the database, never an existing file."""
+    """Where ``--repair`` backs up by default, never an existing file.
+
+    A SQLite file: ``<db>.before-repair-<UTC time>.db`` next to it (a copy of the file).
+    A PostgreSQL URL: ``<database>.before-repair-<UTC time>.jsonl`` in the current
+    directory (the store's JSON-lines dump of every table, read in one snapshot; see
+    ``docs/postgres.md``)."""
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    base = f"{os.path.abspath(os.path.expanduser(db_path))}.before-repair-{stamp}"
-    candidate, n = f"{base}.db", 1
+    location = parse_location(db_path, key="--db")
+    if location.backend == "postgres":
+        database = urlsplit(location.target).path.strip("/") or "mnesis"
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in database)
+        base, ext = os.path.abspath(f"{safe}.before-repair-{stamp}"), ".jsonl"
+    else:
+        base = f"{os.path.abspath(os.path.expanduser(location.target))}.before-repair-{stamp}"
+        ext = ".db"
+    candidate, n = f"{base}{ext}", 1
     while os.path.exists(candidate):
         n += 1
-        candidate = f"{base}-{n}.db"
+        candidate = f"{base}-{n}{ext}"
     return candidate
+
+
+def _shown(path: str) -> str:
+    """The database for output: a file's absolute path, a URL without its password."""
+    location = parse_location(path, key="--db")
+    if location.backend == "postgres":
+        return location.describe()
+    return os.path.abspath(os.path.expanduser(location.target))
 
 
 async def _check(
@@ -142,8 +166,10 @@ def check_command(
         raise typer.BadParameter("only makes sense with --repair", param_hint="'--backup'")
     if backup is not None and (not backup.strip() or os.path.exists(backup)):
         fail(f"backup path {backup!r} is empty or already exists; name a new file")
-    backup_path = backup if backup is not None else default_backup_path(path)
+    if backup is not None and "://" in backup:
+        fail(f"backup path {backup!r} is a URL, not a file; name a new file")
     with cli_errors(path):
+        backup_path = backup if backup is not None else default_backup_path(path)
         check_mnesis_database(path, must_exist=True)
         run = asyncio.run(
             _check(
@@ -173,7 +199,7 @@ def _report_json(report: IntegrityReport) -> dict[str, Any]:
 
 def _run_json(path: str, session_id: str | None, tokens: bool, run: _CheckRun) -> dict[str, Any]:
     data: dict[str, Any] = {
-        "database": os.path.abspath(os.path.expanduser(path)),
+        "database": _shown(path),
         "session_id": session_id,
         "check_tokens": tokens,
         **_report_json(run.report),
@@ -194,7 +220,8 @@ def _summary_line(path: str, report: IntegrityReport) -> str:
     return (
         f"Checked {sessions:,} session{'' if sessions == 1 else 's'} "
         f"({report.messages_checked:,} messages) "
-        f"of {escape(path)} in {report.elapsed_ms:,.0f} ms: "
+        f"of {escape(parse_location(path, key='--db').describe())} "
+        f"in {report.elapsed_ms:,.0f} ms: "
         f"{report.sessions_per_second:,.0f} sessions/s"
     )
 

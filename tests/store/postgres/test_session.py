@@ -1,5 +1,6 @@
-"""Whole sessions on PostgreSQL: record, compact, grep, describe and expand, through the
-public session API, with the retrieval suite's own tests where they need no SQLite file.
+"""Whole sessions on PostgreSQL: record, compact, describe and expand, through the public
+session API, on a pool with a chosen number of connections. (The retrieval suite itself,
+``tests/retrieval``, runs on both backends.)
 
 The session opens its store through the pool it is given; :class:`PgPool` hands out
 stores over one database with a chosen number of connections (one reproduces SQLite's
@@ -15,43 +16,13 @@ from collections.abc import AsyncIterator, Iterator
 import psycopg
 import pytest
 
-from mnesis import MnesisSession, StorePool
-from mnesis.config import StoreConfig
-from mnesis.store.immutable import ImmutableStore
-from mnesis.store.postgres import PostgresDatabase, PostgresStore
+from mnesis import MnesisSession
+from mnesis.store.postgres import PostgresStore
+from tests.backends import PgPool
 from tests.pg_fixtures import _with_database
-from tests.retrieval.test_quality import TestAtLeast as _AtLeast
-from tests.retrieval.test_quality import TestHygiene as _Hygiene
-from tests.retrieval.test_quality import TestRegexOffTheLoop as _RegexOffTheLoop
-from tests.retrieval.test_quality import TestReplies as _Replies
-from tests.retrieval.test_quality import TestWhy as _Why
 from tests.retrieval.test_retrieval import FACTS, _config, _filled_session
-from tests.retrieval.test_retrieval import TestAgentTools as _AgentTools
-from tests.retrieval.test_retrieval import TestDescribe as _Describe
-from tests.retrieval.test_retrieval import TestGrepBadInput as _GrepBadInput
-from tests.retrieval.test_retrieval import TestGrepFindsCompactedFacts as _GrepFinds
-from tests.retrieval.test_retrieval import TestRankingTiers as _RankingTiers
-from tests.retrieval.test_retrieval import TestScope as _Scope
 
 pytestmark = pytest.mark.postgres
-
-
-class PgPool(StorePool):
-    """A pool that opens every store on one PostgreSQL database."""
-
-    def __init__(self, url: str, max_connections: int = 10) -> None:
-        super().__init__()
-        self.url = url
-        self.max_connections = max_connections
-
-    async def acquire(
-        self, config: StoreConfig | None = None, *, db_path: str | None = None
-    ) -> ImmutableStore:
-        db = PostgresDatabase(
-            self.url, StoreConfig(database_url=self.url), max_connections=self.max_connections
-        )
-        await db.open()
-        return ImmutableStore.over(PostgresStore(db, pool=None, pool_key=self.url))
 
 
 @pytest.fixture
@@ -96,56 +67,6 @@ async def filled(
     await session.close()
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")  # type: ignore[arg-type]
-
-
-class TestGrepFindsCompactedFacts(_GrepFinds):
-    """Every planted fact found, CJK, phrases, pagination, time ranges, lineage scope."""
-
-
-class TestGrepBadInput(_GrepBadInput):
-    """Operators in user text, bad regexes and limits, a catastrophic regex bounded."""
-
-
-class TestScope(_Scope):
-    """Session scoping."""
-
-
-class TestAgentTools(_AgentTools):
-    """The retrieval tools the agent calls."""
-
-
-class TestDescribe(_Describe):
-    """Describe through lineage."""
-
-
-class TestRankingTiers(_RankingTiers):
-    """Both tiers, first one first, pages never repeat."""
-
-    # SQLite's FTS5 rendering, checked by the SQLite suite.
-    test_a_single_word_has_one_tier_and_several_words_two = None
-
-
-class TestHygiene(_Hygiene):
-    """Retrieval traces, the open question and near-duplicates are not hits."""
-
-
-class TestWhy(_Why):
-    """Each hit names its terms; a reply its neighbour."""
-
-
-class TestAtLeast(_AtLeast):
-    """Replies found through all but one of their question's words."""
-
-    # Rendering of both backends, checked by the SQLite suite.
-    test_at_least_k_terms_renders_as_their_combinations = None
-
-
-class TestReplies(_Replies):
-    """The next conversation turn of a message."""
-
-
-class TestRegexOffTheLoop(_RegexOffTheLoop):
-    """A catastrophic regex is bounded and the event loop keeps ticking."""
 
 
 class TestWholeSession:

@@ -8,9 +8,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from mnesis.errors import MnesisStoreError
+from mnesis.errors import InvalidArgumentError, MnesisStoreError
 from mnesis.store.base import IntegritySnapshot
-from mnesis.store.postgres.db import Conn
+from mnesis.store.postgres.db import Conn, redact_url
 from mnesis.store.postgres.migrations import MIGRATIONS
 from mnesis.store.postgres.rows import PostgresStoreBase, execute_many, fetch, lock_session, now_ms
 
@@ -165,7 +165,13 @@ class IntegrityMixin(PostgresStoreBase):
 
         The first line is ``{"format": "mnesis-postgres-backup", "version": 1, ...}``;
         each further line is ``{"table": name, "row": {column: value}}`` (generated
-        columns left out), tables in :data:`BACKUP_TABLES` order."""
+        columns left out), tables in :data:`BACKUP_TABLES` order. ``path`` is a new
+        file; a URL (the database itself, another server) is an invalid argument."""
+        if "://" in path:
+            raise InvalidArgumentError(
+                f"backup path {redact_url(path)} is a URL; a PostgreSQL backup is a "
+                "JSON-lines file: name a new file"
+            )
         try:
             out = await asyncio.to_thread(open, path, "x", encoding="utf-8")
         except OSError as exc:

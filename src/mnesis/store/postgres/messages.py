@@ -24,7 +24,6 @@ from mnesis.store.postgres.rows import (
     load_messages,
     lock_session,
     message_update,
-    next_value,
     now_ms,
 )
 
@@ -53,33 +52,39 @@ class MessagesMixin(PostgresStoreBase):
 
         async def _append(conn: Conn) -> list[AppendedMessage]:
             # Sessions locked in one order, so two batches never wait on each other.
-            for session_id in sorted({item.message.session_id for item in batch}):
-                await lock_session(conn, session_id)
-            out: list[AppendedMessage] = []
             next_seq: dict[str, int] = {}
             next_position: dict[str, int] = {}
-            for item, rows in prepared:
-                m = item.message
-                if m.session_id not in next_seq:
-                    next_seq[m.session_id] = await next_value(conn, "messages", "seq", m.session_id)
-                seq = next_seq[m.session_id]
-                next_seq[m.session_id] += 1
-                await insert_message(conn, m, seq)
-                await insert_parts(conn, m.id, m.session_id, 0, rows, now)
-                position = None
-                if item.in_context:
-                    if m.session_id not in next_position:
-                        next_position[m.session_id] = await next_value(
-                            conn, "context_items", "position", m.session_id
+            for session_id in sorted({item.message.session_id for item in batch}):
+                await lock_session(conn, session_id)
+                row = await fetch_one(
+                    conn,
+                    "SELECT (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages "
+                    "WHERE session_id = %s), (SELECT COALESCE(MAX(position), 0) + 1 "
+                    "FROM context_items WHERE session_id = %s)",
+                    (session_id, session_id),
+                )
+                assert row is not None
+                next_seq[session_id], next_position[session_id] = int(row[0]), int(row[1])
+            out: list[AppendedMessage] = []
+            # The inserts need no answer: one pipeline, one round trip for the batch.
+            async with conn.pipeline():
+                for item, rows in prepared:
+                    m = item.message
+                    seq = next_seq[m.session_id]
+                    next_seq[m.session_id] += 1
+                    await insert_message(conn, m, seq)
+                    await insert_parts(conn, m.id, m.session_id, 0, rows, now)
+                    position = None
+                    if item.in_context:
+                        position = next_position[m.session_id]
+                        next_position[m.session_id] += 1
+                        await conn.execute(
+                            "INSERT INTO context_items (session_id, position, item_type, "
+                            "message_id, tokens, created_at) "
+                            "VALUES (%s, %s, 'message', %s, %s, %s)",
+                            (m.session_id, position, m.id, m.token_estimate, now),
                         )
-                    position = next_position[m.session_id]
-                    next_position[m.session_id] += 1
-                    await conn.execute(
-                        "INSERT INTO context_items (session_id, position, item_type, "
-                        "message_id, tokens, created_at) VALUES (%s, %s, 'message', %s, %s, %s)",
-                        (m.session_id, position, m.id, m.token_estimate, now),
-                    )
-                out.append(AppendedMessage(m.id, seq, position, tuple(r[0] for r in rows)))
+                    out.append(AppendedMessage(m.id, seq, position, tuple(r[0] for r in rows)))
             return out
 
         return await self.db.write(_append)

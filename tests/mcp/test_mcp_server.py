@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mnesis import MnesisConfig, StorePool
+from mnesis import MnesisConfig, MnesisSession, StorePool
 from mnesis.retrieval.engine import RetrievalEngine
 from mnesis.retrieval.tools import SESSION_ID_PARAMETER, output_schema, tool_specs
 from tests.mcp.conftest import Stored
@@ -81,6 +81,23 @@ class TestToolDefinitions:
 
 
 class TestToolResults:
+    async def test_expand_query_answers_like_the_library_with_the_sessions_model(
+        self, stored: Stored
+    ) -> None:
+        args = {"prompt": "What was the build number at step 7?", "query": "build number"}
+        async with serving(stored, expand_query=True) as client:
+            answered = await _ok(client, "lcm_expand_query", {**args, "session_id": stored.alpha})
+        pool = StorePool()
+        session = await MnesisSession.load(stored.alpha, db_path=stored.db_path, pool=pool)
+        try:
+            expected = await session.expand_query(args["prompt"], query=args["query"])
+        finally:
+            await session.close()
+            await pool.close_all()
+        assert answered["answer"] and answered["answer"] == expected.answer
+        assert answered["cited_ids"] == expected.cited_ids
+        assert answered["sub_session_id"] not in (None, expected.sub_session_id)
+
     async def test_each_tool_returns_what_the_library_returns(self, stored: Stored) -> None:
         async with serving(stored) as client, engine_of(stored, stored.beta) as engine:
             grep = await _ok(client, "lcm_grep", {"query": "which port is the API on?"})

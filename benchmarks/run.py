@@ -50,13 +50,18 @@ NAMES = (
     "retrieval",
     "operators",
     "files",
+    "summariser",
     "postgres",
+    "retention",
+    "recall",
 )
 _SCRIPTS = {
     "retrieval": "benchmarks.bench_retrieval",
     "summariser": "benchmarks.bench_summariser",
     "operators": "benchmarks.bench_operators",
     "files": "benchmarks.bench_files",
+    "retention": "benchmarks.bench_retention",
+    "recall": "benchmarks.bench_recall",
 }
 _DEFAULT_CALIB_PYTHON = "/tmp/calib-venv/bin/python"
 _ROOT = Path(__file__).resolve().parent.parent

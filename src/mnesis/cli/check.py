@@ -3,7 +3,10 @@
 The command is a thin adapter: it calls :class:`~mnesis.integrity.IntegrityChecker`,
 :func:`~mnesis.integrity.plan_repairs` and :func:`~mnesis.integrity.apply_repairs`
 exactly as a program would, and prints what they return. It never writes unless
-``--repair`` is given; a repair first writes a backup of the whole database.
+``--repair`` is given; a repair first writes a backup of the whole database. The
+database engine's own check runs first (SQLite ``PRAGMA quick_check``); ``--deep`` makes
+it ``integrity_check`` and decodes every stored row, reporting damage as violations (on
+PostgreSQL only the decode pass runs).
 
 Exit codes: 0 when no violation is found (with ``--repair``: none is left after the
 repair), 1 when violations are found (or remain), 1 with a one-line message for a
@@ -78,6 +81,7 @@ async def _check(
     session_id: str | None,
     *,
     tokens: bool,
+    deep: bool,
     plan: bool,
     repair: bool,
     backup_path: str,
@@ -85,7 +89,7 @@ async def _check(
     pool = StorePool()
     try:
         store = await pool.acquire(config.store)
-        checker = IntegrityChecker(store, check_tokens=tokens)
+        checker = IntegrityChecker(store, check_tokens=tokens, engine_check=True, deep=deep)
         run = _CheckRun(await checker.run(session_id))
         if plan or repair:
             run.plan = plan_repairs(run.report)
@@ -112,6 +116,13 @@ def check_command(
             "--tokens", help="Also re-estimate every message and flag stored token estimates."
         ),
     ] = False,
+    deep: Annotated[
+        bool,
+        typer.Option(
+            "--deep",
+            help="Run SQLite's full integrity_check and decode every stored row (slower).",
+        ),
+    ] = False,
     plan: Annotated[
         bool, typer.Option("--plan", help="Print the repair plan (writes nothing).")
     ] = False,
@@ -131,7 +142,8 @@ def check_command(
         ),
     ] = None,
 ) -> None:
-    """Check lineage, the context view and file references of every session (or one).
+    """Check the database file, lineage, the context view and file references of every
+    session (or one).
 
     Exits 0 when the store is whole and 1 when violations are found. Nothing is written
     unless --repair is given.
@@ -147,7 +159,13 @@ def check_command(
         check_mnesis_database(path, must_exist=True)
         run = asyncio.run(
             _check(
-                config, session_id, tokens=tokens, plan=plan, repair=repair, backup_path=backup_path
+                config,
+                session_id,
+                tokens=tokens,
+                deep=deep,
+                plan=plan,
+                repair=repair,
+                backup_path=backup_path,
             )
         )
     if as_json:

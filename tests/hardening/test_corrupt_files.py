@@ -91,9 +91,7 @@ class TestUndecodableRows:
         assert result.exit_code == 1
         assert part_id in result.output and "Traceback" not in result.output
 
-    def test_check_deep_reports_it_and_the_plain_check_does_not_decode(
-        self, db_path: str
-    ) -> None:
+    def test_check_deep_reports_it_and_the_plain_check_does_not_decode(self, db_path: str) -> None:
         make_session(db_path)
         part_id = damage_a_part(db_path)
         assert invoke("check", "--db", db_path).exit_code == 0

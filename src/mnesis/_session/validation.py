@@ -42,7 +42,7 @@ def normalize_parts(content: object, what: str) -> list[MessagePart]:
             _check_depth(item, f"{what}[{index}]")
             try:
                 if isinstance(item, PART_TYPES):
-                    part = part_adapter.validate_python(item.model_dump())
+                    part = part_adapter.validate_python(item.model_dump(warnings=False))
                 elif isinstance(item, dict):
                     part = part_adapter.validate_python(item)
                 else:

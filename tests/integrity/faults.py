@@ -36,6 +36,7 @@ __all__ = [
     "lineage_deleted",
     "two_messages_swapped",
     "two_summaries_merging_each_other",
+    "undecodable_part",
 ]
 
 Inject = Callable[[sqlite3.Connection, str], tuple[str, ...]]
@@ -182,6 +183,19 @@ def unknown_file_id_in_a_summary(conn: sqlite3.Connection, sid: str) -> tuple[st
     return (summary_id,)
 
 
+def undecodable_part(conn: sqlite3.Connection, sid: str) -> tuple[str, ...]:
+    """The JSON of the newest message's first part cut short, as a flipped bit would."""
+    (message_id,) = conn.execute(
+        "SELECT id FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT 1", (sid,)
+    ).fetchone()
+    conn.execute(
+        "UPDATE message_parts SET content = substr(content, 1, 9) "
+        "WHERE id = (SELECT MIN(id) FROM message_parts WHERE message_id = ?)",
+        (message_id,),
+    )
+    return (message_id,)
+
+
 @dataclass(frozen=True, slots=True)
 class Fault:
     """A way to break an invariant and the violation kinds the checker must report."""
@@ -193,6 +207,8 @@ class Fault:
     """Append-only triggers :func:`tampering` must drop to write the fault."""
     check_tokens: bool = False
     """The checker sees the fault only when it compares token estimates."""
+    deep: bool = False
+    """The checker sees the fault only when it decodes every row (``deep``)."""
 
     @property
     def repairable(self) -> bool:
@@ -268,6 +284,13 @@ FAULTS = [
         unknown_file_id_in_a_summary,
         frozenset({K.MISSING_FILE_REFERENCE}),
         drop_triggers=("summaries_no_update",),
+    ),
+    Fault(
+        "a part's stored JSON cut short",
+        undecodable_part,
+        frozenset({K.UNDECODABLE_ROW}),
+        drop_triggers=("message_parts_immutable",),
+        deep=True,
     ),
 ]
 """Every fault, each kind of violation produced by at least one."""

@@ -81,7 +81,8 @@ async def corrupted(template: Template, tmp_path: Path, scenario: Fault) -> str:
 async def checked(
     store: ImmutableStore, session_id: str | None, scenario: Fault
 ) -> IntegrityReport:
-    report = await IntegrityChecker(store, check_tokens=scenario.check_tokens).run(session_id)
+    checker = IntegrityChecker(store, check_tokens=scenario.check_tokens, deep=scenario.deep)
+    report = await checker.run(session_id)
     assert set(report.by_kind()) == {k.value for k in scenario.kinds}, report.violations
     return report
 

@@ -13,8 +13,9 @@ from mnesis._session.meter import ContextMeter
 from mnesis._session.writer import MessageWriter
 from mnesis.config import MnesisConfig
 from mnesis.context.builder import BuiltContext, ContextBuilder
-from mnesis.errors import LLMError, LLMTimeoutError, MnesisError
+from mnesis.errors import ContextOverflowError, LLMError, LLMTimeoutError, MnesisError
 from mnesis.llm import LLMClient, LLMRequest
+from mnesis.models.budget import ContextBudget
 from mnesis.models.clock import now_ms
 from mnesis.models.ids import new_id
 from mnesis.models.message import FinishReason, Message, TextDelta
@@ -23,6 +24,7 @@ from mnesis.models.parts import MessagePart, TextPart, ToolPart, ToolStatus
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import SessionRecord
 from mnesis.store.immutable import ImmutableStore
+from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS
 
 __all__ = ["ModelCall", "ModelRound"]
 
@@ -63,6 +65,16 @@ class ModelRound:
         self._store = store
         self._writer = writer
         self._meter = meter
+
+    def check_fits(self, parts: list[MessagePart], prompt: str) -> None:
+        """Raise :class:`ContextOverflowError` for a user message that, with the system
+        prompt alone, exceeds the usable budget: it could never be sent, so it is refused
+        before it is stored."""
+        budget = ContextBudget.compute(self._model_info, self._config)
+        _, estimate = self._writer.part_estimates(parts)
+        system = self._builder.estimator.estimate(prompt) + MESSAGE_OVERHEAD_TOKENS
+        if estimate + system > budget.usable:
+            raise ContextOverflowError(estimate + system, budget.usable)
 
     async def start(
         self, user_id: str, prompt: str, tools: list[dict[str, Any]] | None

@@ -17,7 +17,7 @@ from mnesis._session.meter import ContextMeter
 from mnesis._session.model_round import ModelRound
 from mnesis._session.state import OpenState
 from mnesis._session.tools import ToolLoop
-from mnesis._session.validation import normalize_parts
+from mnesis._session.validation import check_tokens, normalize_parts
 from mnesis._session.writer import MessageWriter
 from mnesis.errors import InvalidArgumentError
 from mnesis.models.clock import now_ms
@@ -124,6 +124,7 @@ class TurnRunner:
             raise InvalidArgumentError("tools must be a list of tool definitions")
         prompt = self._record.system_prompt if system_prompt is None else system_prompt
         async with self._turn_lock():
+            self._round.check_fits(parts, prompt)
             user = await self._writer.append("user", parts)
             self._writer.publish(user)
             compaction = await self._gate.before_model_call()
@@ -225,8 +226,7 @@ class TurnRunner:
         self._state.check_open()
         user_parts = normalize_parts(user_message, "user_message")
         assistant_parts = normalize_parts(assistant_response, "assistant_response")
-        if tokens is not None and not isinstance(tokens, TokenUsage):
-            raise InvalidArgumentError(f"tokens must be a TokenUsage, got {type(tokens).__name__}")
+        tokens = check_tokens(tokens)
         if not isinstance(finish_reason, str) or not finish_reason.strip():
             raise InvalidArgumentError(
                 f"finish_reason must be a FinishReason or a non-empty string, got {finish_reason!r}"

@@ -15,13 +15,16 @@ from pydantic import ValidationError
 from mnesis.config import DEFAULT_DB_PATH, MnesisConfig
 from mnesis.errors import InvalidArgumentError
 from mnesis.models.ids import is_valid_id
+from mnesis.models.limits import MAX_JSON_DEPTH, json_depth_exceeds
 from mnesis.models.parts import PART_TYPES, MessagePart, TextPart, ToolPart, part_adapter
+from mnesis.models.tokens import TokenUsage
 
 __all__ = [
     "check_encodable",
     "check_json",
     "check_new_session",
     "check_session_id",
+    "check_tokens",
     "normalize_parts",
     "resolve_config",
 ]
@@ -36,9 +39,10 @@ def normalize_parts(content: object, what: str) -> list[MessagePart]:
     if isinstance(content, Sequence) and not isinstance(content, bytes | bytearray):
         parts: list[MessagePart] = []
         for index, item in enumerate(content):
+            _check_depth(item, f"{what}[{index}]")
             try:
                 if isinstance(item, PART_TYPES):
-                    part = part_adapter.validate_python(item.model_dump())
+                    part = part_adapter.validate_python(item.model_dump(warnings=False))
                 elif isinstance(item, dict):
                     part = part_adapter.validate_python(item)
                 else:
@@ -54,11 +58,43 @@ def normalize_parts(content: object, what: str) -> list[MessagePart]:
             raise InvalidArgumentError(f"{what} is empty")
         for part in parts:
             if isinstance(part, ToolPart):
+                check_encodable(part.tool_name, f"{what}: tool_name")
+                check_encodable(part.tool_call_id, f"{what}: tool_call_id")
                 check_json(part.input, f"{what}: input of tool call {part.tool_call_id!r}")
         return parts
     raise InvalidArgumentError(
         f"{what} must be a str or a list of message parts, got {type(content).__name__}"
     )
+
+
+def _check_depth(item: object, what: str) -> None:
+    """Reject a part whose tool input nests deeper than the store accepts (before any
+    recursive copy or serialisation of it)."""
+    if isinstance(item, ToolPart):
+        value: object = item.input
+    elif isinstance(item, dict):
+        value = item.get("input")
+    else:
+        return
+    if json_depth_exceeds(value):
+        raise InvalidArgumentError(
+            f"{what}: the tool input nests deeper than {MAX_JSON_DEPTH} levels"
+        )
+
+
+def check_tokens(tokens: object) -> TokenUsage | None:
+    """``None`` or a :class:`TokenUsage` whose counters fit the store (re-validated, so
+    an instance built with ``model_construct`` cannot smuggle in a bad value)."""
+    if tokens is None:
+        return None
+    if not isinstance(tokens, TokenUsage):
+        raise InvalidArgumentError(f"tokens must be a TokenUsage, got {type(tokens).__name__}")
+    try:
+        return TokenUsage.model_validate(tokens.model_dump())
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(loc) for loc in error["loc"])
+        raise InvalidArgumentError(f"tokens.{field}: {error['msg']}") from None
 
 
 def check_encodable(value: str, what: str) -> None:

@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 from typer.main import get_command
 
-from mnesis.cli._common import fail
+from mnesis.cli._common import fail, tolerate_unencodable_output
 from mnesis.cli.check import check_command
 from mnesis.cli.commands import context_command, sessions_command, show_command
 from mnesis.cli.compact_command import compact_command
@@ -111,6 +111,7 @@ def _main(
     Try `mnesis demo`: a few hundred agent turns on a local SQLite file with a fake
     model, then `mnesis sessions`, `mnesis show` and `mnesis context` to look inside.
     """
+    tolerate_unencodable_output()
 
 
 def run(argv: Sequence[str] | None = None) -> int:

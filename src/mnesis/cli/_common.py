@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Annotated, Any, NoReturn
@@ -23,6 +24,7 @@ from mnesis.errors import MnesisError, MnesisStoreError, NotFoundError, StoreCor
 from mnesis.store.factory import parse_location, resolve_location
 
 __all__ = [
+    "MAX_COUNT",
     "DbOption",
     "JsonOption",
     "abbreviate",
@@ -36,6 +38,7 @@ __all__ = [
     "resolve_config",
     "stderr_console",
     "stdout_console",
+    "tolerate_unencodable_output",
 ]
 
 DbOption = Annotated[
@@ -50,7 +53,20 @@ DbOption = Annotated[
         show_default=False,
     ),
 ]
+MAX_COUNT = 1_000_000_000
+"""The upper bound of the CLI's integer options (limits, token counts)."""
+
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+
+
+def tolerate_unencodable_output() -> None:
+    """Let stdout/stderr print any stored text: the API accepts lone surrogates, which no
+    encoding can write, so they are printed as backslash escapes instead of failing."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(ValueError, TypeError, OSError):
+                reconfigure(errors="backslashreplace")
 
 
 def stdout_console() -> Console:

@@ -6,6 +6,9 @@ exactly as a program would, and prints what they return. It never writes unless
 ``--repair`` is given; a repair first writes a backup of the whole database (a copy
 of a SQLite file; for PostgreSQL a JSON-lines dump of every table, read in one
 snapshot, to ``<database>.before-repair-<time>.jsonl`` unless ``--backup`` names a file).
+The database engine's own check runs first (SQLite ``PRAGMA quick_check``); ``--deep``
+makes it ``integrity_check`` and decodes every stored row, reporting damage as violations
+(on PostgreSQL only the decode pass runs).
 
 Exit codes: 0 when no violation is found (with ``--repair``: none is left after the
 repair), 1 when violations are found (or remain), 1 with a one-line message for a
@@ -102,6 +105,7 @@ async def _check(
     session_id: str | None,
     *,
     tokens: bool,
+    deep: bool,
     plan: bool,
     repair: bool,
     backup_path: str,
@@ -109,7 +113,7 @@ async def _check(
     pool = StorePool()
     try:
         store = await pool.acquire(config.store)
-        checker = IntegrityChecker(store, check_tokens=tokens)
+        checker = IntegrityChecker(store, check_tokens=tokens, engine_check=True, deep=deep)
         run = _CheckRun(await checker.run(session_id))
         if plan or repair:
             run.plan = plan_repairs(run.report)
@@ -136,6 +140,13 @@ def check_command(
             "--tokens", help="Also re-estimate every message and flag stored token estimates."
         ),
     ] = False,
+    deep: Annotated[
+        bool,
+        typer.Option(
+            "--deep",
+            help="Run SQLite's full integrity_check and decode every stored row (slower).",
+        ),
+    ] = False,
     plan: Annotated[
         bool, typer.Option("--plan", help="Print the repair plan (writes nothing).")
     ] = False,
@@ -155,7 +166,8 @@ def check_command(
         ),
     ] = None,
 ) -> None:
-    """Check lineage, the context view and file references of every session (or one).
+    """Check the database file, lineage, the context view and file references of every
+    session (or one).
 
     Exits 0 when the store is whole and 1 when violations are found. Nothing is written
     unless --repair is given.
@@ -173,7 +185,13 @@ def check_command(
         check_mnesis_database(path, must_exist=True)
         run = asyncio.run(
             _check(
-                config, session_id, tokens=tokens, plan=plan, repair=repair, backup_path=backup_path
+                config,
+                session_id,
+                tokens=tokens,
+                deep=deep,
+                plan=plan,
+                repair=repair,
+                backup_path=backup_path,
             )
         )
     if as_json:

@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from mnesis.cli._common import (
+    MAX_COUNT,
     DbOption,
     JsonOption,
     abbreviate,
@@ -68,7 +69,10 @@ async def _list_sessions(
 def sessions_command(
     db: DbOption = None,
     limit: Annotated[
-        int, typer.Option("--limit", min=1, help="Show at most this many sessions, newest first.")
+        int,
+        typer.Option(
+            "--limit", min=1, max=MAX_COUNT, help="Show at most this many sessions, newest first."
+        ),
     ] = 20,
     as_json: JsonOption = False,
 ) -> None:
@@ -154,7 +158,9 @@ def show_command(
     db: DbOption = None,
     limit: Annotated[
         int,
-        typer.Option("--limit", min=0, help="Show the newest N messages (0: all of them)."),
+        typer.Option(
+            "--limit", min=0, max=MAX_COUNT, help="Show the newest N messages (0: all of them)."
+        ),
     ] = 50,
     full: Annotated[
         bool,
@@ -308,11 +314,13 @@ def context_command(
     db: DbOption = None,
     context_limit: Annotated[
         int | None,
-        typer.Option("--context-limit", min=1, help="Model window to budget for (tokens)."),
+        typer.Option(
+            "--context-limit", min=1, max=MAX_COUNT, help="Model window to budget for (tokens)."
+        ),
     ] = None,
     max_output_tokens: Annotated[
         int | None,
-        typer.Option("--max-output-tokens", min=0, help="Output tokens to reserve."),
+        typer.Option("--max-output-tokens", min=0, max=MAX_COUNT, help="Output tokens to reserve."),
     ] = None,
     full: Annotated[
         bool, typer.Option("--full", help="Print every item in full instead of a preview.")

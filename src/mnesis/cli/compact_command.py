@@ -14,7 +14,14 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from mnesis.cli._common import DbOption, JsonOption, echo_json, format_tokens, stdout_console
+from mnesis.cli._common import (
+    MAX_COUNT,
+    DbOption,
+    JsonOption,
+    echo_json,
+    format_tokens,
+    stdout_console,
+)
 from mnesis.cli._store import progress_bar, run_writable
 from mnesis.compaction.engine import CompactionEngine
 from mnesis.config import MnesisConfig
@@ -45,6 +52,7 @@ def compact_command(
         typer.Option(
             "--until-under",
             min=1,
+            max=MAX_COUNT,
             metavar="TOKENS",
             help="Keep compacting until the context holds fewer tokens than this.",
         ),

@@ -29,7 +29,7 @@ def mcp_command(
         bool, typer.Option("--http", help="Serve streamable HTTP at /mcp instead of stdio.")
     ] = False,
     host: Annotated[str, typer.Option("--host", help="HTTP address to bind.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="HTTP port.")] = 8765,
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="HTTP port.")] = 8765,
     token: Annotated[
         str | None,
         typer.Option(

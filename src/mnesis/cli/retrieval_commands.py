@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from mnesis.cli._common import (
+    MAX_COUNT,
     DbOption,
     JsonOption,
     echo_json,
@@ -190,7 +191,10 @@ def expand_command(
     ],
     db: DbOption = None,
     max_tokens: Annotated[
-        int, typer.Option("--max-tokens", min=1, help="Print at most about this many tokens.")
+        int,
+        typer.Option(
+            "--max-tokens", min=1, max=MAX_COUNT, help="Print at most about this many tokens."
+        ),
     ] = 4000,
     cursor: Annotated[
         str | None, typer.Option("--cursor", help="Continue where the previous page stopped.")

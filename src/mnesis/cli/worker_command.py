@@ -11,7 +11,14 @@ from typing import Annotated, Any
 
 import typer
 
-from mnesis.cli._common import DbOption, JsonOption, cli_errors, echo_json, resolve_config
+from mnesis.cli._common import (
+    MAX_COUNT,
+    DbOption,
+    JsonOption,
+    cli_errors,
+    echo_json,
+    resolve_config,
+)
 from mnesis.cli._common import stdout_console as console
 from mnesis.errors import InvalidArgumentError, MissingDependencyError
 
@@ -58,17 +65,22 @@ def _postgres_url(db: str | None) -> str:
 
 def worker_command(
     db: DbOption = None,
-    concurrency: Annotated[int, typer.Option(min=1, help="Jobs run at once.")] = 1,
+    concurrency: Annotated[int, typer.Option(min=1, max=MAX_COUNT, help="Jobs run at once.")] = 1,
     queues: Annotated[str, typer.Option(help="Comma-separated queues to take jobs from.")] = (
         "mnesis"
     ),
     metrics_port: Annotated[
-        int | None, typer.Option(help="Serve Prometheus /metrics on this port (extra metrics).")
+        int | None,
+        typer.Option(
+            min=0, max=65535, help="Serve Prometheus /metrics on this port (extra metrics)."
+        ),
     ] = None,
     stalled_after: Annotated[
         float, typer.Option(help="Seconds without heartbeat before a worker's jobs are retried.")
     ] = 30.0,
-    max_attempts: Annotated[int, typer.Option(min=1, help="Runs of a job before it fails.")] = 5,
+    max_attempts: Annotated[
+        int, typer.Option(min=1, max=MAX_COUNT, help="Runs of a job before it fails.")
+    ] = 5,
     log_format: Annotated[str, typer.Option(help="Log lines as 'text' or 'json'.")] = "text",
     setup_only: Annotated[
         bool, typer.Option("--setup-only", help="Install the queue schema and exit.")
@@ -110,7 +122,7 @@ def jobs_command(
     all_states: Annotated[
         bool, typer.Option("--all", help="Also succeeded, cancelled and aborted jobs.")
     ] = False,
-    limit: Annotated[int, typer.Option(min=1, help="At most this many jobs.")] = 50,
+    limit: Annotated[int, typer.Option(min=1, max=MAX_COUNT, help="At most this many jobs.")] = 50,
     as_json: JsonOption = False,
 ) -> None:
     """List the queue's jobs: queued, running and failed, with attempts and last error."""

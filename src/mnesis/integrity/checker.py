@@ -14,7 +14,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
-from mnesis.errors import InvalidArgumentError
+from mnesis.errors import InvalidArgumentError, StoreCorruptError
+from mnesis.integrity.deep import Finding, decode_findings, engine_findings
 from mnesis.models.ids import is_valid_id
 from mnesis.store.base import IntegritySnapshot
 from mnesis.store.immutable import ImmutableStore
@@ -36,6 +37,10 @@ class ViolationKind(StrEnum):
     SEPARATED_TOOL_RESULT = "separated_tool_result"
     TOKEN_MISMATCH = "token_mismatch"
     MISSING_FILE_REFERENCE = "missing_file_reference"
+    ENGINE_INTEGRITY = "engine_integrity"
+    """The database engine's own check (SQLite ``quick_check``) found damage."""
+    UNDECODABLE_ROW = "undecodable_row"
+    """A stored row no longer decodes (a damaged file)."""
 
 
 REPAIRABLE = frozenset(
@@ -93,7 +98,10 @@ class IntegrityChecker:
 
     ``check_tokens`` re-estimates each message (loads all parts: slower) and flags
     stored estimates that differ by more than ``token_tolerance`` (relative) plus
-    ``token_slack`` (absolute).
+    ``token_slack`` (absolute). ``engine_check`` first runs the database engine's own
+    check (SQLite ``PRAGMA quick_check``) over the whole database; ``deep`` makes that
+    the thorough ``integrity_check`` and also decodes every stored row of each checked
+    session. Damage found this way is reported as violations, never raised.
     """
 
     def __init__(
@@ -104,12 +112,16 @@ class IntegrityChecker:
         check_tokens: bool = False,
         token_tolerance: float = 0.25,
         token_slack: int = 8,
+        engine_check: bool = False,
+        deep: bool = False,
     ) -> None:
         self.store = store
         self.estimator = estimator or TokenEstimator()
         self.check_tokens = check_tokens
         self.token_tolerance = token_tolerance
         self.token_slack = token_slack
+        self.engine_check = engine_check
+        self.deep = deep
 
     async def run(self, session_id: str | None = None) -> IntegrityReport:
         """Check ``session_id`` (or every session when None)."""
@@ -122,19 +134,36 @@ class IntegrityChecker:
             await self.store.get_session(session_id)
             ids = [session_id]
         report = IntegrityReport()
+        if self.engine_check or self.deep:
+            findings = await engine_findings(self.store, full=self.deep)
+            report.violations.extend(_damage(ViolationKind.ENGINE_INTEGRITY, "", findings))
         for sid in ids:
-            snapshot = await self.store.integrity_snapshot(sid)
-            report.violations.extend(check_snapshot(snapshot))
             report.sessions_checked += 1
+            try:
+                snapshot = await self.store.integrity_snapshot(sid)
+            except StoreCorruptError as exc:
+                report.violations.append(
+                    _violation(ViolationKind.UNDECODABLE_ROW, sid, sid, str(exc))
+                )
+                continue
+            report.violations.extend(check_snapshot(snapshot))
             report.messages_checked += len(snapshot.messages)
-            if self.check_tokens:
+            damaged: list[Finding] = []
+            if self.deep:
+                damaged = await decode_findings(self.store, sid, [m[0] for m in snapshot.messages])
+                report.violations.extend(_damage(ViolationKind.UNDECODABLE_ROW, sid, damaged))
+            if self.check_tokens and not damaged:
                 report.violations.extend(await self._check_tokens(sid))
         report.elapsed_ms = (time.perf_counter() - started) * 1000
         return report
 
     async def _check_tokens(self, session_id: str) -> list[Violation]:
         out: list[Violation] = []
-        for message in await self.store.get_messages(session_id, include_summaries=False):
+        try:
+            messages = await self.store.get_messages(session_id, include_summaries=False)
+        except StoreCorruptError as exc:
+            return [_violation(ViolationKind.UNDECODABLE_ROW, session_id, session_id, str(exc))]
+        for message in messages:
             stored = message.message.token_estimate
             fresh = self.estimator.estimate_message(message)
             if abs(stored - fresh) > self.token_slack + self.token_tolerance * fresh:
@@ -157,6 +186,10 @@ def _violation(kind: ViolationKind, session_id: str, object_id: str, detail: str
         detail=detail,
         repairable=kind in REPAIRABLE,
     )
+
+
+def _damage(kind: ViolationKind, session_id: str, findings: list[Finding]) -> list[Violation]:
+    return [_violation(kind, session_id, obj, detail) for obj, detail in findings]
 
 
 def descendants(

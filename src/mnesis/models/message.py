@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from mnesis.models.budget import ContextBudget
+from mnesis.models.limits import INT64_MAX, INT64_MIN
 from mnesis.models.parts import (
     CompactionPart,
     FileRefPart,
@@ -69,7 +70,7 @@ class Message(BaseModel):
     id: str
     session_id: str
     role: Role
-    created_at: int
+    created_at: int = Field(ge=INT64_MIN, le=INT64_MAX)
     """Unix milliseconds."""
     agent: str = "default"
     model_id: str | None = None
@@ -77,9 +78,9 @@ class Message(BaseModel):
     is_summary: bool = False
     parent_id: str | None = None
     tokens: TokenUsage | None = None
-    cost: float = 0.0
+    cost: float = Field(default=0.0, allow_inf_nan=False)
     finish_reason: str | None = None
-    token_estimate: int = 0
+    token_estimate: int = Field(default=0, ge=0, le=INT64_MAX)
     """Estimated tokens of the message as rendered into a context."""
 
 

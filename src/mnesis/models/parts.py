@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
 
+from mnesis.models.limits import INT64_MAX, INT64_MIN
 from mnesis.models.tokens import TokenUsage
 
 __all__ = [
@@ -35,6 +36,22 @@ __all__ = [
 ]
 
 ToolState = Literal["pending", "running", "completed", "error"]
+
+Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
+"""An integer a 64-bit storage column holds."""
+Count = Annotated[int, Field(ge=0, le=INT64_MAX)]
+"""A non-negative integer a 64-bit storage column holds."""
+
+
+def _non_empty(value: str) -> str:
+    # Not ``min_length``: a length constraint makes pydantic reject lone surrogates
+    # at construction, while the store checks reject them with a typed error.
+    if not value:
+        raise ValueError("must not be empty")
+    return value
+
+
+NonEmptyStr = Annotated[str, AfterValidator(_non_empty)]
 
 
 class _Part(BaseModel):
@@ -64,17 +81,17 @@ class ToolStatus(BaseModel):
     """Lifecycle of a tool call. ``compacted_at`` (Unix ms) marks a tombstone."""
 
     state: ToolState = "completed"
-    compacted_at: int | None = None
-    started_at: int | None = None
-    completed_at: int | None = None
+    compacted_at: Int64 | None = None
+    started_at: Int64 | None = None
+    completed_at: Int64 | None = None
 
 
 class ToolPart(_Part):
     """A tool call together with its result, so the two can never be separated."""
 
     type: Literal["tool"] = "tool"
-    tool_name: str = Field(min_length=1)
-    tool_call_id: str = Field(min_length=1)
+    tool_name: NonEmptyStr
+    tool_call_id: NonEmptyStr
     input: dict[str, Any] = Field(default_factory=dict)
     output: str | None = None
     error_message: str | None = None
@@ -112,7 +129,7 @@ class FileRefPart(_Part):
     file_id: str | None = None
     path: str
     file_type: str = "unknown"
-    token_count: int = Field(default=0, ge=0)
+    token_count: Count = 0
     exploration_summary: str = ""
 
 
@@ -132,7 +149,7 @@ class CompactionPart(_Part):
     summary_id: str
     level: int = Field(ge=1, le=3)
     auto: bool = True
-    compacted_message_count: int = 0
+    compacted_message_count: Count = 0
 
 
 class StepStartPart(_Part):
@@ -147,7 +164,7 @@ class StepFinishPart(_Part):
 
     type: Literal["step_finish"] = "step_finish"
     reason: str = "stop"
-    cost: float = 0.0
+    cost: float = Field(default=0.0, allow_inf_nan=False)
     tokens: TokenUsage = Field(default_factory=TokenUsage)
 
 
@@ -169,7 +186,7 @@ class RetryPart(_Part):
     """A failed model attempt that was retried (or gave up)."""
 
     type: Literal["retry"] = "retry"
-    attempt: int = Field(default=1, ge=1)
+    attempt: int = Field(default=1, ge=1, le=INT64_MAX)
     error: str
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter
 
 from mnesis.errors import InvalidArgumentError, MnesisError
+from mnesis.models.limits import MAX_JSON_DEPTH, json_depth_exceeds
 from mnesis.retrieval.engine import RetrievalEngine
 from mnesis.retrieval.results import DescribeResult, ExpandQueryResult, ExpandResult, GrepResult
 
@@ -289,6 +290,8 @@ def anthropic_tools(names: Sequence[str] | None = None) -> list[dict[str, Any]]:
     ]
 
 
+_TOO_DEEP = f"tool arguments nest deeper than {MAX_JSON_DEPTH} levels"
+
 ExpandQueryFn = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
@@ -299,10 +302,14 @@ def _arguments(raw: dict[str, Any] | str | None) -> dict[str, Any]:
         try:
             value = json.loads(raw or "{}")
         except json.JSONDecodeError as exc:
-            raise ValueError(f"tool arguments are not valid JSON: {exc}") from None
+            raise InvalidArgumentError(f"tool arguments are not valid JSON: {exc}") from None
+        except RecursionError:
+            raise InvalidArgumentError(_TOO_DEEP) from None
         raw = value
     if not isinstance(raw, dict):
-        raise ValueError("tool arguments must be a JSON object")
+        raise InvalidArgumentError("tool arguments must be a JSON object")
+    if json_depth_exceeds(raw):
+        raise InvalidArgumentError(_TOO_DEEP)
     return raw
 
 

@@ -48,6 +48,7 @@ __all__ = [
     "SummaryRecord",
 ]
 
+
 @dataclass(slots=True)
 class SessionRecord:
     """One row of ``sessions``."""
@@ -483,6 +484,14 @@ class StoreBackend(ABC):
     @abstractmethod
     async def integrity_snapshot(self, session_id: str) -> IntegritySnapshot:
         """The rows the integrity checker needs for one session."""
+
+    async def engine_check(self, *, full: bool = False) -> list[str]:
+        """The problems the database engine's own consistency check finds (empty: none).
+
+        ``full`` asks for the thorough variant. The default reports nothing: a backend
+        without such a check (PostgreSQL relies on its page checksums) inherits it.
+        """
+        return []
 
     @abstractmethod
     async def replace_context_items(

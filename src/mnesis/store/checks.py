@@ -4,7 +4,7 @@
 Text the store keeps exactly (message and part text, tool output) may hold anything;
 identifiers and the plain-text columns of a row (model, agent, titles, ...) must be
 valid Unicode, and identifiers may not contain NUL bytes, so every backend can store
-and look them up the same way.
+and look them up the same way. Integers must fit a 64-bit column and numbers be finite.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from mnesis.errors import InvalidArgumentError
+from mnesis.models.limits import INT64_MAX, INT64_MIN
 from mnesis.models.message import Message
-from mnesis.models.parts import PART_TYPES
+from mnesis.models.parts import PART_TYPES, ToolPart
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import NewMessage, SearchFilter, SummaryRecord
 
@@ -37,6 +38,7 @@ __all__ = [
     "check_row",
     "check_sequence",
     "check_summary",
+    "check_tokens",
 ]
 
 
@@ -92,6 +94,8 @@ def check_count(value: object, name: str) -> None:
     assert isinstance(value, int)
     if value < 0:
         raise InvalidArgumentError(f"{name} must be >= 0, got {value}")
+    if value > INT64_MAX:
+        raise InvalidArgumentError(f"{name} must be at most {INT64_MAX}, got {value}")
 
 
 def check_optional_count(value: object, name: str) -> None:
@@ -102,8 +106,10 @@ def check_optional_count(value: object, name: str) -> None:
 
 def check_optional_timestamp(value: object, name: str) -> None:
     """``None`` or Unix milliseconds (an ``int``)."""
-    if value is not None and not _is_int(value):
-        raise InvalidArgumentError(f"{name} must be Unix milliseconds (an integer)")
+    if value is not None and (
+        not _is_int(value) or not INT64_MIN <= value <= INT64_MAX  # type: ignore[operator]
+    ):
+        raise InvalidArgumentError(f"{name} must be Unix milliseconds (a 64-bit integer)")
 
 
 def check_choice(value: object, name: str, choices: Sequence[object]) -> None:
@@ -123,7 +129,11 @@ def check_instance(value: object, name: str, kind: type | tuple[type, ...]) -> N
 
 def check_number(value: object, name: str) -> None:
     """A finite ``int`` or ``float``."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidArgumentError(f"{name} must be a finite number, got {value!r}")
+    if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
+        raise InvalidArgumentError(f"{name} must fit a 64-bit number, got {value}")
+    if not math.isfinite(value):
         raise InvalidArgumentError(f"{name} must be a finite number, got {value!r}")
 
 
@@ -140,6 +150,13 @@ def check_parts(parts: object, part_tokens: object, name: str) -> None:
     for index, part in enumerate(check_sequence(parts, name)):
         check_instance(part, f"{name}[{index}]", PART_TYPES)
         check_optional_id(part.id, f"{name}[{index}].id")
+        if isinstance(part, ToolPart):
+            check_id(part.tool_name, f"{name}[{index}].tool_name")
+            check_id(part.tool_call_id, f"{name}[{index}].tool_call_id")
+            for field in ("compacted_at", "started_at", "completed_at"):
+                check_optional_timestamp(
+                    getattr(part.status, field), f"{name}[{index}].status.{field}"
+                )
     if part_tokens is not None:
         for index, tokens in enumerate(check_sequence(part_tokens, "part_tokens")):
             check_count(tokens, f"part_tokens[{index}]")
@@ -158,6 +175,10 @@ def check_new_message(item: object, name: str) -> None:
     for field in ("model_id", "provider_id", "finish_reason"):
         check_plain_text(getattr(message, field), f"{name} {field}", optional=True)
     check_count(message.token_estimate, f"{name} token_estimate")
+    check_optional_timestamp(message.created_at, f"{name} created_at")
+    check_number(message.cost, f"{name} cost")
+    if message.tokens is not None:
+        check_tokens(message.tokens, f"{name} tokens")
     check_parts(item.parts, item.part_tokens, f"{name} parts")
 
 
@@ -166,11 +187,18 @@ def check_message_update(
 ) -> None:
     """The values of the one permitted mutation of a message row."""
     if tokens is not None:
-        check_instance(tokens, "tokens", TokenUsage)
+        check_tokens(tokens, "tokens")
     if cost is not None:
         check_number(cost, "cost")
     check_plain_text(finish_reason, "finish_reason", optional=True)
     check_optional_count(token_estimate, "token_estimate")
+
+
+def check_tokens(tokens: object, name: str) -> None:
+    """A :class:`TokenUsage` whose counters fit a 64-bit column."""
+    check_instance(tokens, name, TokenUsage)
+    for field in ("input", "output", "cache_read", "cache_write", "total"):
+        check_count(getattr(tokens, field), f"{name}.{field}")
 
 
 def check_summary(summary: object) -> None:

@@ -2,14 +2,21 @@
 
 A part is stored as its JSON (without ``id``) plus a few columns the database
 queries on (type, tool name/call/state, tombstone, searchable text). Decoding
-goes through one module-level ``TypeAdapter``: no per-row schema building.
+goes through one module-level ``TypeAdapter``: no per-row schema building. A stored
+value that no longer decodes (a damaged file) raises
+:class:`~mnesis.errors.StoreCorruptError` naming the table and row.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any, cast
 
+from pydantic import ValidationError
+
+from mnesis.errors import StoreCorruptError
+from mnesis.models.limits import INT64_MAX
 from mnesis.models.message import Message, Role
 from mnesis.models.parts import (
     FileRefPart,
@@ -22,7 +29,15 @@ from mnesis.models.parts import (
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.search_text import index_text
 
-__all__ = ["decode_part", "dumps", "encode_part", "make_message", "searchable_text"]
+__all__ = [
+    "decode_part",
+    "dumps",
+    "encode_part",
+    "loads_column",
+    "make_message",
+    "searchable_text",
+    "usage_from_sums",
+]
 
 
 def dumps(obj: Any) -> str:
@@ -33,6 +48,19 @@ def dumps(obj: Any) -> str:
     except UnicodeEncodeError:
         text = json.dumps(obj, ensure_ascii=True, separators=(",", ":"))
     return text
+
+
+def loads_column(text: object, table: str, row_id: object, column: str) -> Any:
+    """The JSON value of a stored column; a value that does not decode is corruption."""
+    try:
+        if not isinstance(text, str | bytes | bytearray):
+            raise TypeError(f"expected JSON text, found {type(text).__name__}")
+        return json.loads(text)
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise StoreCorruptError(
+            f"{table} row {row_id!r}: column {column} does not decode ({exc}); "
+            "run `mnesis check --deep` and restore this database from a backup"
+        ) from None
 
 
 def _clean(text: str) -> str:
@@ -95,7 +123,15 @@ def decode_part(
     completed_at: int | None,
 ) -> MessagePart:
     """Rebuild a part; the status columns are authoritative over the JSON."""
-    part = part_adapter.validate_python(json.loads(content))
+    data = loads_column(content, "message_parts", part_id, "content")
+    try:
+        part = part_adapter.validate_python(data)
+    except ValidationError as exc:
+        raise StoreCorruptError(
+            f"message_parts row {part_id!r}: column content is not a message part "
+            f"({exc.errors()[0]['msg']}); run `mnesis check --deep` and restore this "
+            "database from a backup"
+        ) from None
     part.id = part_id
     if isinstance(part, ToolPart):
         status = part.status
@@ -105,6 +141,17 @@ def decode_part(
         status.started_at = started_at
         status.completed_at = completed_at
     return part
+
+
+def usage_from_sums(row: Sequence[Any]) -> TokenUsage:
+    """A session's token usage from the five column sums (input, output, cache_read,
+    cache_write, total), each clamped to the 64-bit range so a session stays loadable."""
+    input_, output, cache_read, cache_write, total = (
+        min(int(value or 0), INT64_MAX) for value in row
+    )
+    return TokenUsage(
+        input=input_, output=output, cache_read=cache_read, cache_write=cache_write, total=total
+    )
 
 
 def make_message(

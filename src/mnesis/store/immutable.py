@@ -544,6 +544,11 @@ class ImmutableStore(StoreBackend):
         check_id(session_id, "session_id")
         return await self.backend.integrity_snapshot(session_id)
 
+    async def engine_check(self, *, full: bool = False) -> list[str]:
+        """The problems the database engine's own consistency check finds: SQLite's
+        ``PRAGMA quick_check`` (``integrity_check`` when ``full``); nothing on PostgreSQL."""
+        return await self.backend.engine_check(full=full)
+
     async def replace_context_items(
         self, session_id: str, items: Sequence[tuple[str, str, int]]
     ) -> None:

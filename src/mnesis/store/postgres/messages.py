@@ -11,7 +11,13 @@ from mnesis.models.message import MessageWithParts
 from mnesis.models.parts import MessagePart, ToolPart, ToolState
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import AppendedMessage, NewMessage
-from mnesis.store.codec import decode_part, dumps, encode_part, searchable_text
+from mnesis.store.codec import (
+    decode_part,
+    dumps,
+    encode_part,
+    searchable_text,
+    usage_from_sums,
+)
 from mnesis.store.postgres.db import Conn
 from mnesis.store.postgres.rows import (
     MSG_COLS,
@@ -300,13 +306,7 @@ class MessagesMixin(PostgresStoreBase):
                 (session_id,),
             )
             assert row is not None
-            return TokenUsage(
-                input=int(row[0]),
-                output=int(row[1]),
-                cache_read=int(row[2]),
-                cache_write=int(row[3]),
-                total=int(row[4]),
-            )
+            return usage_from_sums(row)
 
         return await self.db.read(_sum)
 

@@ -7,7 +7,6 @@ caller.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -16,7 +15,7 @@ from mnesis.errors import MessageNotFoundError, SessionNotFoundError
 from mnesis.models.message import Message, MessageWithParts
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import FileReference, SessionRecord, SummaryRecord
-from mnesis.store.codec import decode_part, make_message
+from mnesis.store.codec import decode_part, loads_column, make_message
 from mnesis.store.postgres.db import Conn, PostgresDatabase
 
 __all__ = ["PostgresStoreBase"]
@@ -57,7 +56,7 @@ def session_record(row: Sequence[Any]) -> SessionRecord:
         status=row[6],
         created_at=row[7],
         updated_at=row[8],
-        config=json.loads(row[9]) if row[9] else None,
+        config=loads_column(row[9], "sessions", row[0], "config") if row[9] else None,
     )
 
 

@@ -3,13 +3,12 @@ the permitted repairs and backups."""
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Sequence
 
 from mnesis.errors import MnesisStoreError
 from mnesis.store.base import IntegritySnapshot
-from mnesis.store.codec import dumps
+from mnesis.store.codec import dumps, loads_column
 from mnesis.store.sqlite.rows import SQLiteStoreBase, _now_ms
 
 __all__ = ["IntegrityMixin"]
@@ -20,6 +19,15 @@ class IntegrityMixin(SQLiteStoreBase):
 
     async def list_session_ids(self) -> list[str]:
         return await self._first_column("SELECT id FROM sessions ORDER BY created_at, id", ())
+
+    async def engine_check(self, *, full: bool = False) -> list[str]:
+        pragma = "integrity_check" if full else "quick_check"
+
+        def _run(conn: sqlite3.Connection) -> list[str]:
+            lines = [str(row[0]) for row in conn.execute(f"PRAGMA {pragma}(100)")]
+            return [] if lines == ["ok"] else lines
+
+        return await self.db.read(_run)
 
     async def integrity_snapshot(self, session_id: str) -> IntegritySnapshot:
         def _get(conn: sqlite3.Connection) -> IntegritySnapshot:
@@ -58,7 +66,7 @@ class IntegrityMixin(SQLiteStoreBase):
                 )
             ]
             summaries = [
-                (r[0], r[1], json.loads(r[2]), r[3], r[4])
+                (r[0], r[1], loads_column(r[2], "summaries", r[0], "file_ids"), r[3], r[4])
                 for r in conn.execute(
                     "SELECT id, kind, file_ids, span_start_message_id, span_end_message_id "
                     "FROM summaries WHERE session_id = ? ORDER BY rowid",

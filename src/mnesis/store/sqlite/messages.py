@@ -17,7 +17,13 @@ from mnesis.models.message import MessageWithParts
 from mnesis.models.parts import MessagePart, ToolPart, ToolState
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import AppendedMessage, NewMessage
-from mnesis.store.codec import decode_part, dumps, encode_part, searchable_text
+from mnesis.store.codec import (
+    decode_part,
+    dumps,
+    encode_part,
+    searchable_text,
+    usage_from_sums,
+)
 from mnesis.store.sqlite.rows import (
     _MSG_COLS,
     _PART_COLS,
@@ -306,15 +312,14 @@ class MessagesMixin(SQLiteStoreBase):
 
     async def session_token_usage(self, session_id: str) -> TokenUsage:
         def _sum(conn: sqlite3.Connection) -> TokenUsage:
+            # TOTAL, not SUM: SUM raises "integer overflow" past 2**63 - 1.
             row = conn.execute(
-                "SELECT COALESCE(SUM(tokens_input), 0), COALESCE(SUM(tokens_output), 0), "
-                "COALESCE(SUM(tokens_cache_read), 0), COALESCE(SUM(tokens_cache_write), 0), "
-                "COALESCE(SUM(tokens_total), 0) FROM messages WHERE session_id = ?",
+                "SELECT TOTAL(tokens_input), TOTAL(tokens_output), TOTAL(tokens_cache_read), "
+                "TOTAL(tokens_cache_write), TOTAL(tokens_total) FROM messages "
+                "WHERE session_id = ?",
                 (session_id,),
             ).fetchone()
-            return TokenUsage(
-                input=row[0], output=row[1], cache_read=row[2], cache_write=row[3], total=row[4]
-            )
+            return usage_from_sums(row)
 
         return await self.db.read(_sum)
 

@@ -7,7 +7,6 @@ inside the read or write transaction of their caller.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -17,7 +16,7 @@ from mnesis.errors import MessageNotFoundError
 from mnesis.models.message import Message, MessageWithParts
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import FileReference, SessionRecord, SummaryRecord
-from mnesis.store.codec import decode_part, make_message
+from mnesis.store.codec import decode_part, loads_column, make_message
 
 if TYPE_CHECKING:
     from mnesis.store.sqlite.database import SQLiteDatabase
@@ -48,7 +47,7 @@ def _session(row: Sequence[Any]) -> SessionRecord:
         status=row[6],
         created_at=row[7],
         updated_at=row[8],
-        config=json.loads(row[9]) if row[9] else None,
+        config=loads_column(row[9], "sessions", row[0], "config") if row[9] else None,
     )
 
 
@@ -61,7 +60,7 @@ def _summary(row: Sequence[Any]) -> SummaryRecord:
         level=row[4],
         content=row[5],
         token_count=row[6],
-        file_ids=json.loads(row[7]),
+        file_ids=loads_column(row[7], "summaries", row[0], "file_ids"),
         message_id=row[8],
         span_start_message_id=row[9],
         span_end_message_id=row[10],

@@ -1,0 +1,56 @@
+"""The storage-level passes of the integrity checker: the database engine's own check
+and, with ``deep``, decoding every stored row.
+
+Both find damage below the level of lineage (a flipped bit in a page, an index that
+disagrees with its table, a JSON column that no longer parses). They return
+``(object_id, detail)`` pairs; the checker turns them into violations. On PostgreSQL
+only the decode pass runs: the server has no online equivalent of SQLite's
+``integrity_check`` (page checksums, where enabled, are verified on every read).
+"""
+
+from __future__ import annotations
+
+from mnesis.errors import MnesisStoreError, StoreCorruptError
+from mnesis.store.immutable import ImmutableStore
+
+__all__ = ["Finding", "decode_findings", "engine_findings"]
+
+Finding = tuple[str, str]
+"""``(object_id, detail)`` of one piece of damage."""
+
+DATABASE = "database"
+"""The object ID of a finding about the database as a whole."""
+
+
+async def engine_findings(store: ImmutableStore, *, full: bool) -> list[Finding]:
+    """What the engine's consistency check (SQLite ``quick_check``/``integrity_check``)
+    reports, one finding per line; a check that cannot run is itself a finding."""
+    try:
+        lines = await store.engine_check(full=full)
+    except MnesisStoreError as exc:
+        return [(DATABASE, f"the database engine's check failed: {exc}")]
+    return [(DATABASE, line) for line in lines]
+
+
+async def decode_findings(
+    store: ImmutableStore, session_id: str, message_ids: list[str]
+) -> list[Finding]:
+    """Decode the session row and every message with its parts; one finding per row
+    that does not decode. Reads the whole session at once and, only when that fails,
+    message by message to name each damaged one."""
+    out: list[Finding] = []
+    try:
+        await store.get_session(session_id)
+    except StoreCorruptError as exc:
+        out.append((session_id, str(exc)))
+    try:
+        await store.get_messages(session_id, include_summaries=True)
+        return out
+    except StoreCorruptError:
+        pass
+    for message_id in message_ids:
+        try:
+            await store.get_message(message_id)
+        except StoreCorruptError as exc:
+            out.append((message_id, str(exc)))
+    return out

@@ -79,17 +79,20 @@ async def run(turns: int, bucket: int, tool_output: int, workdir: str) -> list[d
                 print(_format(rows[-1]), flush=True)
                 bucket_rss = now
                 samples = []
-        db = os.path.join(workdir, "memory.db")
-        wal = db + "-wal"
-        print(
-            f"# start RSS {start_rss / 2**20:.1f} MB; database {os.path.getsize(db) / 2**20:.1f} MB"
-            f"; WAL {os.path.getsize(wal) / 2**20 if os.path.exists(wal) else 0:.1f} MB",
-            flush=True,
-        )
+        print(_sizes(os.path.join(workdir, "memory.db"), start_rss), flush=True)
     finally:
         await session.close()
         await pool.close_all()
     return rows
+
+
+def _sizes(db: str, start_rss: int) -> str:
+    wal = db + "-wal"
+    wal_mb = os.path.getsize(wal) / 2**20 if os.path.exists(wal) else 0.0
+    return (
+        f"# start RSS {start_rss / 2**20:.1f} MB; database {os.path.getsize(db) / 2**20:.1f} MB"
+        f"; WAL {wal_mb:.1f} MB"
+    )
 
 
 def _format(row: dict[str, float]) -> str:

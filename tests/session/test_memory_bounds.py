@@ -6,9 +6,9 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -84,4 +84,5 @@ class TestCheckpointsOffTheCommitPath:
                 conn.execute("SELECT count(*) FROM messages WHERE role = 'user'").fetchone()[0]
                 == 384
             )
-        assert not os.path.exists(db_path + "-wal") or os.path.getsize(db_path + "-wal") == 0
+        wal = Path(db_path + "-wal")
+        assert not wal.exists() or wal.stat().st_size == 0

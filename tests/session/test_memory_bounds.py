@@ -26,6 +26,11 @@ async def session(db_path: str, pool: StorePool, fake_llm: FakeLLM) -> AsyncIter
     await s.close()
 
 
+def _wal_bytes(db_path: str) -> int:
+    wal = Path(db_path + "-wal")
+    return wal.stat().st_size if wal.exists() else 0
+
+
 class TestHistoryWindow:
     async def test_history_keeps_only_the_most_recent_turns(
         self, db_path: str, pool: StorePool, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
@@ -84,5 +89,4 @@ class TestCheckpointsOffTheCommitPath:
                 conn.execute("SELECT count(*) FROM messages WHERE role = 'user'").fetchone()[0]
                 == 384
             )
-        wal = Path(db_path + "-wal")
-        assert not wal.exists() or wal.stat().st_size == 0
+        assert _wal_bytes(db_path) == 0

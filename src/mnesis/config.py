@@ -123,6 +123,25 @@ class FileConfig(_Config):
     exploration_summary_model: str | None = None
     """Reserved (seed 001): a model for LLM-written exploration summaries. Accepted and
     kept, but not used yet: exploration summaries are always the structural ones."""
+    allowed_roots: list[str] | None = None
+    """Directories ``handle_file`` and ``read`` may reach; ``None``: any path. Paths are
+    resolved (symlinks included) before the check, so a link pointing outside every
+    root is refused with ``OutOfScopeError``."""
+    read_timeout: float | None = Field(default=300.0, gt=0)
+    """Seconds one blocking step on a file (hashing, exploring, reading back) may take
+    before ``FileAccessError``; ``None``: no limit."""
+
+    @field_validator("allowed_roots", mode="before")
+    @classmethod
+    def _check_roots(cls, value: object) -> object:
+        """Each root a non-empty path without NUL bytes (``os.PathLike`` accepted)."""
+        if value is None or not isinstance(value, list | tuple):
+            return value
+        roots = [os.fspath(v) if isinstance(v, os.PathLike) else v for v in value]
+        for root in roots:
+            if isinstance(root, str) and (not root.strip() or "\x00" in root):
+                raise ValueError("allowed_roots holds non-empty paths without NUL bytes")
+        return roots
 
 
 class StoreConfig(_Config):

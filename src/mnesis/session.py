@@ -340,7 +340,13 @@ class MnesisSession:
         await self._wiring.turns.complete_tool_call(tool_call_id, output=output, error=error)
 
     def history(self) -> list[TurnSnapshot]:
-        """Snapshots of the turns made through this session object."""
+        """Snapshots of the recent turns made through this session object, oldest first.
+
+        At most the last 1,000 turns (``mnesis._session.turns.HISTORY_WINDOW``) are kept,
+        so a long-running session's memory does not grow with its length; ``turn_index``
+        keeps counting from the first turn of this object. Every turn stays in the
+        store: :meth:`messages` returns them all.
+        """
         return list(self._wiring.turns.snapshots)
 
     # -- context and compaction ---------------------------------------------

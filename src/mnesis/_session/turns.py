@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -36,10 +37,13 @@ from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import NewMessage, SessionRecord
 from mnesis.store.immutable import ImmutableStore
 
-__all__ = ["DOOM_LOOP_ERROR", "DOOM_LOOP_FINISH", "PartCallback", "TurnRunner"]
+__all__ = ["DOOM_LOOP_ERROR", "DOOM_LOOP_FINISH", "HISTORY_WINDOW", "PartCallback", "TurnRunner"]
 
 PartCallback = Callable[[TextPart], Awaitable[None] | None]
 
+HISTORY_WINDOW = 1_000
+"""How many recent turn snapshots a session object keeps for ``history()``: older
+turns are in the store (``messages()``), so memory stays flat in session length."""
 DOOM_LOOP_FINISH = "doom_loop"
 """The ``finish_reason`` of a turn whose tool loop stopped on a doom loop."""
 DOOM_LOOP_ERROR = (
@@ -49,7 +53,7 @@ DOOM_LOOP_ERROR = (
 
 
 class TurnRunner:
-    """Runs one session's turns, one at a time, and keeps their snapshots."""
+    """Runs one session's turns, one at a time, and keeps the recent turns' snapshots."""
 
     def __init__(
         self,
@@ -76,8 +80,10 @@ class TurnRunner:
         self._tools = tools
         self.token_usage = token_usage
         """Cumulative model token usage of the session."""
-        self.snapshots: list[TurnSnapshot] = []
-        """Snapshots of the turns made through this runner."""
+        self.snapshots: deque[TurnSnapshot] = deque(maxlen=HISTORY_WINDOW)
+        """Snapshots of the last :data:`HISTORY_WINDOW` turns made through this runner."""
+        self.turn_count = 0
+        """Turns made through this runner (the next snapshot's ``turn_index``)."""
         self._lock: asyncio.Lock | None = None
 
     async def send(
@@ -177,9 +183,9 @@ class TurnRunner:
         self._writer.publish(call.assistant)
         triggered = await self._gate.after_turn()
         built = call.built
-        self.snapshots.append(
+        self._keep(
             TurnSnapshot(
-                turn_index=len(self.snapshots),
+                turn_index=self.turn_count,
                 user_message_id=user_id,
                 assistant_message_id=call.assistant.id,
                 context=ContextBreakdown(
@@ -260,9 +266,9 @@ class TurnRunner:
             writer.publish(assistant)
             await self._gate.before_model_call()
             triggered = await self._gate.after_turn()
-            self.snapshots.append(
+            self._keep(
                 TurnSnapshot(
-                    turn_index=len(self.snapshots),
+                    turn_index=self.turn_count,
                     user_message_id=user.id,
                     assistant_message_id=assistant.id,
                     context=ContextBreakdown(total=self._meter.tokens, messages=self._meter.tokens),
@@ -296,6 +302,10 @@ class TurnRunner:
             raise InvalidArgumentError("tool_call_id must be a non-empty string")
         part_id, message_id = await self._store.find_tool_part(self._record.id, tool_call_id)
         await self._writer.complete_tool_part(part_id, message_id, output, error)
+
+    def _keep(self, snapshot: TurnSnapshot) -> None:
+        self.snapshots.append(snapshot)  # the deque drops the oldest beyond the window
+        self.turn_count += 1
 
     def _turn_lock(self) -> asyncio.Lock:
         if self._lock is None:

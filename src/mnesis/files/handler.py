@@ -13,12 +13,17 @@ Invariants this module keeps:
   ``file_references`` under ``content_id``.
 * :meth:`LargeFileHandler.read` returns content only after checking that its
   sha256 still matches the reference.
+* Only regular files are read, checked without blocking; ``FileConfig.allowed_roots``
+  confines reads to directories and ``FileConfig.read_timeout`` bounds each blocking
+  step (see :mod:`mnesis.files.access`).
 
 Errors (all :class:`~mnesis.errors.MnesisError`)::
 
     FileChangedError                                the file's sha256 no longer matches
-    FileAccessError          (also OSError)         the file cannot be read
+    FileAccessError          (also OSError)         the file cannot be read (or timed out)
     └── FileMissingError     (also FileNotFoundError) the file is gone
+    OutOfScopeError          (also PermissionError) the path is outside ``allowed_roots``
+    InvalidArgumentError     (also ValueError)      a bad path, or not a regular file
 """
 
 from __future__ import annotations
@@ -27,9 +32,10 @@ import asyncio
 import hashlib
 import logging
 import os
-import stat
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from mnesis.config import FileConfig
 from mnesis.errors import (
@@ -39,7 +45,9 @@ from mnesis.errors import (
     FileReferenceNotFoundError,
     InvalidArgumentError,
     MnesisError,
+    OutOfScopeError,
 )
+from mnesis.files.access import check_path, confine, open_regular, run_bounded
 from mnesis.files.detect import HEAD_BYTES, detect_file_type, is_binary_data
 from mnesis.files.explorers import explore
 from mnesis.models.parts import FileRefPart, TextPart
@@ -71,6 +79,7 @@ _SAMPLE_WINDOWS = 16
 _SAMPLE_WINDOW_BYTES = 64 * 1024
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _HEX = frozenset("0123456789abcdef")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +124,9 @@ class _Scan:
     """One pass over a file: its hash, size, first bytes, and content if it is small."""
 
     path: str
+    """The absolute path as given (stored in the reference)."""
+    opened: str
+    """The path actually read: ``path`` resolved when ``allowed_roots`` is set."""
     size: int
     content_id: str
     head: bytes
@@ -165,32 +177,39 @@ class LargeFileHandler:
         always describes the content that was hashed.
 
         Raises ``FileMissingError`` if there is no file at ``path``,
-        ``FileAccessError`` if it cannot be read (or never holds still) and
-        ``InvalidArgumentError`` if it is not a regular file.
+        ``FileAccessError`` if it cannot be read (or never holds still, or a step
+        takes over ``config.read_timeout`` seconds), ``OutOfScopeError`` if it
+        resolves outside ``config.allowed_roots`` and ``InvalidArgumentError`` for
+        a malformed path or anything but a regular file (FIFOs are refused without
+        blocking).
         """
-        if not isinstance(path, str | os.PathLike):
-            raise InvalidArgumentError(f"path must be a str or PathLike, got {type(path).__name__}")
+        absolute = check_path(path)
         if session_id is not None and not isinstance(session_id, str):
             raise InvalidArgumentError(
                 f"session_id must be a string, got {type(session_id).__name__}"
             )
         for _ in range(_ATTEMPTS):
             try:
-                return await self._handle_once(os.fspath(path), session_id)
+                return await self._handle_once(absolute, session_id)
             except _Unsteady:
-                logger.debug("%s changed while it was handled; starting again", path)
+                logger.debug("%s changed while it was handled; starting again", absolute)
         raise FileAccessError(
-            os.fspath(path),
+            absolute,
             f"it changed during each of {_ATTEMPTS} attempts to read it; retry once it is stable",
         )
 
+    async def _bounded(self, fn: Callable[[], T], path: str) -> T:
+        return await run_bounded(fn, self.config.read_timeout, path)
+
     async def _handle_once(self, path: str, session_id: str | None) -> FileHandleResult:
-        scan = await asyncio.to_thread(_scan, path)
+        opened = confine(path, self.config.allowed_roots)
+        confined = self.config.allowed_roots is not None
+        scan = await self._bounded(lambda: _scan(path, opened, confined), path)
         absolute = scan.path
         binary = is_binary_data(scan.head)
         tokens: int | None = None
         if not binary and scan.data is not None:
-            text, counted = await asyncio.to_thread(self._inline_text, scan)
+            text, counted = await self._bounded(lambda: self._inline_text(scan), path)
             if text is not None:
                 return FileHandleResult(inline_content=text, token_count=counted)
             tokens = counted
@@ -203,8 +222,8 @@ class LargeFileHandler:
                     file_ref=_part(cached, absolute), token_count=cached.token_count, cache_hit=True
                 )
             if tokens is None:
-                tokens = await asyncio.to_thread(_sample_tokens, scan, self.estimator)
-            file_type, summary = await asyncio.to_thread(self._explore, scan)
+                tokens = await self._bounded(lambda: _sample_tokens(scan, self.estimator), path)
+            file_type, summary = await self._bounded(lambda: self._explore(scan), path)
             self.exploration_count += 1
             stored = await self.store.store_file_reference(
                 FileReference(
@@ -240,11 +259,11 @@ class LargeFileHandler:
         try:
             detected = detect_file_type(scan.path, scan.head)
             summary = explore(
-                scan.path, detected.file_type, byte_size=scan.size, is_binary=detected.is_binary
+                scan.opened, detected.file_type, byte_size=scan.size, is_binary=detected.is_binary
             )
             # The summary must describe the content that was hashed: if the file was
             # rewritten while it was explored, the caller starts again.
-            after = os.stat(scan.path)
+            after = os.stat(scan.opened)
         except FileNotFoundError:
             raise FileMissingError(scan.path) from None
         except OSError as exc:
@@ -301,7 +320,9 @@ class LargeFileHandler:
 
         Raises ``InvalidArgumentError`` for a malformed ID or line range,
         ``FileReferenceNotFoundError`` for an unknown ID, ``FileMissingError`` if
-        the file is gone and ``FileChangedError`` if its content changed.
+        the file is gone, ``FileChangedError`` if its content changed,
+        ``OutOfScopeError`` if its path is outside ``config.allowed_roots`` and
+        ``FileAccessError`` if it cannot be read within ``config.read_timeout``.
         """
         if not isinstance(file_id, str):
             raise InvalidArgumentError(f"a file ID must be a string, got {type(file_id).__name__}")
@@ -320,7 +341,10 @@ class LargeFileHandler:
         if ref is None:
             raise FileReferenceNotFoundError(key)
         others = [p for p in self._seen_paths.get(ref.content_id, []) if p != ref.path]
-        return await asyncio.to_thread(_read_any, ref, [ref.path, *others], start_line, end_line)
+        roots = self.config.allowed_roots
+        return await self._bounded(
+            lambda: _read_any(ref, [ref.path, *others], roots, start_line, end_line), ref.path
+        )
 
 
 def _check_line(value: int | None, name: str) -> None:
@@ -341,29 +365,13 @@ def _part(ref: FileReference, path: str) -> FileRefPart:
     )
 
 
-def _open(path: str) -> int:
-    """An OS-level read descriptor of a regular file, with the errors translated."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        raise FileMissingError(path) from None
-    except IsADirectoryError:
-        raise InvalidArgumentError(f"{path} is a directory, not a file") from None
-    except OSError as exc:
-        raise FileAccessError(path, exc.strerror or str(exc)) from exc
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise InvalidArgumentError(f"{path} is not a regular file")
-    return fd
+def _scan(path: str, opened: str, confined: bool) -> _Scan:
+    """Hash the file ``opened`` in chunks; keep its bytes only if small enough to inline.
 
-
-def _scan(path: str) -> _Scan:
-    """Hash the file in chunks; keep its bytes only if it is small enough to inline.
-
-    The returned ``path`` is absolute (``~`` expanded), as stored in the reference.
+    ``path`` (absolute, as stored in the reference) names it in errors; ``confined``
+    (``allowed_roots`` set) refuses a symlink swapped in at ``opened``.
     """
-    path = os.path.abspath(os.path.expanduser(path))
-    with os.fdopen(_open(path), "rb") as handle:
+    with os.fdopen(open_regular(opened, nofollow=confined), "rb") as handle:
         before = os.fstat(handle.fileno())
         stamp = (before.st_size, before.st_mtime_ns)
         keep = before.st_size <= INLINE_MAX_BYTES
@@ -386,7 +394,7 @@ def _scan(path: str) -> _Scan:
     if size != stamp[0] or (after.st_size, after.st_mtime_ns) != stamp:
         raise _Unsteady  # written to while it was hashed
     data = b"".join(kept) if keep else None
-    return _Scan(path, size, hasher.hexdigest(), head, data, stamp)
+    return _Scan(path, opened, size, hasher.hexdigest(), head, data, stamp)
 
 
 def _sample_tokens(scan: _Scan, estimator: TokenEstimator) -> int:
@@ -396,7 +404,7 @@ def _sample_tokens(scan: _Scan, estimator: TokenEstimator) -> int:
     windows = min(_SAMPLE_WINDOWS, -(-scan.size // _SAMPLE_WINDOW_BYTES))
     step = (scan.size - _SAMPLE_WINDOW_BYTES) / max(1, windows - 1)
     tokens = sampled = 0
-    with open(scan.path, "rb") as handle:
+    with os.fdopen(open_regular(scan.opened), "rb") as handle:
         for index in range(windows):
             offset = max(0, int(index * step))
             if scan.data is not None:
@@ -410,26 +418,39 @@ def _sample_tokens(scan: _Scan, estimator: TokenEstimator) -> int:
     return max(1, round(tokens * scan.size / sampled)) if sampled else 0
 
 
-def _read_any(ref: FileReference, paths: list[str], start: int | None, end: int | None) -> str:
+def _read_any(
+    ref: FileReference,
+    paths: list[str],
+    roots: list[str] | None,
+    start: int | None,
+    end: int | None,
+) -> str:
     """Read from the first of ``paths`` whose content still matches; else raise for the first."""
     first_error: MnesisError | None = None
     for path in paths:
         try:
-            return _read_verified(path, ref, start, end)
-        except (FileAccessError, FileChangedError, InvalidArgumentError) as exc:
+            return _read_verified(path, confine(path, roots), roots is not None, ref, start, end)
+        except (FileAccessError, FileChangedError, InvalidArgumentError, OutOfScopeError) as exc:
             first_error = first_error or exc
     assert first_error is not None
     raise first_error
 
 
-def _read_verified(path: str, ref: FileReference, start: int | None, end: int | None) -> str:
+def _read_verified(
+    path: str,
+    opened: str,
+    confined: bool,
+    ref: FileReference,
+    start: int | None,
+    end: int | None,
+) -> str:
     first = start or 1
     whole = first == 1 and end is None
     out = bytearray()
     hasher = hashlib.sha256()
     line = 1  # the line the current position is on
     try:
-        fd = _open(path)
+        fd = open_regular(opened, nofollow=confined)
     except FileMissingError:
         raise FileMissingError(path, ref.file_id) from None
     with os.fdopen(fd, "rb") as handle:

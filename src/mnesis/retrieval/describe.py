@@ -36,16 +36,19 @@ async def describe(store: ImmutableStore, scope: RetrievalScope, object_id: str)
     if object_id.startswith("file_") or (
         len(object_id) == _CONTENT_ID_LEN and all(c in "0123456789abcdef" for c in object_id)
     ):
-        return await _describe_file(store, object_id)
+        return await _describe_file(store, scope, object_id)
     raise InvalidArgumentError(
         f"{object_id[:80]!r} is not a summary (sum_…), message (msg_…) or file (file_…) ID"
     )
 
 
-async def _describe_file(store: ImmutableStore, file_id: str) -> FileDescription:
+async def _describe_file(
+    store: ImmutableStore, scope: RetrievalScope, file_id: str
+) -> FileDescription:
     ref = await store.get_file_reference(file_id)
     if ref is None:
         raise FileReferenceNotFoundError(file_id)
+    await scope.check_file(ref)
     return FileDescription(
         id=ref.file_id,
         content_id=ref.content_id,

@@ -1,5 +1,10 @@
 """What one retrieval engine may reach: its session, granted sessions and summaries.
 
+A file reference is reachable when a reachable session handled it first (it owns the
+``file_references`` row), holds it in one of its messages (a ``FileRefPart``, as
+after handling content another session handled before) or when one of its summaries
+in context lists it (its lineage references it).
+
 An engine is bound to one session. Searches cover that session unless the caller
 passes other session IDs, and an engine created with ``allowed_session_ids`` (as
 agent tools are) refuses every ID outside that grant. An engine created with
@@ -13,10 +18,14 @@ from collections.abc import Sequence
 
 from mnesis.errors import InvalidArgumentError, OutOfScopeError
 from mnesis.models.ids import is_valid_id
-from mnesis.store.base import SummaryRecord
+from mnesis.models.parts import FileRefPart
+from mnesis.store.base import FileReference, SummaryRecord
 from mnesis.store.immutable import ImmutableStore
 
 __all__ = ["RetrievalScope"]
+
+_GRANT_CACHE_SIZE = 4096
+_PAGE = 500
 
 
 class RetrievalScope:
@@ -69,6 +78,8 @@ class RetrievalScope:
                         cached = True
                         break
                     frontier.append(parent)
+            if len(self._summary_grant_cache) >= _GRANT_CACHE_SIZE:
+                self._summary_grant_cache.clear()
             self._summary_grant_cache[summary_id] = cached
         if not cached:
             raise OutOfScopeError(f"{summary_id} is outside the summaries granted to this call")
@@ -79,6 +90,34 @@ class RetrievalScope:
         self.check_session(record.session_id, summary_id)
         await self.check_summary_grant(summary_id)
         return record
+
+    async def check_file(self, ref: FileReference) -> None:
+        """Refuse a file reference no session of this scope handled or references."""
+        sessions = sorted(self.allowed_sessions or {self.session_id})
+        if ref.session_id in sessions:
+            return
+        for session_id in sessions:
+            if await self._references_file(session_id, ref):
+                return
+        raise OutOfScopeError(
+            f"{ref.file_id} was handled by another session; it is not in this caller's scope"
+        )
+
+    async def _references_file(self, session_id: str, ref: FileReference) -> bool:
+        in_context = await self.store.get_context_items(session_id, item_type="summary")
+        summaries = await self.store.get_summaries([item.item_id for item in in_context])
+        if any(ref.file_id in summary.file_ids for summary in summaries):
+            return True
+        after = 0
+        while page := await self.store.get_messages(session_id, after_seq=after, limit=_PAGE):
+            for message in page:
+                for part in message.parts:
+                    if isinstance(part, FileRefPart) and ref.content_id == part.content_id:
+                        return True
+            after += len(page)  # seq is gap-free within a session
+            if len(page) < _PAGE:
+                break
+        return False
 
     def sessions_for(
         self, session_ids: Sequence[str] | None, all_sessions: bool

@@ -3,7 +3,8 @@
 Every operation on a file runs on the file's single worker thread, so all the
 sessions of a process that share a file share one connection and never see
 "database is locked" from each other. Other processes are serialised by
-SQLite's own lock (``BEGIN IMMEDIATE`` plus ``busy_timeout``).
+SQLite's own lock (``BEGIN IMMEDIATE`` plus ``busy_timeout``). WAL checkpoints run
+on a thread of their own, never inside a commit (see ``checkpoint.py``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from mnesis.errors import (
     StoreFullError,
     StoreReadOnlyError,
 )
+from mnesis.store.sqlite.checkpoint import WalCheckpointer
 from mnesis.store.sqlite.migrations import MIGRATIONS
 
 __all__ = ["SQLiteDatabase", "translate_sqlite_error"]
@@ -97,6 +99,7 @@ class SQLiteDatabase:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnesis-sqlite")
         self._conn: sqlite3.Connection | None = None
         self._closed = False
+        self._checkpointer: WalCheckpointer | None = None
 
     # -- worker-thread side -------------------------------------------------
     def _connection(self) -> sqlite3.Connection:
@@ -120,6 +123,11 @@ class SQLiteDatabase:
                 mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
                 if str(mode).lower() != "wal":
                     logger.warning("could not enable WAL on %s (mode=%s)", self.path, mode)
+                else:
+                    conn.execute("PRAGMA wal_autocheckpoint = 0")
+                    self._checkpointer = WalCheckpointer(
+                        self.path, int(cfg.connection_timeout * 1000)
+                    )
             conn.execute(f"PRAGMA synchronous = {cfg.synchronous}")
             conn.execute("PRAGMA temp_store = MEMORY")
             self._migrate(conn)
@@ -198,17 +206,22 @@ class SQLiteDatabase:
         try:
             result = fn(conn)
             conn.execute("COMMIT")
-            return result
         except BaseException as exc:
-            try:
-                conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                logger.debug("rollback failed on %s", self.path, exc_info=True)
+            self._rollback(conn)
             if isinstance(exc, sqlite3.Error):
                 raise translate_sqlite_error(exc, self.path) from exc
             if isinstance(exc, UnicodeEncodeError):
                 raise InvalidArgumentError(f"text is not valid Unicode: {exc.reason}") from exc
             raise
+        if self._checkpointer is not None:
+            self._checkpointer.after_commit(conn)
+        return result
+
+    def _rollback(self, conn: sqlite3.Connection) -> None:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            logger.debug("rollback failed on %s", self.path, exc_info=True)
 
     # -- event-loop side ----------------------------------------------------
     async def _submit(self, fn: Callable[[], T]) -> T:
@@ -258,6 +271,9 @@ class SQLiteDatabase:
         self._executor.shutdown(wait=True)
 
     def _close_sync(self) -> None:
+        if self._checkpointer is not None:
+            # Stopped first: closing the last connection then folds the WAL in.
+            self._checkpointer.stop()
         if self._conn is not None:
             try:
                 self._conn.close()

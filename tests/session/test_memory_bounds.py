@@ -64,6 +64,7 @@ class TestHistoryWindow:
 
 
 class TestCheckpointsOffTheCommitPath:
+    @pytest.mark.sqlite_only("SQLite's write-ahead log and its checkpoints")
     async def test_commits_do_not_checkpoint_and_the_wal_stays_bounded(
         self, session: MnesisSession, db_path: str, pool: StorePool
     ) -> None:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import shutil
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -82,8 +85,12 @@ class TestToolDefinitions:
 
 class TestToolResults:
     async def test_expand_query_answers_like_the_library_with_the_sessions_model(
-        self, stored: Stored
+        self, stored: Stored, tmp_path: Path
     ) -> None:
+        # Expansion writes a sub-session: work on a copy of the shared database.
+        copy = str(tmp_path / "copy.db")
+        shutil.copyfile(stored.db_path, copy)
+        stored = dataclasses.replace(stored, db_path=copy)
         args = {"prompt": "What was the build number at step 7?", "query": "build number"}
         async with serving(stored, expand_query=True) as client:
             answered = await _ok(client, "lcm_expand_query", {**args, "session_id": stored.alpha})

@@ -101,6 +101,11 @@ class EventBus:
         task.add_done_callback(self._tasks.discard)
 
     async def drain(self) -> None:
-        """Wait for scheduled async handlers to finish."""
-        while self._tasks:
+        """Wait for scheduled async handlers to finish (handlers may schedule more)."""
+        while True:
+            # A finished task leaves the set in a done-callback the loop has not run yet;
+            # awaiting only finished tasks would never yield to it.
+            self._tasks.difference_update([t for t in self._tasks if t.done()])
+            if not self._tasks:
+                return
             await asyncio.gather(*list(self._tasks), return_exceptions=True)

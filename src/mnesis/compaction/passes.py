@@ -9,6 +9,7 @@ pass plans its span (``planner``), summarises it (``ladder``) and commits it
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from mnesis.compaction.breaker import CircuitBreaker
 from mnesis.compaction.candidates import INPUT_WINDOW_SHARE, SummaryCandidate, SummaryTarget
@@ -28,22 +29,15 @@ __all__ = ["CompactionPasses"]
 _LAST_RESORT = ExtractiveSummariser(level=3)
 
 
+@dataclass(frozen=True, slots=True)
 class CompactionPasses:
     """Runs one leaf or condense pass of a session and records it in the run's result."""
 
-    def __init__(
-        self,
-        store: ImmutableStore,
-        estimator: TokenEstimator,
-        config: MnesisConfig,
-        writer: SummaryWriter,
-        breaker: CircuitBreaker,
-    ) -> None:
-        self._store = store
-        self._estimator = estimator
-        self._config = config
-        self._writer = writer
-        self._breaker = breaker
+    store: ImmutableStore
+    estimator: TokenEstimator
+    config: MnesisConfig
+    writer: SummaryWriter
+    breaker: CircuitBreaker
 
     async def leaf(
         self,
@@ -56,7 +50,7 @@ class CompactionPasses:
         ladder: Sequence[Summariser],
         manual: bool = False,
     ) -> bool:
-        cfg = self._config.compaction
+        cfg = self.config.compaction
         window = ladder[0].input_window if ladder else _LAST_RESORT.input_window
         if manual:
             # An explicit request under the threshold: everything before the fresh tail.
@@ -72,13 +66,13 @@ class CompactionPasses:
             )
         if not span:
             return False
-        messages = await self._store.get_messages_by_ids([i.item_id for i in span])
+        messages = await self.store.get_messages_by_ids([i.item_id for i in span])
         if not messages:
             return False
         candidate = await self._summarise(messages, budget, ladder)
         covered = messages[: candidate.messages_covered]
         covered_ids = {m.id for m in covered}
-        summary_id, marker_id = await self._writer.commit_leaf(
+        summary_id, marker_id = await self.writer.commit_leaf(
             session_id,
             candidate,
             covered,
@@ -97,13 +91,11 @@ class CompactionPasses:
         budget: ContextBudget,
         ladder: Sequence[Summariser],
     ) -> SummaryCandidate:
-        cfg = self._config.compaction
+        cfg = self.config.compaction
         target = SummaryTarget(
-            cfg.leaf_target_tokens, cfg.file_ids_footer_cap, self._estimator, budget.usable
+            cfg.leaf_target_tokens, cfg.file_ids_footer_cap, self.estimator, budget.usable
         )
-        candidate = await climb(
-            ladder, lambda rung: rung.summarise(messages, target), self._breaker
-        )
+        candidate = await climb(ladder, lambda rung: rung.summarise(messages, target), self.breaker)
         if candidate is None or not 0 < candidate.messages_covered <= len(messages):
             return _LAST_RESORT.summarise_now(messages, target)
         return candidate
@@ -118,26 +110,24 @@ class CompactionPasses:
         fan_in: int,
         pressure: bool = False,
     ) -> bool:
-        cfg = self._config.compaction
+        cfg = self.config.compaction
         summary_ids = [i.item_id for i in items if i.item_type == "summary"]
         if len(summary_ids) < 2:
             return False
-        depths = {s.id: s.depth for s in await self._store.get_summaries(summary_ids)}
+        depths = {s.id: s.depth for s in await self.store.get_summaries(summary_ids)}
         run = plan_condense(items, depths, fan_in=fan_in, pressure=pressure)
         if not run:
             return False
-        children = await self._store.get_summaries([i.item_id for i in run])
+        children = await self.store.get_summaries([i.item_id for i in run])
         if len(children) != len(run):
             return False
-        target = SummaryTarget(
-            cfg.condensed_target_tokens, cfg.file_ids_footer_cap, self._estimator
-        )
-        candidate = await climb(ladder, lambda rung: rung.condense(children, target), self._breaker)
+        target = SummaryTarget(cfg.condensed_target_tokens, cfg.file_ids_footer_cap, self.estimator)
+        candidate = await climb(ladder, lambda rung: rung.condense(children, target), self.breaker)
         if candidate is None:
             candidate = _LAST_RESORT.condense_now(children, target)
         if candidate.token_count >= sum(c.token_count for c in children):
             return False
-        summary_id, marker_id = await self._writer.commit_condensed(
+        summary_id, marker_id = await self.writer.commit_condensed(
             session_id, candidate, children, replaced=[(i.position, i.item_id) for i in run]
         )
         result.summary_message_id = marker_id

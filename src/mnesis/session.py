@@ -23,18 +23,18 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal, overload
 
-from mnesis._session.opening import StoredSession, create_stored, load_stored
+from mnesis._session.lifecycle import WriteTracker, close_session, open_new, open_stored
+from mnesis._session.opening import StoredSession
 from mnesis._session.tools import ToolLoop, lcm_tool_definitions
 from mnesis._session.turns import PartCallback as PartCallback  # re-exported
-from mnesis._session.validation import check_new_session, resolve_config
 from mnesis._session.wiring import wire
 from mnesis.compaction.engine import CompactionEngine
 from mnesis.config import MnesisConfig
 from mnesis.context.builder import BuiltContext, ContextFormat
-from mnesis.errors import InvalidArgumentError, StoreReadOnlyError
+from mnesis.errors import InvalidArgumentError
 from mnesis.events.bus import EventBus, EventHandler, MnesisEvent
 from mnesis.files import FileHandleResult
-from mnesis.llm import ClientLike, LLMClient, resolve_client
+from mnesis.llm import ClientLike, LLMClient
 from mnesis.models.message import (
     CompactionResult,
     FinishReason,
@@ -83,6 +83,7 @@ class MnesisSession:
         self._pool = pool
         self._db_path = db_path
         self._bus = event_bus if event_bus is not None else EventBus()
+        self._writes = WriteTracker(record.id)
         self._wiring = wire(
             record=record,
             store=store,
@@ -120,20 +121,18 @@ class MnesisSession:
         Raises ``ValueError`` if both ``db_path`` and a non-default ``config.store.db_path``
         are given.
         """
-        check_new_session(model, agent, system_prompt, parent_id)
-        cfg = resolve_config(config, db_path)
-        client = resolve_client(model, llm)
-        stored = await create_stored(
+        stored, client = await open_new(
             model=model,
             agent=agent,
             parent_id=parent_id,
-            config=cfg,
+            config=config,
             system_prompt=system_prompt,
             db_path=db_path,
             pool=pool,
+            llm=llm,
         )
         session = cls._of(stored, client, event_bus)
-        session._wrote = True
+        session._writes.wrote = True
         session._bus.publish(
             MnesisEvent.SESSION_CREATED, {"session_id": session.id, "model": model}
         )
@@ -168,8 +167,7 @@ class MnesisSession:
     ) -> MnesisSession:
         """Reopen a stored session (``llm`` as for :meth:`create`); raises
         :class:`~mnesis.errors.SessionNotFoundError`."""
-        stored = await load_stored(session_id, config, db_path, pool)
-        return cls._of(stored, resolve_client(stored.record.model, llm), event_bus)
+        return cls._of(*await open_stored(session_id, config, db_path, pool, llm), event_bus)
 
     @classmethod
     def _of(cls, stored: StoredSession, llm: LLMClient, bus: EventBus | None) -> MnesisSession:
@@ -184,16 +182,8 @@ class MnesisSession:
             db_path=stored.db_path,
             event_bus=bus,
         )
-        session._bus.subscribe(MnesisEvent.MESSAGE_CREATED, session._note_write)
+        session._bus.subscribe(MnesisEvent.MESSAGE_CREATED, session._writes.on_message_created)
         return session
-
-    _wrote = False
-    """Whether this object created the session or added to it (``close`` then marks it
-    closed; a load-and-close look at a session leaves its row alone)."""
-
-    def _note_write(self, event: MnesisEvent, payload: dict[str, Any]) -> None:
-        if payload.get("session_id") == self.id:
-            self._wrote = True
 
     async def spawn_child(self, *, agent: str, system_prompt: str) -> MnesisSession:
         """A new session whose ``parent_id`` is this one, on the same store and model."""
@@ -501,18 +491,14 @@ class MnesisSession:
         if self._wiring.state.closed:
             return
         self._wiring.state.closed = True
-        try:
-            if abort_compaction:
-                await self._wiring.engine.cancel_pending()
-            else:
-                await self._wiring.engine.wait_for_pending()
-            if self._wrote:
-                with contextlib.suppress(StoreReadOnlyError):  # a read-only file: nothing to mark
-                    await self._store.set_session_status(self.id, "closed")
-            self._bus.publish(MnesisEvent.SESSION_CLOSED, {"session_id": self.id})
-            await self._bus.drain()
-        finally:
-            await self._store.close()
+        await close_session(
+            self._wiring,
+            self._store,
+            self._bus,
+            self.id,
+            wrote=self._writes.wrote,
+            abort_compaction=abort_compaction,
+        )
 
     async def __aenter__(self) -> MnesisSession:
         return self

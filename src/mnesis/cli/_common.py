@@ -27,6 +27,7 @@ __all__ = [
     "MAX_COUNT",
     "DbOption",
     "JsonOption",
+    "SessionArg",
     "abbreviate",
     "check_mnesis_database",
     "cli_errors",
@@ -57,6 +58,8 @@ MAX_COUNT = 1_000_000_000
 """The upper bound of the CLI's integer options (limits, token counts)."""
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+
+SessionArg = Annotated[str, typer.Argument(metavar="SESSION_ID", help="A session ID (sess_...).")]
 
 
 def tolerate_unencodable_output() -> None:

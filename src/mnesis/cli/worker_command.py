@@ -24,16 +24,6 @@ from mnesis.errors import InvalidArgumentError, MissingDependencyError
 
 __all__ = ["jobs_command", "worker_command"]
 
-_FIELDS = (
-    "session_id",
-    "compaction_id",
-    "summary_id",
-    "trigger_reason",
-    "token_before",
-    "token_after",
-)
-
-
 class _Formatter(logging.Formatter):
     """One line per record: JSON, or the message followed by ``key=value`` fields."""
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from mnesis.compaction.candidates import CondensedCandidate, SummaryCandidate
 from mnesis.models.message import Message, MessageWithParts
 from mnesis.models.parts import CompactionPart, MessagePart, TextPart
-from mnesis.models.render import render_summary
+from mnesis.models.render import render_summary_record
 from mnesis.store.base import CompactionCommit, NewMessage, SummaryRecord
 from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
@@ -93,15 +93,7 @@ class SummaryWriter:
         parent_ids: list[str],
         replaced: list[tuple[int, str]],
     ) -> str:
-        rendered = render_summary(
-            record.id,
-            record.kind,
-            record.depth,
-            record.source_message_count,
-            record.span_start_message_id,
-            record.span_end_message_id,
-            record.content,
-        )
+        rendered = render_summary_record(record)
         context_tokens = self.estimator.estimate(rendered) + MESSAGE_OVERHEAD_TOKENS
         parts: list[MessagePart] = [
             TextPart(text=record.content, synthetic=True),

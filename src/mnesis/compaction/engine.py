@@ -36,34 +36,30 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from mnesis.compaction.breaker import CircuitBreaker
-from mnesis.compaction.candidates import INPUT_WINDOW_SHARE, SummaryCandidate, SummaryTarget
 from mnesis.compaction.commit import SummaryWriter
-from mnesis.compaction.ladder import climb, default_ladder
+from mnesis.compaction.ladder import default_ladder
 from mnesis.compaction.lease import CompactionLease
+from mnesis.compaction.passes import CompactionPasses
 from mnesis.compaction.planner import (
     CONDENSE_FAN_IN,
     drain_target,
-    leaf_span,
-    plan_condense,
-    plan_leaf_span,
 )
 from mnesis.compaction.pruner import ToolOutputPruner
 from mnesis.compaction.scheduler import CompactionScheduler
-from mnesis.compaction.summariser import ExtractiveSummariser, Summariser
+from mnesis.compaction.summariser import Summariser
 from mnesis.config import MnesisConfig
 from mnesis.context.builder import ContextBudget
 from mnesis.errors import CompactionLockedError
 from mnesis.events.bus import EventBus, MnesisEvent
 from mnesis.llm import LLMClient, LLMRequest, complete, resolve_client
 from mnesis.models.ids import new_id
-from mnesis.models.message import CompactionResult, MessageWithParts
+from mnesis.models.message import CompactionResult
 from mnesis.models.model_info import ModelInfo
 from mnesis.models.tokens import TokenUsage
-from mnesis.store.base import ContextItem
 from mnesis.store.dag import SummaryDAGStore
 from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import TokenEstimator
@@ -71,8 +67,6 @@ from mnesis.tokens.estimator import TokenEstimator
 __all__ = ["CompactionEngine"]
 
 logger = logging.getLogger("mnesis.compaction")
-
-_LAST_RESORT = ExtractiveSummariser(level=3)
 
 
 class CompactionEngine:
@@ -114,6 +108,7 @@ class CompactionEngine:
         self._breaker = CircuitBreaker(
             cfg.max_consecutive_model_failures, cfg.failure_cooldown_seconds
         )
+        self._passes = CompactionPasses(store, token_estimator, config, self._writer, self._breaker)
         self.summarisers: list[Summariser] | None = None
         self.condense_fan_in = CONDENSE_FAN_IN
         """Same-depth summaries one condensed summary merges (see ``planner``)."""
@@ -276,10 +271,12 @@ class CompactionEngine:
             progressed = False
             if cfg.condensation_enabled and not manual and (over or result.rounds):
                 # A full carry first: keeps the DAG balanced whether or not room is needed.
-                progressed = await self._condense_pass(session_id, items, result, ladder)
+                progressed = await self._passes.condense(
+                    session_id, items, result, ladder, fan_in=self.condense_fan_in
+                )
             if not progressed and over:
                 rounds_left = cfg.max_compaction_rounds - round_index
-                progressed = await self._leaf_pass(
+                progressed = await self._passes.leaf(
                     session_id, items, total - target, rounds_left, budget, result, ladder, manual
                 )
                 if (
@@ -288,8 +285,13 @@ class CompactionEngine:
                     and not manual
                     and total > soft_limit
                 ):
-                    progressed = await self._condense_pass(
-                        session_id, items, result, ladder, pressure=True
+                    progressed = await self._passes.condense(
+                        session_id,
+                        items,
+                        result,
+                        ladder,
+                        fan_in=self.condense_fan_in,
+                        pressure=True,
                     )
             if not progressed:
                 break
@@ -333,103 +335,3 @@ class CompactionEngine:
         if self._llm is not None and model == self.session_model:
             return self._llm
         return resolve_client(model, None)
-
-    # -- passes -----------------------------------------------------------------
-    async def _leaf_pass(
-        self,
-        session_id: str,
-        items: list[ContextItem],
-        excess: int,
-        rounds_left: int,
-        budget: ContextBudget,
-        result: CompactionResult,
-        ladder: Sequence[Summariser],
-        manual: bool = False,
-    ) -> bool:
-        cfg = self.config.compaction
-        window = ladder[0].input_window if ladder else _LAST_RESORT.input_window
-        if manual:
-            # An explicit request under the threshold: everything before the fresh tail.
-            span = leaf_span(items, int(window * INPUT_WINDOW_SHARE), cfg.fresh_tail_count)
-        else:
-            span = plan_leaf_span(
-                items,
-                excess=excess,
-                rounds_left=rounds_left,
-                input_window=window,
-                fresh_tail_count=cfg.fresh_tail_count,
-                leaf_target_tokens=cfg.leaf_target_tokens,
-            )
-        if not span:
-            return False
-        messages = await self.store.get_messages_by_ids([i.item_id for i in span])
-        if not messages:
-            return False
-        candidate = await self._summarise(messages, budget, ladder)
-        covered = messages[: candidate.messages_covered]
-        covered_ids = {m.id for m in covered}
-        summary_id, marker_id = await self._writer.commit_leaf(
-            session_id,
-            candidate,
-            covered,
-            replaced=[(i.position, i.item_id) for i in span if i.item_id in covered_ids],
-        )
-        result.summary_message_id = marker_id
-        result.level_used = max(result.level_used, candidate.compaction_level)
-        result.compacted_message_count += len(covered)
-        result.summary_id = summary_id
-        result.summary_token_count = candidate.token_count
-        return True
-
-    async def _summarise(
-        self,
-        messages: list[MessageWithParts],
-        budget: ContextBudget,
-        ladder: Sequence[Summariser],
-    ) -> SummaryCandidate:
-        cfg = self.config.compaction
-        target = SummaryTarget(
-            cfg.leaf_target_tokens, cfg.file_ids_footer_cap, self.estimator, budget.usable
-        )
-        candidate = await climb(
-            ladder, lambda rung: rung.summarise(messages, target), self._breaker
-        )
-        if candidate is None or not 0 < candidate.messages_covered <= len(messages):
-            return _LAST_RESORT.summarise_now(messages, target)
-        return candidate
-
-    async def _condense_pass(
-        self,
-        session_id: str,
-        items: list[ContextItem],
-        result: CompactionResult,
-        ladder: Sequence[Summariser],
-        *,
-        pressure: bool = False,
-    ) -> bool:
-        cfg = self.config.compaction
-        summary_ids = [i.item_id for i in items if i.item_type == "summary"]
-        if len(summary_ids) < 2:
-            return False
-        depths = {s.id: s.depth for s in await self.store.get_summaries(summary_ids)}
-        run = plan_condense(items, depths, fan_in=self.condense_fan_in, pressure=pressure)
-        if not run:
-            return False
-        children = await self.store.get_summaries([i.item_id for i in run])
-        if len(children) != len(run):
-            return False
-        target = SummaryTarget(cfg.condensed_target_tokens, cfg.file_ids_footer_cap, self.estimator)
-        candidate = await climb(ladder, lambda rung: rung.condense(children, target), self._breaker)
-        if candidate is None:
-            candidate = _LAST_RESORT.condense_now(children, target)
-        if candidate.token_count >= sum(c.token_count for c in children):
-            return False
-        summary_id, marker_id = await self._writer.commit_condensed(
-            session_id, candidate, children, replaced=[(i.position, i.item_id) for i in run]
-        )
-        result.summary_message_id = marker_id
-        result.level_used = max(result.level_used, candidate.compaction_level)
-        result.condensed_count += 1
-        result.summary_id = summary_id
-        result.summary_token_count = candidate.token_count
-        return True

@@ -22,6 +22,7 @@ and a tombstone changes the estimate, which invalidates the entry.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -34,7 +35,7 @@ from mnesis.models.budget import ContextBudget
 from mnesis.models.message import MessageWithParts
 from mnesis.models.model_info import ModelInfo
 from mnesis.models.parts import ToolPart
-from mnesis.models.render import render_message_text, render_summary
+from mnesis.models.render import render_message_text, render_summary_record
 from mnesis.store.base import ContextItem
 from mnesis.store.dag import SummaryDAGStore
 from mnesis.store.immutable import ImmutableStore
@@ -234,32 +235,11 @@ class ContextBuilder:
             entries=entries,
         )
 
-    async def _newest_unit(self, session_id: str) -> list[ContextItem]:
-        unit: list[ContextItem] = []
+    async def _message_pages(
+        self, session_id: str, page_size: int, *, grow: bool
+    ) -> AsyncIterator[list[ContextItem]]:
+        """The session's message items, newest first, a page at a time (doubling if ``grow``)."""
         before: int | None = None
-        while True:
-            page = await self.store.get_context_items(
-                session_id,
-                item_type="message",
-                newest_first=True,
-                before_position=before,
-                limit=16,
-            )
-            if not page:
-                return unit
-            for item in page:
-                unit.append(item)
-                if item.role != "tool":
-                    return unit
-            before = page[-1].position
-
-    async def _select_messages(self, session_id: str, budget: int) -> list[ContextItem] | None:
-        """Newest-first fill; None when not even the newest unit fits."""
-        chosen: list[ContextItem] = []
-        unit: list[ContextItem] = []
-        used = 0
-        before: int | None = None
-        page_size = _FIRST_PAGE
         while True:
             page = await self.store.get_context_items(
                 session_id,
@@ -268,6 +248,28 @@ class ContextBuilder:
                 before_position=before,
                 limit=page_size,
             )
+            yield page
+            if len(page) < page_size:
+                return
+            before = page[-1].position
+            if grow:
+                page_size *= 2
+
+    async def _newest_unit(self, session_id: str) -> list[ContextItem]:
+        unit: list[ContextItem] = []
+        async for page in self._message_pages(session_id, 16, grow=False):
+            for item in page:
+                unit.append(item)
+                if item.role != "tool":
+                    return unit
+        return unit
+
+    async def _select_messages(self, session_id: str, budget: int) -> list[ContextItem] | None:
+        """Newest-first fill; None when not even the newest unit fits."""
+        chosen: list[ContextItem] = []
+        unit: list[ContextItem] = []
+        used = 0
+        async for page in self._message_pages(session_id, _FIRST_PAGE, grow=True):
             for item in page:
                 unit.append(item)
                 if item.role == "tool":
@@ -278,10 +280,7 @@ class ContextBuilder:
                 chosen.extend(unit)
                 used += cost
                 unit = []
-            if len(page) < page_size:
-                return chosen if chosen or not unit else None
-            before = page[-1].position
-            page_size *= 2
+        return chosen if chosen or not unit else None
 
     async def _render_messages(self, items: list[ContextItem]) -> dict[str, _Rendered]:
         out: dict[str, _Rendered] = {}
@@ -317,18 +316,7 @@ class ContextBuilder:
 
     async def _render_summaries(self, summary_ids: list[str]) -> dict[str, str]:
         records = await self.store.get_summaries(summary_ids)
-        return {
-            s.id: render_summary(
-                s.id,
-                s.kind,
-                s.depth,
-                s.source_message_count,
-                s.span_start_message_id,
-                s.span_end_message_id,
-                s.content,
-            )
-            for s in records
-        }
+        return {s.id: render_summary_record(s) for s in records}
 
     def invalidate(self) -> None:
         """Forget cached renderings (after tombstoning outside this builder's view)."""

@@ -18,21 +18,21 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from mnesis.errors import InvalidArgumentError
-from mnesis.integrity.checker import IntegrityChecker, IntegrityReport, ViolationKind, descendants
-from mnesis.models.render import render_summary
+from mnesis.integrity.checker import (
+    REPAIRABLE,
+    IntegrityChecker,
+    IntegrityReport,
+    ViolationKind,
+    descendants,
+)
+from mnesis.models.render import render_summary_record
 from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
 
 __all__ = ["RepairAction", "RepairOutcome", "RepairPlan", "apply_repairs", "plan_repairs"]
 
-_CONTEXT_KINDS = {
-    ViolationKind.DANGLING_CONTEXT_ITEM,
-    ViolationKind.CONTEXT_OUT_OF_ORDER,
-    ViolationKind.DUPLICATE_CONTEXT_ITEM,
-    ViolationKind.DOUBLE_COUNTED,
-    ViolationKind.LOST_FROM_VIEW,
-    ViolationKind.SEPARATED_TOOL_RESULT,
-}
+# Repaired by rebuilding the session's context view; the other two have their own actions.
+_CONTEXT_KINDS = REPAIRABLE - {ViolationKind.SUMMARY_WITHOUT_SOURCE, ViolationKind.TOKEN_MISMATCH}
 
 
 class RepairAction(BaseModel):
@@ -199,15 +199,7 @@ async def _rebuild_context(
             elif owning not in emitted and owning in records:
                 emitted.add(owning)
                 s = records[owning]
-                text = render_summary(
-                    s.id,
-                    s.kind,
-                    s.depth,
-                    s.source_message_count,
-                    s.span_start_message_id,
-                    s.span_end_message_id,
-                    s.content,
-                )
+                text = render_summary_record(s)
                 tokens = estimator.estimate(text) + MESSAGE_OVERHEAD_TOKENS
                 items.append(("summary", owning, tokens))
         # A tool result must follow a raw message: show the summary before it raw.

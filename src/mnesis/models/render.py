@@ -18,8 +18,15 @@ from mnesis.models.parts import (
     TextPart,
     ToolPart,
 )
+from mnesis.models.summary import SummaryRecord
 
-__all__ = ["render_message_text", "render_part", "render_tool", "tombstone"]
+__all__ = [
+    "render_message_text",
+    "render_part",
+    "render_summary_record",
+    "render_tool",
+    "tombstone",
+]
 
 
 def tombstone(tool_name: str, compacted_at: int) -> str:
@@ -114,4 +121,17 @@ def render_summary(
     """A summary as it appears in the context: annotation header, then its text."""
     return (
         summary_header(summary_id, kind, depth, source_count, span_start, span_end) + "\n" + content
+    )
+
+
+def render_summary_record(summary: SummaryRecord) -> str:
+    """:func:`render_summary` of a stored summary."""
+    return render_summary(
+        summary.id,
+        summary.kind,
+        summary.depth,
+        summary.source_message_count,
+        summary.span_start_message_id,
+        summary.span_end_message_id,
+        summary.content,
     )

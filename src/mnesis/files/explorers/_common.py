@@ -14,6 +14,8 @@ from types import TracebackType
 
 __all__ = [
     "CHUNK_BYTES",
+    "MAX_IMPORTS",
+    "MAX_MEMBERS",
     "MAX_SUMMARY_CHARS",
     "PARSE_LIMIT_BYTES",
     "ExplorationError",
@@ -23,6 +25,7 @@ __all__ = [
     "count_lines",
     "fmt_bytes",
     "fmt_int",
+    "join_names",
     "plural",
     "read_text",
 ]
@@ -180,3 +183,16 @@ def fmt_bytes(size: int) -> str:
             return f"{amount:.1f} {unit}"
         amount /= 1024
     return f"{amount:.1f} GB"
+
+
+MAX_IMPORTS = 40
+"""Imports a code outline lists before it says how many more there are."""
+
+MAX_MEMBERS = 40
+"""Members of one class (or exported names) a code outline lists."""
+
+
+def join_names(names: list[str], limit: int) -> str:
+    """The first ``limit`` names, comma-separated, then how many more there are."""
+    shown = ", ".join(names[:limit])
+    return shown + (f", … {fmt_int(len(names) - limit)} more" if len(names) > limit else "")

@@ -1,0 +1,138 @@
+"""The two kinds of compaction round: a leaf pass (messages → a summary) and a condense
+pass (adjacent summaries → one deeper summary), each climbing the summariser ladder.
+
+:class:`~mnesis.compaction.engine.CompactionEngine` decides which pass a round runs; a
+pass plans its span (``planner``), summarises it (``ladder``) and commits it
+(``commit``). Level 3 never calls a model, so a pass always has a candidate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from mnesis.compaction.breaker import CircuitBreaker
+from mnesis.compaction.candidates import INPUT_WINDOW_SHARE, SummaryCandidate, SummaryTarget
+from mnesis.compaction.commit import SummaryWriter
+from mnesis.compaction.ladder import climb
+from mnesis.compaction.planner import leaf_span, plan_condense, plan_leaf_span
+from mnesis.compaction.summariser import ExtractiveSummariser, Summariser
+from mnesis.config import MnesisConfig
+from mnesis.context.builder import ContextBudget
+from mnesis.models.message import CompactionResult, MessageWithParts
+from mnesis.store.base import ContextItem
+from mnesis.store.immutable import ImmutableStore
+from mnesis.tokens.estimator import TokenEstimator
+
+__all__ = ["CompactionPasses"]
+
+_LAST_RESORT = ExtractiveSummariser(level=3)
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPasses:
+    """Runs one leaf or condense pass of a session and records it in the run's result."""
+
+    store: ImmutableStore
+    estimator: TokenEstimator
+    config: MnesisConfig
+    writer: SummaryWriter
+    breaker: CircuitBreaker
+
+    async def leaf(
+        self,
+        session_id: str,
+        items: list[ContextItem],
+        excess: int,
+        rounds_left: int,
+        budget: ContextBudget,
+        result: CompactionResult,
+        ladder: Sequence[Summariser],
+        manual: bool = False,
+    ) -> bool:
+        cfg = self.config.compaction
+        window = ladder[0].input_window if ladder else _LAST_RESORT.input_window
+        if manual:
+            # An explicit request under the threshold: everything before the fresh tail.
+            span = leaf_span(items, int(window * INPUT_WINDOW_SHARE), cfg.fresh_tail_count)
+        else:
+            span = plan_leaf_span(
+                items,
+                excess=excess,
+                rounds_left=rounds_left,
+                input_window=window,
+                fresh_tail_count=cfg.fresh_tail_count,
+                leaf_target_tokens=cfg.leaf_target_tokens,
+            )
+        if not span:
+            return False
+        messages = await self.store.get_messages_by_ids([i.item_id for i in span])
+        if not messages:
+            return False
+        candidate = await self._summarise(messages, budget, ladder)
+        covered = messages[: candidate.messages_covered]
+        covered_ids = {m.id for m in covered}
+        summary_id, marker_id = await self.writer.commit_leaf(
+            session_id,
+            candidate,
+            covered,
+            replaced=[(i.position, i.item_id) for i in span if i.item_id in covered_ids],
+        )
+        result.summary_message_id = marker_id
+        result.level_used = max(result.level_used, candidate.compaction_level)
+        result.compacted_message_count += len(covered)
+        result.summary_id = summary_id
+        result.summary_token_count = candidate.token_count
+        return True
+
+    async def _summarise(
+        self,
+        messages: list[MessageWithParts],
+        budget: ContextBudget,
+        ladder: Sequence[Summariser],
+    ) -> SummaryCandidate:
+        cfg = self.config.compaction
+        target = SummaryTarget(
+            cfg.leaf_target_tokens, cfg.file_ids_footer_cap, self.estimator, budget.usable
+        )
+        candidate = await climb(ladder, lambda rung: rung.summarise(messages, target), self.breaker)
+        if candidate is None or not 0 < candidate.messages_covered <= len(messages):
+            return _LAST_RESORT.summarise_now(messages, target)
+        return candidate
+
+    async def condense(
+        self,
+        session_id: str,
+        items: list[ContextItem],
+        result: CompactionResult,
+        ladder: Sequence[Summariser],
+        *,
+        fan_in: int,
+        pressure: bool = False,
+    ) -> bool:
+        cfg = self.config.compaction
+        summary_ids = [i.item_id for i in items if i.item_type == "summary"]
+        if len(summary_ids) < 2:
+            return False
+        depths = {s.id: s.depth for s in await self.store.get_summaries(summary_ids)}
+        run = plan_condense(items, depths, fan_in=fan_in, pressure=pressure)
+        if not run:
+            return False
+        children = await self.store.get_summaries([i.item_id for i in run])
+        if len(children) != len(run):
+            return False
+        target = SummaryTarget(cfg.condensed_target_tokens, cfg.file_ids_footer_cap, self.estimator)
+        candidate = await climb(ladder, lambda rung: rung.condense(children, target), self.breaker)
+        if candidate is None:
+            candidate = _LAST_RESORT.condense_now(children, target)
+        if candidate.token_count >= sum(c.token_count for c in children):
+            return False
+        summary_id, marker_id = await self.writer.commit_condensed(
+            session_id, candidate, children, replaced=[(i.position, i.item_id) for i in run]
+        )
+        result.summary_message_id = marker_id
+        result.level_used = max(result.level_used, candidate.compaction_level)
+        result.condensed_count += 1
+        result.summary_id = summary_id
+        result.summary_token_count = candidate.token_count
+        return True

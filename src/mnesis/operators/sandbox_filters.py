@@ -160,7 +160,8 @@ def _sum(
     start = _arg(args, kwargs, 1, "start", 0)
     if isinstance(start, bool) or not isinstance(start, int | float):
         raise TemplateLimitError(
-            f"|sum(start=...) must be a number in a map template, got {type(start).__name__}"
+            "|sum(start=...) is limited to numbers in a map template (adding lists "
+            f"is quadratic), got {type(start).__name__}"
         )
     return value, args, kwargs
 

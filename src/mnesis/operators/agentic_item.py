@@ -5,7 +5,11 @@ Invariants:
 
 * The item's row in ``map_items`` is claimed before every attempt and completed,
   failed or (on cancellation) released after it, so a resume knows exactly what
-  is left.
+  is left. The prompt is rendered (in a thread, bounded) before the first claim; an
+  input it cannot render fails alone, typed, and its row goes to ``failed``.
+* Every failure of an attempt (model, tool loop, arithmetic, …) is caught, stored
+  as ``"<error class>: <message>"`` and retried; only a failure of the store
+  itself escapes, leaving the row ``running`` so a resume runs it again.
 * A fresh item (or one retried explicitly) gets the whole attempt budget; one that
   an earlier process left unfinished gets what remains, but at least one
   attempt, so resuming always makes progress.
@@ -21,17 +25,17 @@ import contextlib
 import inspect
 import json
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from mnesis.config import MnesisConfig
-from mnesis.errors import MnesisError
 from mnesis.llm import LLMClient
 from mnesis.models.parts import ToolPart
 from mnesis.models.tokens import TokenUsage
 from mnesis.operators.agentic_plan import AgentPlan
+from mnesis.operators.errors import TemplateRenderError
 from mnesis.operators.results import AgentMapResult
-from mnesis.operators.template import TemplateError
 from mnesis.retrieval.engine import RetrievalEngine
 from mnesis.retrieval.tools import LCM_TOOL_NAMES
 from mnesis.session import MnesisSession
@@ -44,6 +48,7 @@ logger = logging.getLogger("mnesis.operators")
 
 _CONTINUE = "The tool results are above. Continue, and give your final answer when done."
 _RETRIEVAL_TOOLS = tuple(sorted(LCM_TOOL_NAMES - {"lcm_expand_query"}))
+_STORED_TYPE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*): ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,16 +76,26 @@ class ItemWorker:
         item = plan.inputs[row.idx]
         base = {"run_id": plan.run_id, "index": row.idx, "input": item}
         try:
-            prompt = plan.template.render(item, row.idx)
-        except TemplateError as exc:
-            error = f"the template could not render this input: {type(exc).__name__}: {exc}"
+            prompt = await plan.template.render_async(item, row.idx)
+        except TemplateRenderError as exc:
+            # Nothing was claimed: the row goes from pending straight to failed.
+            error = _describe(exc)
             await runs.fail(plan.run_id, row.idx, error)
-            return AgentMapResult(**base, success=False, error=error, attempts=row.attempts)
+            return AgentMapResult(
+                **base,
+                success=False,
+                error=error,
+                error_type=_name(exc),
+                attempts=row.attempts,
+                session_id=row.session_id,
+                finish_reason="error",
+            )
         if row.attempts == 0 or row.state == "failed":
             budget = plan.max_attempts
         else:
             budget = max(1, plan.max_attempts - row.attempts)
         error = row.error or ""
+        error_type = _stored_type(error)
         attempts = row.attempts
         session_id = row.session_id
         for _ in range(budget):
@@ -93,7 +108,7 @@ class ItemWorker:
                 try:
                     outcome = await self._attempt(row.idx, prompt, holder)
                 except Exception as exc:
-                    error = _describe(exc)
+                    error, error_type = _describe(exc), _name(exc)
                     session_id = holder[0] if holder else session_id
                     logger.debug(
                         "agentic_map %s item %d attempt %d failed: %s",
@@ -139,6 +154,7 @@ class ItemWorker:
             **base,
             success=False,
             error=error,
+            error_type=error_type,
             session_id=session_id,
             attempts=attempts,
             finish_reason="error",
@@ -232,18 +248,44 @@ def stored_result(plan: AgentPlan, row: ItemRow) -> AgentMapResult:
         "resumed": True,
     }
     if row.state != "completed":
-        return AgentMapResult(**base, success=False, error=row.error, finish_reason="error")
-    record = json.loads(row.output or "{}")
+        return AgentMapResult(
+            **base,
+            success=False,
+            error=row.error,
+            error_type=_stored_type(row.error),
+            finish_reason="error",
+        )
+    try:
+        record = json.loads(row.output or "{}")
+        usage = TokenUsage(**record.get("usage", {}))
+    except (ValueError, TypeError, AttributeError) as exc:
+        return AgentMapResult(
+            **base,
+            success=False,
+            error=f"StoreCorruptError: the stored output of this item cannot be read ({exc})",
+            error_type="StoreCorruptError",
+            finish_reason="error",
+        )
     return AgentMapResult(
         **base,
         success=True,
         output_text=record.get("text", ""),
         turns=record.get("turns", 0),
         finish_reason=record.get("finish_reason", "stop"),
-        token_usage=TokenUsage(**record.get("usage", {})),
+        token_usage=usage,
     )
 
 
+def _name(exc: BaseException) -> str:
+    return type(exc).__name__
+
+
 def _describe(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    return text if isinstance(exc, MnesisError) else f"{type(exc).__name__}: {text}"
+    """``"<error class>: <message>"``, the form stored in ``map_items.error``."""
+    return f"{_name(exc)}: {str(exc) or 'no details'}"
+
+
+def _stored_type(error: str | None) -> str | None:
+    """The error class named at the start of a stored error, if any."""
+    match = _STORED_TYPE.match(error or "")
+    return match.group(1) if match else None

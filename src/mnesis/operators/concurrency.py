@@ -43,7 +43,9 @@ _DONE = object()
 
 
 def _unwrap(exc: BaseException) -> BaseException:
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+    """The first error of a task group's group (several workers may crash at once),
+    so the consumer sees a typed error rather than an ``ExceptionGroup``."""
+    while isinstance(exc, BaseExceptionGroup):
         exc = exc.exceptions[0]
     return exc
 

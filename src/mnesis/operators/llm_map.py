@@ -12,7 +12,11 @@ Invariants:
   its ``index`` and ``input``. A model error or an output that fails validation is
   retried (the validation error is shown to the model as a follow-up message) up
   to ``max_retries`` times; after that the result is marked failed with the last
-  error. Failures never raise out of :meth:`LLMMap.run`.
+  error and its class name (``error_type``). Failures never raise out of
+  :meth:`LLMMap.run`: a template that cannot render an input (a division by zero,
+  a bound of the sandbox) fails that input alone, and so does any unexpected error.
+* Templates render in a thread, within the bounds of
+  :class:`~mnesis.operators.bounds.RenderLimits`, so the event loop never waits on one.
 """
 
 from __future__ import annotations
@@ -35,12 +39,13 @@ from mnesis.models.ids import new_id
 from mnesis.models.tokens import TokenUsage
 from mnesis.operators.checks import check_event_bus, int_at_least, operator_config
 from mnesis.operators.concurrency import enumerate_inputs
+from mnesis.operators.errors import TemplateRenderError
 from mnesis.operators.jsonl import Unreadable, map_file
 from mnesis.operators.options import MapOptions
 from mnesis.operators.output import InvalidOutput, OutputSpec
 from mnesis.operators.results import MapBatch, MapFileSummary, MapResult
 from mnesis.operators.runner import MapRun, ms_since
-from mnesis.operators.template import ItemTemplate, TemplateError
+from mnesis.operators.template import ItemTemplate
 
 __all__ = ["DEFAULT_TIMEOUT_SECONDS", "LLMMap"]
 
@@ -282,23 +287,43 @@ class LLMMap:
         run.finish(run.completed + run.failed)
 
     async def _process(self, plan: _Plan, run: MapRun, index: int, item: Any) -> MapResult:
-        """The attempt loop of one item: a model error is retried with the same
-        prompt after a backoff, an invalid output with the validation error as feedback."""
+        """One item, whatever happens to it: every failure becomes a failed result."""
         if isinstance(item, Unreadable):
-            return MapResult(index=index, input=item.raw, success=False, error=item.error)
+            return MapResult(
+                index=index,
+                input=item.raw,
+                success=False,
+                error=item.error,
+                error_type="InvalidArgumentError",
+            )
         try:
-            prompt = plan.template.render(item, index)
-        except TemplateError as exc:
+            prompt = await plan.template.render_async(item, index)
+        except TemplateRenderError as exc:
+            return MapResult(
+                index=index, input=item, success=False, error=str(exc), error_type=_name(exc)
+            )
+        try:
+            return await self._attempts(plan, run, index, item, prompt)
+        except Exception as exc:  # a per-item failure must never abort the batch
+            logger.warning("llm_map item %d failed unexpectedly", index, exc_info=True)
             return MapResult(
                 index=index,
                 input=item,
                 success=False,
-                error=f"the template could not render this input: {type(exc).__name__}: {exc}",
+                error=f"{type(exc).__name__}: {exc}",
+                error_type=_name(exc),
             )
+
+    async def _attempts(
+        self, plan: _Plan, run: MapRun, index: int, item: Any, prompt: str
+    ) -> MapResult:
+        """The attempt loop of one item: a model error is retried with the same
+        prompt after a backoff, an invalid output with the validation error as feedback."""
         base = [*plan.prefix, {"role": "user", "content": prompt}]
         messages = base
         usage = TokenUsage()
         error = ""
+        error_type = ""
         attempts = plan.max_retries + 1
         for attempt in range(1, attempts + 1):
             if attempt > 1:
@@ -307,7 +332,7 @@ class LLMMap:
             try:
                 response = await complete(plan.client, request, timeout=plan.timeout)
             except LLMError as exc:
-                error = str(exc)
+                error, error_type = str(exc), _name(exc)
                 logger.debug("llm_map item %d attempt %d failed: %s", index, attempt, error)
                 if attempt < attempts and self._backoff:
                     delay = self._backoff * 2 ** (attempt - 1)
@@ -317,7 +342,7 @@ class LLMMap:
             try:
                 output = plan.output.parse(response.text)
             except InvalidOutput as exc:
-                error = f"invalid output: {exc}"
+                error, error_type = f"invalid output: {exc}", _name(exc)
                 logger.debug("llm_map item %d attempt %d: %s", index, attempt, error)
                 # Only the latest exchange is replayed, so retries do not grow the prompt.
                 messages = [
@@ -339,9 +364,14 @@ class LLMMap:
             input=item,
             success=False,
             error=error,
+            error_type=error_type,
             attempts=attempts,
             token_usage=usage,
         )
+
+
+def _name(exc: BaseException) -> str:
+    return type(exc).__name__
 
 
 def _check_inputs(inputs: object) -> None:

@@ -20,7 +20,7 @@ from jsonschema.exceptions import SchemaError
 from jsonschema.protocols import Validator
 from pydantic import BaseModel, ValidationError
 
-from mnesis.errors import InvalidArgumentError
+from mnesis.errors import InvalidArgumentError, LLMResponseError
 
 __all__ = ["InvalidOutput", "OutputSpec"]
 
@@ -28,7 +28,7 @@ _FENCE = re.compile(r"```[ \t]*(?:json)?[ \t]*\r?\n(.*?)```", re.DOTALL | re.IGN
 _SHOWN_PROBLEMS = 5
 
 
-class InvalidOutput(ValueError):
+class InvalidOutput(LLMResponseError, ValueError):
     """A reply that does not satisfy the output schema (handled by the retry loop)."""
 
 

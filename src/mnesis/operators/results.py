@@ -29,6 +29,9 @@ class MapResult(BaseModel):
     ``output_schema``, the parsed JSON for a JSON-schema dict, else the reply text."""
     error: str | None = None
     """Why the item failed (the last error), ``None`` on success."""
+    error_type: str | None = None
+    """The class name of that error (``TemplateRenderError``, ``TemplateLimitError``,
+    ``LLMError``, ``LLMTimeoutError``, ``InvalidOutput``, …), ``None`` on success."""
     attempts: int = 0
     """Model calls made for this item (retries included)."""
     token_usage: TokenUsage = Field(default_factory=TokenUsage)
@@ -85,6 +88,9 @@ class AgentMapResult(BaseModel):
     session_id: str | None = None
     """The sub-session of the attempt that produced this result."""
     error: str | None = None
+    """Why the item failed, as ``"<error class>: <message>"``; ``None`` on success."""
+    error_type: str | None = None
+    """The class name of that error (``TemplateRenderError``, ``LLMError``, …)."""
     attempts: int = 0
     """Sub-sessions started for this item, including ones a crashed process left."""
     turns: int = 0

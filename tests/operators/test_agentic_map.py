@@ -482,7 +482,12 @@ class TestResumingARun:
             )
             expected_attempts = 2 if idx in interrupted else 1
             assert attempts == expected_attempts, (idx, attempts)
-            assert len(sessions) == expected_attempts, (idx, sessions)
+            if idx in interrupted:
+                # The kill may land between the claim and the killed attempt's first
+                # message: that attempt is counted but left no prompt behind.
+                assert 1 <= len(sessions) <= expected_attempts, (idx, sessions)
+            else:
+                assert len(sessions) == expected_attempts, (idx, sessions)
             # Exactly one sub-session answered: the item completed once.
             assert answered == [(session_id,)], (idx, answered)
         assert file_is_whole(db_path)

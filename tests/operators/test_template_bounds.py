@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-import sqlite3
 from typing import Any
 
 import pytest
@@ -20,6 +19,7 @@ from mnesis.llm import Fail, FakeLLM
 from mnesis.models.ids import new_id
 from mnesis.operators import AgenticMap, LLMMap, TemplateLimitError, TemplateRenderError
 from mnesis.operators.template import ItemTemplate
+from tests.backends import fetch
 
 HOSTILE = {
     "huge range": "{{ item }} {{ range(10**9)|list|length }}",
@@ -152,11 +152,7 @@ class TestLLMMapFailsOnlyTheItem:
 
 
 def query(db_path: str, sql: str, *args: object) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(db_path)
-    try:
-        return conn.execute(sql, args).fetchall()
-    finally:
-        conn.close()
+    return fetch(db_path, sql, *args)
 
 
 def make_agentic(db_path: str, pool: StorePool, llm: FakeLLM, concurrency: int = 4) -> AgenticMap:

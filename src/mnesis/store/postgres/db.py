@@ -13,7 +13,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -218,17 +218,21 @@ class PostgresDatabase:
             async with pool.connection() as conn:
                 return await fn(conn)
 
-        return await self._guard(_run())
+        return await _uncancellable(self._guard(_run()))
 
     async def write(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
-        """Run ``fn(conn)`` inside one transaction (committed, or rolled back on error)."""
+        """Run ``fn(conn)`` inside one transaction (committed, or rolled back on error).
+
+        A cancelled caller does not interrupt the transaction: it runs to its commit or
+        rollback on its own (as a write on SQLite's worker thread does), so no
+        connection is left inside a half-done transaction holding row locks."""
         pool = self._pool_or_raise()
 
         async def _run() -> T:
             async with pool.connection() as conn, conn.transaction():
                 return await fn(conn)
 
-        return await self._guard(_run())
+        return await _uncancellable(self._guard(_run()))
 
     async def snapshot(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
         """Run ``fn(conn)`` in one read-only ``REPEATABLE READ`` transaction: every query
@@ -240,7 +244,7 @@ class PostgresDatabase:
                 await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 return await fn(conn)
 
-        return await self._guard(_run())
+        return await _uncancellable(self._guard(_run()))
 
     async def close(self) -> None:
         """Close every connection (idempotent)."""
@@ -251,3 +255,18 @@ class PostgresDatabase:
             pool, self._pool = self._pool, None
         if pool is not None:
             await pool.close()
+
+
+async def _uncancellable(work: Coroutine[Any, Any, T]) -> T:
+    """Await ``work`` in a task of its own that the caller's cancellation cannot cut short
+    (the caller still sees ``CancelledError`` at once)."""
+    task = asyncio.ensure_future(work)
+    task.add_done_callback(_consume_outcome)
+    return await asyncio.shield(task)
+
+
+def _consume_outcome(task: asyncio.Future[Any]) -> None:
+    # A caller that was cancelled never reads the outcome; reading it here keeps asyncio
+    # from reporting "exception was never retrieved".
+    if not task.cancelled():
+        task.exception()

@@ -102,7 +102,9 @@ class TestManySubSessionsShareOneFile:
         assert file_is_whole(db_path)
 
     async def test_the_default_concurrency_is_four(self, db_path: str, pool: StorePool) -> None:
-        llm = FakeLLM(delay_seconds=0.002)
+        # Each model call lasts far longer than starting a sub-session on either backend,
+        # so the calls of parallel items overlap.
+        llm = FakeLLM(delay_seconds=0.25)
         batch = await make_map(db_path, pool, llm).run_all(list(range(12)), "{{ item }}")
         assert batch.completed == 12
         assert 1 < llm.max_in_flight <= 4

@@ -70,7 +70,7 @@ class TestManySubSessionsShareOneFile:
     async def test_fifty_parallel_items_complete_without_lock_errors(
         self, db_path: str, pool: StorePool, parent: MnesisSession
     ) -> None:
-        llm = FakeLLM(delay_seconds=0.001)
+        llm = FakeLLM(delay_seconds=0.1)  # long enough for parallel items to overlap
         operator = make_map(db_path, pool, llm, agentic_map_concurrency=50)
         items = [f"[item {i:02d}]" for i in range(50)]
         batch = await operator.run_all(items, "Check {{ item }}", parent_session_id=parent.id)

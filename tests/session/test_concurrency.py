@@ -94,7 +94,7 @@ class TestManySessionsOnOneFile:
             await session.close()
 
     async def test_turns_of_different_sessions_overlap(self, db_path: str, pool: StorePool) -> None:
-        llm = FakeLLM(chunk_chars=4, delay_seconds=0.001)
+        llm = FakeLLM(chunk_chars=4, delay_seconds=0.02)  # turns long enough to overlap
         sessions = [
             await MnesisSession.create(model="fake/many", db_path=db_path, pool=pool, llm=llm)
             for _ in range(4)

@@ -10,7 +10,6 @@ from typing import Any, Literal
 from mnesis.errors import CompactionLockedError
 from mnesis.store.base import AppendedMessage, CompactionCommit, ContextItem, SummaryRecord
 from mnesis.store.postgres.db import Conn
-from mnesis.store.postgres.messages import encode_parts
 from mnesis.store.postgres.rows import (
     DOWN_CTE,
     SUMMARY_COLS,
@@ -26,6 +25,7 @@ from mnesis.store.postgres.rows import (
     summary_record,
 )
 from mnesis.store.search_text import index_text
+from mnesis.store.shared.rows import encode_parts
 
 __all__ = ["SummariesMixin"]
 

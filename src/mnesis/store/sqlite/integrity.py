@@ -7,9 +7,10 @@ import sqlite3
 from collections.abc import Sequence
 
 from mnesis.errors import MnesisStoreError
+from mnesis.models.clock import now_ms
 from mnesis.store.base import IntegritySnapshot
 from mnesis.store.codec import dumps, loads_column
-from mnesis.store.sqlite.rows import SQLiteStoreBase, _now_ms
+from mnesis.store.sqlite.rows import SQLiteStoreBase
 
 __all__ = ["IntegrityMixin"]
 
@@ -109,7 +110,7 @@ class IntegrityMixin(SQLiteStoreBase):
     async def replace_context_items(
         self, session_id: str, items: Sequence[tuple[str, str, int]]
     ) -> None:
-        now = _now_ms()
+        now = now_ms()
 
         def _replace(conn: sqlite3.Connection) -> None:
             conn.execute("DELETE FROM context_items WHERE session_id = ?", (session_id,))

@@ -7,9 +7,9 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from mnesis.models.clock import now_ms
 from mnesis.store.map_runs import ItemRow, MapRunStore, check_same_run
 from mnesis.store.sqlite.database import SQLiteDatabase
-from mnesis.store.sqlite.rows import _now_ms
 
 __all__ = ["SQLiteMapRunStore"]
 
@@ -40,7 +40,7 @@ class SQLiteMapRunStore(MapRunStore):
             found = conn.execute(
                 "SELECT kind, config FROM map_runs WHERE id = ?", (run_id,)
             ).fetchone()
-            now = _now_ms()
+            now = now_ms()
             if found is None:
                 conn.execute(
                     "INSERT INTO map_runs (id, kind, created_at, config) VALUES (?, ?, ?, ?)",
@@ -89,7 +89,7 @@ class SQLiteMapRunStore(MapRunStore):
                 "UPDATE map_items SET state = 'running', attempts = attempts + 1, "
                 "session_id = NULL, updated_at = ? "
                 "WHERE run_id = ? AND idx = ? AND state IN ('pending', 'running')",
-                (_now_ms(), run_id, idx),
+                (now_ms(), run_id, idx),
             )
             if cursor.rowcount == 0:
                 return None
@@ -104,14 +104,14 @@ class SQLiteMapRunStore(MapRunStore):
         await self._update(
             "UPDATE map_items SET session_id = ?, updated_at = ? "
             "WHERE run_id = ? AND idx = ? AND state = 'running'",
-            (session_id, _now_ms(), run_id, idx),
+            (session_id, now_ms(), run_id, idx),
         )
 
     async def note_error(self, run_id: str, idx: int, error: str) -> None:
         await self._update(
             "UPDATE map_items SET error = ?, updated_at = ? "
             "WHERE run_id = ? AND idx = ? AND state = 'running'",
-            (error, _now_ms(), run_id, idx),
+            (error, now_ms(), run_id, idx),
         )
 
     async def complete(self, run_id: str, idx: int, output: str, session_id: str) -> None:
@@ -119,21 +119,21 @@ class SQLiteMapRunStore(MapRunStore):
             "UPDATE map_items SET state = 'completed', output = ?, error = NULL, "
             "session_id = ?, updated_at = ? "
             "WHERE run_id = ? AND idx = ? AND state = 'running'",
-            (output, session_id, _now_ms(), run_id, idx),
+            (output, session_id, now_ms(), run_id, idx),
         )
 
     async def fail(self, run_id: str, idx: int, error: str) -> None:
         await self._update(
             "UPDATE map_items SET state = 'failed', error = ?, updated_at = ? "
             "WHERE run_id = ? AND idx = ? AND state IN ('pending', 'running')",
-            (error, _now_ms(), run_id, idx),
+            (error, now_ms(), run_id, idx),
         )
 
     async def release(self, run_id: str, idx: int) -> None:
         await self._update(
             "UPDATE map_items SET state = 'pending', updated_at = ? "
             "WHERE run_id = ? AND idx = ? AND state = 'running'",
-            (_now_ms(), run_id, idx),
+            (now_ms(), run_id, idx),
         )
 
     async def items(self, run_id: str) -> list[ItemRow]:

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from mnesis.errors import SessionNotFoundError
+from mnesis.models.clock import now_ms
 from mnesis.store.base import ImportSource, PurgeReport
-from mnesis.store.sqlite.rows import _now_ms
 
 if TYPE_CHECKING:
     from mnesis.store.sqlite.database import SQLiteDatabase
@@ -132,7 +132,7 @@ class PurgeMixin:
         return await self.db.read(_get)
 
     async def put_import_source(self, source: ImportSource) -> None:
-        source.updated_at = _now_ms()
+        source.updated_at = now_ms()
 
         def _put(conn: sqlite3.Connection) -> None:
             conn.execute(

@@ -13,14 +13,16 @@ import sqlite3
 from typing import TYPE_CHECKING, Literal
 
 from mnesis.errors import SessionNotFoundError
+from mnesis.models.clock import now_ms
 from mnesis.store.base import FileReference, SessionRecord, StoreBackend
 from mnesis.store.codec import dumps
 from mnesis.store.map_runs import MapRunStore
+from mnesis.store.shared.rows import session_record
 from mnesis.store.sqlite.integrity import IntegrityMixin
 from mnesis.store.sqlite.map_runs import SQLiteMapRunStore
 from mnesis.store.sqlite.messages import MessagesMixin
 from mnesis.store.sqlite.purge import PurgeMixin
-from mnesis.store.sqlite.rows import _SESSION_COLS, _get_file, _now_ms, _session
+from mnesis.store.sqlite.rows import _SESSION_COLS, _get_file
 from mnesis.store.sqlite.search import SearchMixin
 from mnesis.store.sqlite.summaries import SummariesMixin
 
@@ -66,7 +68,7 @@ class SQLiteStore(
 
     # sessions -------------------------------------------------------------
     async def create_session(self, record: SessionRecord) -> None:
-        now = _now_ms()
+        now = now_ms()
         record.created_at = record.created_at or now
         record.updated_at = record.updated_at or now
 
@@ -103,7 +105,7 @@ class SQLiteStore(
             ).fetchone()
             if row is None:
                 raise SessionNotFoundError(session_id)
-            return _session(row)
+            return session_record(row)
 
         return await self.db.read(_get)
 
@@ -114,7 +116,7 @@ class SQLiteStore(
                 "LIMIT ? OFFSET ?",
                 (limit, offset),
             )
-            return [_session(r) for r in rows]
+            return [session_record(r) for r in rows]
 
         return await self.db.read(_list)
 
@@ -124,7 +126,7 @@ class SQLiteStore(
         def _set(conn: sqlite3.Connection) -> None:
             cur = conn.execute(
                 "UPDATE sessions SET status = ?, updated_at = ? WHERE id = ?",
-                (status, _now_ms(), session_id),
+                (status, now_ms(), session_id),
             )
             if cur.rowcount == 0:
                 raise SessionNotFoundError(session_id)
@@ -133,7 +135,7 @@ class SQLiteStore(
 
     # files ----------------------------------------------------------------
     async def store_file_reference(self, ref: FileReference) -> FileReference:
-        ref.created_at = ref.created_at or _now_ms()
+        ref.created_at = ref.created_at or now_ms()
 
         def _store(conn: sqlite3.Connection) -> FileReference:
             conn.execute(

@@ -8,19 +8,18 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from mnesis.errors import CompactionLockedError
-from mnesis.models.ids import new_id
+from mnesis.models.clock import now_ms
 from mnesis.store.base import AppendedMessage, CompactionCommit, ContextItem, SummaryRecord
-from mnesis.store.codec import dumps, encode_part
+from mnesis.store.codec import dumps
 from mnesis.store.search_text import index_text
+from mnesis.store.shared.rows import encode_parts, summary_record
+from mnesis.store.shared.sql import DOWN_CTE
 from mnesis.store.sqlite.rows import (
-    _DOWN_CTE,
     _SUMMARY_COLS,
     SQLiteStoreBase,
     _insert_message,
     _insert_parts,
     _next_value,
-    _now_ms,
-    _summary,
 )
 
 __all__ = ["SummariesMixin"]
@@ -78,15 +77,8 @@ class SummariesMixin(SQLiteStoreBase):
     async def commit_compaction(self, commit: CompactionCommit) -> AppendedMessage:
         s = commit.summary
         marker = commit.marker
-        marker_rows = []
-        tokens = list(marker.part_tokens or [])
-        for index, part in enumerate(marker.parts):
-            if part.id is None:
-                part.id = new_id("part")
-            marker_rows.append(
-                (part.id, tokens[index] if index < len(tokens) else 0, encode_part(part))
-            )
-        now = _now_ms()
+        marker_rows = encode_parts(marker.parts, marker.part_tokens)
+        now = now_ms()
 
         def _commit(conn: sqlite3.Connection) -> AppendedMessage:
             for position, item_id in commit.replaced:
@@ -158,7 +150,7 @@ class SummariesMixin(SQLiteStoreBase):
                 "(SELECT value FROM json_each(?))",
                 (ids,),
             )
-            by_id = {r[0]: _summary(r) for r in rows}
+            by_id = {r[0]: summary_record(r) for r in rows}
             return [by_id[i] for i in summary_ids if i in by_id]
 
         return await self.db.read(_get)
@@ -179,7 +171,7 @@ class SummariesMixin(SQLiteStoreBase):
         self, session_id: str, owner: str, ttl_seconds: float, *, steal_from: str | None = None
     ) -> bool:
         def _acquire(conn: sqlite3.Connection) -> bool:
-            now = _now_ms()
+            now = now_ms()
             cur = conn.execute(
                 "INSERT INTO compaction_locks (session_id, owner, expires_at) VALUES (?, ?, ?) "
                 "ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, "
@@ -228,7 +220,7 @@ class SummariesMixin(SQLiteStoreBase):
             return [
                 r[0]
                 for r in conn.execute(
-                    f"{_DOWN_CTE} SELECT m.id FROM messages m WHERE m.id IN "
+                    f"{DOWN_CTE} SELECT m.id FROM messages m WHERE m.id IN "
                     "(SELECT sm.message_id FROM summary_messages sm JOIN down "
                     "ON sm.summary_id = down.id) ORDER BY m.seq",
                     (summary_id,),

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Unpack
 
 from mnesis.config import StoreConfig
 from mnesis.errors import (
     AppendOnlyViolationError,
-    InvalidArgumentError,
     MessageNotFoundError,
     MnesisStoreError,
     PartNotFoundError,
@@ -37,7 +36,7 @@ from mnesis.errors import (
     SummaryNotFoundError,
 )
 from mnesis.models.message import Message, MessageWithParts
-from mnesis.models.parts import MessagePart, ToolState
+from mnesis.models.parts import MessagePart
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import (
     AppendedMessage,
@@ -66,17 +65,25 @@ from mnesis.store.checks import (
     check_number,
     check_optional_count,
     check_optional_id,
-    check_optional_timestamp,
     check_parts,
-    check_plain_text,
-    check_row,
     check_sequence,
-    check_summary,
 )
 from mnesis.store.factory import StoreLocation, new_backend, open_database, resolve_location
 from mnesis.store.jobs import CompactionQueue
 from mnesis.store.map_runs import MapRunStore
-from mnesis.store.search_query import SearchQuery
+from mnesis.store.record_checks import (
+    SCOPES,
+    check_commit,
+    check_context_query,
+    check_context_rows,
+    check_file_reference,
+    check_import_source,
+    check_part_status,
+    check_session_record,
+    check_text_search,
+    check_tombstones,
+)
+from mnesis.store.records import ContextItemsQuery, PartStatusChange, TextSearch
 
 if TYPE_CHECKING:
     from mnesis.store.pool import StorePool
@@ -100,9 +107,6 @@ RawMessagePart = MessagePart
 """The seeds' name of a part as stored. Parts here are always the typed
 :data:`~mnesis.models.parts.MessagePart` models (the store encodes them itself);
 the store errors are re-exported from :mod:`mnesis.errors` for the documented imports."""
-
-_TOOL_STATES = ("pending", "running", "completed", "error")
-_SCOPES = ("messages", "summaries")
 
 
 class ImmutableStore(StoreBackend):
@@ -194,17 +198,7 @@ class ImmutableStore(StoreBackend):
 
     # sessions -------------------------------------------------------------
     async def create_session(self, record: SessionRecord) -> None:
-        check_instance(record, "record", SessionRecord)
-        check_id(record.id, "session id")
-        check_optional_id(record.parent_id, "parent_id")
-        for name in ("model", "agent", "system_prompt"):
-            check_plain_text(getattr(record, name), name)
-        check_plain_text(record.title, "title", optional=True)
-        check_choice(record.status, "status", ("active", "closed"))
-        check_optional_timestamp(record.created_at, "created_at")
-        check_optional_timestamp(record.updated_at, "updated_at")
-        if record.config is not None:
-            check_instance(record.config, "config", dict)
+        check_session_record(record)
         await self.backend.create_session(record)
 
     async def get_session(self, session_id: str) -> SessionRecord:
@@ -290,59 +284,16 @@ class ImmutableStore(StoreBackend):
             token_estimate=token_estimate,
         )
 
-    async def update_part_status(
-        self,
-        part_id: str,
-        *,
-        state: ToolState | None = None,
-        compacted_at: int | None = None,
-        output: str | None = None,
-        error_message: str | None = None,
-        started_at: int | None = None,
-        completed_at: int | None = None,
-        token_estimate: int | None = None,
-        message_token_estimate: int | None = None,
-    ) -> None:
-        check_id(part_id, "part_id")
-        if state is not None:
-            check_choice(state, "state", _TOOL_STATES)
-        for name, at in (
-            ("compacted_at", compacted_at),
-            ("started_at", started_at),
-            ("completed_at", completed_at),
-        ):
-            check_optional_timestamp(at, name)
-        for name, text in (("output", output), ("error_message", error_message)):
-            if text is not None:
-                check_instance(text, name, str)
-        check_optional_count(token_estimate, "token_estimate")
-        check_optional_count(message_token_estimate, "message_token_estimate")
-        await self.backend.update_part_status(
-            part_id,
-            state=state,
-            compacted_at=compacted_at,
-            output=output,
-            error_message=error_message,
-            started_at=started_at,
-            completed_at=completed_at,
-            token_estimate=token_estimate,
-            message_token_estimate=message_token_estimate,
-        )
+    async def update_part_status(self, part_id: str, **change: Unpack[PartStatusChange]) -> None:
+        check_part_status(part_id, change)
+        await self.backend.update_part_status(part_id, **change)
 
     async def tombstone_parts(
         self,
         parts: Sequence[tuple[str, int, int]],
         message_estimates: Sequence[tuple[str, int]],
     ) -> None:
-        for index, row in enumerate(check_sequence(parts, "parts")):
-            part_id, at, tokens = check_row(row, f"parts[{index}]", 3)
-            check_id(part_id, f"parts[{index}] part id")
-            check_optional_timestamp(at, f"parts[{index}] compacted_at")
-            check_count(tokens, f"parts[{index}] token estimate")
-        for index, row in enumerate(check_sequence(message_estimates, "message_estimates")):
-            message_id, tokens = check_row(row, f"message_estimates[{index}]", 2)
-            check_id(message_id, f"message_estimates[{index}] message id")
-            check_count(tokens, f"message_estimates[{index}] token estimate")
+        check_tombstones(parts, message_estimates)
         await self.backend.tombstone_parts(parts, message_estimates)
 
     async def get_message(self, message_id: str) -> MessageWithParts:
@@ -383,26 +334,12 @@ class ImmutableStore(StoreBackend):
 
     # context --------------------------------------------------------------
     async def get_context_items(
-        self,
-        session_id: str,
-        *,
-        item_type: Literal["message", "summary"] | None = None,
-        newest_first: bool = False,
-        before_position: int | None = None,
-        limit: int | None = None,
+        self, session_id: str, **query: Unpack[ContextItemsQuery]
     ) -> list[ContextItem]:
-        check_id(session_id, "session_id")
-        if item_type is not None:
-            check_choice(item_type, "item_type", ("message", "summary"))
-        check_optional_count(before_position, "before_position")
-        check_optional_count(limit, "limit")
-        return await self.backend.get_context_items(
-            session_id,
-            item_type=item_type,
-            newest_first=bool(newest_first),
-            before_position=before_position,
-            limit=limit,
-        )
+        check_context_query(session_id, query)
+        if "newest_first" in query:
+            query["newest_first"] = bool(query["newest_first"])
+        return await self.backend.get_context_items(session_id, **query)
 
     async def context_token_total(self, session_id: str) -> int:
         check_id(session_id, "session_id")
@@ -410,20 +347,7 @@ class ImmutableStore(StoreBackend):
 
     # summaries ------------------------------------------------------------
     async def commit_compaction(self, commit: CompactionCommit) -> AppendedMessage:
-        check_instance(commit, "commit", CompactionCommit)
-        check_summary(commit.summary)
-        check_ids(commit.source_message_ids, "source_message_ids")
-        check_ids(commit.parent_summary_ids, "parent_summary_ids")
-        if not check_sequence(commit.replaced, "replaced"):
-            raise InvalidArgumentError("a compaction must replace at least one context item")
-        for index, row in enumerate(commit.replaced):
-            position, item_id = check_row(row, f"replaced[{index}]", 2)
-            check_count(position, f"replaced[{index}] position")
-            check_id(item_id, f"replaced[{index}] item id")
-        check_count(commit.context_tokens, "context_tokens")
-        check_new_message(commit.marker, "marker")
-        if commit.marker.message.session_id != commit.summary.session_id:
-            raise InvalidArgumentError("the compaction marker belongs to another session")
+        check_commit(commit)
         return await self.backend.commit_compaction(commit)
 
     async def get_summaries(self, summary_ids: Sequence[str]) -> list[SummaryRecord]:
@@ -498,23 +422,9 @@ class ImmutableStore(StoreBackend):
         return await self.backend.messages_in_context(session_id, message_ids)
 
     # search ---------------------------------------------------------------
-    async def search_text(
-        self,
-        *,
-        query: SearchQuery,
-        scope: Literal["messages", "summaries"],
-        where: SearchFilter,
-        limit: int,
-        offset: int = 0,
-    ) -> list[SearchHit]:
-        check_instance(query, "query", SearchQuery)
-        check_choice(scope, "scope", _SCOPES)
-        check_filter(where)
-        check_count(limit, "limit")
-        check_count(offset, "offset")
-        return await self.backend.search_text(
-            query=query, scope=scope, where=where, limit=limit, offset=offset
-        )
+    async def search_text(self, **search: Unpack[TextSearch]) -> list[SearchHit]:
+        check_text_search(search)
+        return await self.backend.search_text(**search)
 
     async def scan_text(
         self,
@@ -524,7 +434,7 @@ class ImmutableStore(StoreBackend):
         before_key: int | None,
         limit: int,
     ) -> list[SearchHit]:
-        check_choice(scope, "scope", _SCOPES)
+        check_choice(scope, "scope", SCOPES)
         check_filter(where)
         check_optional_count(before_key, "before_key")
         check_count(limit, "limit")
@@ -553,11 +463,7 @@ class ImmutableStore(StoreBackend):
         self, session_id: str, items: Sequence[tuple[str, str, int]]
     ) -> None:
         check_id(session_id, "session_id")
-        for index, row in enumerate(check_sequence(items, "items")):
-            kind, item_id, tokens = check_row(row, f"items[{index}]", 3)
-            check_choice(kind, f"items[{index}] item type", ("message", "summary"))
-            check_id(item_id, f"items[{index}] item id")
-            check_count(tokens, f"items[{index}] tokens")
+        check_context_rows(items)
         await self.backend.replace_context_items(session_id, items)
 
     async def add_summary_sources(self, summary_id: str, message_ids: Sequence[str]) -> None:
@@ -571,15 +477,7 @@ class ImmutableStore(StoreBackend):
 
     # files ----------------------------------------------------------------
     async def store_file_reference(self, ref: FileReference) -> FileReference:
-        check_instance(ref, "ref", FileReference)
-        check_id(ref.content_id, "content_id")
-        check_id(ref.file_id, "file_id")
-        check_plain_text(ref.path, "path")
-        check_plain_text(ref.file_type, "file_type")
-        check_count(ref.token_count, "token_count")
-        check_optional_count(ref.byte_size, "byte_size")
-        check_optional_id(ref.session_id, "session_id")
-        check_instance(ref.exploration_summary, "exploration_summary", str)
+        check_file_reference(ref)
         return await self.backend.store_file_reference(ref)
 
     async def get_file_reference(self, content_or_file_id: str) -> FileReference | None:
@@ -596,13 +494,5 @@ class ImmutableStore(StoreBackend):
         return await self.backend.get_import_source(source_key)
 
     async def put_import_source(self, source: ImportSource) -> None:
-        check_instance(source, "source", ImportSource)
-        check_id(source.source_key, "source_key")
-        check_id(source.format, "format")
-        check_id(source.path, "path")
-        check_id(source.session_id, "session_id")
-        check_count(source.byte_offset, "byte_offset")
-        check_count(source.lines, "lines")
-        check_count(source.messages, "messages")
-        check_instance(source.state, "state", dict)
+        check_import_source(source)
         await self.backend.put_import_source(source)

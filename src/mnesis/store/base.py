@@ -37,13 +37,17 @@ from mnesis.store.records import (
     FileReference,
     ImportSource,
     IntegritySnapshot,
+    MessageChange,
+    MessagesQuery,
     NewMessage,
+    PartsAppend,
     PartStatusChange,
     PurgeReport,
     SearchFilter,
     SearchHit,
     SessionRecord,
     SummaryRecord,
+    TextScan,
     TextSearch,
 )
 
@@ -124,19 +128,10 @@ class StoreBackend(ABC):
 
     @abstractmethod
     async def append_parts(
-        self,
-        message_id: str,
-        parts: Sequence[MessagePart],
-        *,
-        part_tokens: Sequence[int] | None = None,
-        tokens: TokenUsage | None = None,
-        finish_reason: str | None = None,
-        token_estimate: int | None = None,
+        self, message_id: str, parts: Sequence[MessagePart], **options: Unpack[PartsAppend]
     ) -> list[str]:
-        """Append parts to an existing message in one transaction; returns their IDs.
-
-        ``tokens``, ``finish_reason`` and ``token_estimate`` update the message in the
-        same transaction (finishing a streamed turn is one atomic write)."""
+        """Append parts to an existing message in one transaction; returns their IDs
+        (see :class:`~mnesis.store.records.PartsAppend`)."""
 
     async def append_part(
         self, message_id: str, part: MessagePart, *, token_estimate: int = 0
@@ -146,15 +141,7 @@ class StoreBackend(ABC):
         return part_id
 
     @abstractmethod
-    async def update_message_tokens(
-        self,
-        message_id: str,
-        *,
-        tokens: TokenUsage | None = None,
-        cost: float | None = None,
-        finish_reason: str | None = None,
-        token_estimate: int | None = None,
-    ) -> None:
+    async def update_message_tokens(self, message_id: str, **change: Unpack[MessageChange]) -> None:
         """The one permitted mutation of a message row."""
 
     @abstractmethod
@@ -177,12 +164,7 @@ class StoreBackend(ABC):
 
     @abstractmethod
     async def get_messages(
-        self,
-        session_id: str,
-        *,
-        include_summaries: bool = True,
-        after_seq: int = 0,
-        limit: int | None = None,
+        self, session_id: str, **query: Unpack[MessagesQuery]
     ) -> list[MessageWithParts]:
         """Messages of a session in order (``seq > after_seq``)."""
 
@@ -301,14 +283,7 @@ class StoreBackend(ABC):
         for better hits and comparable between the scopes of one backend."""
 
     @abstractmethod
-    async def scan_text(
-        self,
-        *,
-        scope: Literal["messages", "summaries"],
-        where: SearchFilter,
-        before_key: int | None,
-        limit: int,
-    ) -> list[SearchHit]:
+    async def scan_text(self, **scan: Unpack[TextScan]) -> list[SearchHit]:
         """Stored texts newest first, one page (for regex search)."""
 
     @abstractmethod

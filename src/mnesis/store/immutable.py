@@ -19,7 +19,6 @@ own and :meth:`close` closes it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Literal, Unpack
 
 from mnesis.config import StoreConfig
@@ -40,50 +39,51 @@ from mnesis.models.parts import MessagePart
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import (
     AppendedMessage,
-    CompactionCommit,
     ContextItem,
     FileReference,
     ImportSource,
     IntegritySnapshot,
     NewMessage,
     PurgeReport,
-    SearchFilter,
     SearchHit,
     SessionRecord,
     StoreBackend,
-    SummaryRecord,
 )
 from mnesis.store.checks import (
     check_choice,
     check_count,
-    check_filter,
     check_id,
     check_ids,
     check_instance,
-    check_message_update,
     check_new_message,
-    check_number,
-    check_optional_count,
-    check_optional_id,
-    check_parts,
     check_sequence,
 )
+from mnesis.store.facade_summaries import SummaryFacade
 from mnesis.store.factory import StoreLocation, new_backend, open_database, resolve_location
-from mnesis.store.jobs import CompactionQueue
 from mnesis.store.map_runs import MapRunStore
 from mnesis.store.record_checks import (
-    SCOPES,
-    check_commit,
     check_context_query,
     check_context_rows,
     check_file_reference,
     check_import_source,
+    check_message_change,
+    check_messages_query,
     check_part_status,
+    check_parts_append,
     check_session_record,
+    check_text_scan,
     check_text_search,
     check_tombstones,
 )
-from mnesis.store.records import ContextItemsQuery, PartStatusChange, TextSearch
+from mnesis.store.records import (
+    ContextItemsQuery,
+    MessageChange,
+    MessagesQuery,
+    PartsAppend,
+    PartStatusChange,
+    TextScan,
+    TextSearch,
+)
 
 if TYPE_CHECKING:
     from mnesis.store.pool import StorePool
@@ -109,7 +109,7 @@ RawMessagePart = MessagePart
 the store errors are re-exported from :mod:`mnesis.errors` for the documented imports."""
 
 
-class ImmutableStore(StoreBackend):
+class ImmutableStore(SummaryFacade):
     """The validating store facade over one backend (see the module docstring)."""
 
     def __init__(
@@ -237,26 +237,10 @@ class ImmutableStore(StoreBackend):
         return result
 
     async def append_parts(
-        self,
-        message_id: str,
-        parts: Sequence[MessagePart],
-        *,
-        part_tokens: Sequence[int] | None = None,
-        tokens: TokenUsage | None = None,
-        finish_reason: str | None = None,
-        token_estimate: int | None = None,
+        self, message_id: str, parts: Sequence[MessagePart], **options: Unpack[PartsAppend]
     ) -> list[str]:
-        check_id(message_id, "message_id")
-        check_parts(parts, part_tokens, "parts")
-        check_message_update(tokens, None, finish_reason, token_estimate)
-        return await self.backend.append_parts(
-            message_id,
-            parts,
-            part_tokens=part_tokens,
-            tokens=tokens,
-            finish_reason=finish_reason,
-            token_estimate=token_estimate,
-        )
+        check_parts_append(message_id, parts, options)
+        return await self.backend.append_parts(message_id, parts, **options)
 
     async def append_part(
         self, message_id: str, part: MessagePart, *, token_estimate: int = 0
@@ -265,24 +249,9 @@ class ImmutableStore(StoreBackend):
         (part_id,) = await self.append_parts(message_id, [part], part_tokens=[token_estimate])
         return part_id
 
-    async def update_message_tokens(
-        self,
-        message_id: str,
-        *,
-        tokens: TokenUsage | None = None,
-        cost: float | None = None,
-        finish_reason: str | None = None,
-        token_estimate: int | None = None,
-    ) -> None:
-        check_id(message_id, "message_id")
-        check_message_update(tokens, cost, finish_reason, token_estimate)
-        await self.backend.update_message_tokens(
-            message_id,
-            tokens=tokens,
-            cost=cost,
-            finish_reason=finish_reason,
-            token_estimate=token_estimate,
-        )
+    async def update_message_tokens(self, message_id: str, **change: Unpack[MessageChange]) -> None:
+        check_message_change(message_id, change)
+        await self.backend.update_message_tokens(message_id, **change)
 
     async def update_part_status(self, part_id: str, **change: Unpack[PartStatusChange]) -> None:
         check_part_status(part_id, change)
@@ -301,19 +270,12 @@ class ImmutableStore(StoreBackend):
         return await self.backend.get_message(message_id)
 
     async def get_messages(
-        self,
-        session_id: str,
-        *,
-        include_summaries: bool = True,
-        after_seq: int = 0,
-        limit: int | None = None,
+        self, session_id: str, **query: Unpack[MessagesQuery]
     ) -> list[MessageWithParts]:
-        check_id(session_id, "session_id")
-        check_count(after_seq, "after_seq")
-        check_optional_count(limit, "limit")
-        return await self.backend.get_messages(
-            session_id, include_summaries=bool(include_summaries), after_seq=after_seq, limit=limit
-        )
+        check_messages_query(session_id, query)
+        if "include_summaries" in query:
+            query["include_summaries"] = bool(query["include_summaries"])
+        return await self.backend.get_messages(session_id, **query)
 
     async def get_messages_by_ids(self, message_ids: Sequence[str]) -> list[MessageWithParts]:
         check_ids(message_ids, "message_ids")
@@ -345,102 +307,14 @@ class ImmutableStore(StoreBackend):
         check_id(session_id, "session_id")
         return await self.backend.context_token_total(session_id)
 
-    # summaries ------------------------------------------------------------
-    async def commit_compaction(self, commit: CompactionCommit) -> AppendedMessage:
-        check_commit(commit)
-        return await self.backend.commit_compaction(commit)
-
-    async def get_summaries(self, summary_ids: Sequence[str]) -> list[SummaryRecord]:
-        check_ids(summary_ids, "summary_ids")
-        return await self.backend.get_summaries(summary_ids)
-
-    async def get_summary(self, summary_id: str) -> SummaryRecord:
-        check_id(summary_id, "summary_id")
-        return await self.backend.get_summary(summary_id)
-
-    async def get_summary_source_ids(self, summary_id: str) -> list[str]:
-        check_id(summary_id, "summary_id")
-        return await self.backend.get_summary_source_ids(summary_id)
-
-    async def get_summary_parent_ids(self, summary_id: str) -> list[str]:
-        check_id(summary_id, "summary_id")
-        return await self.backend.get_summary_parent_ids(summary_id)
-
-    async def acquire_compaction_lock(
-        self, session_id: str, owner: str, ttl_seconds: float, *, steal_from: str | None = None
-    ) -> bool:
-        check_id(session_id, "session_id")
-        check_id(owner, "owner")
-        check_number(ttl_seconds, "ttl_seconds")
-        check_optional_id(steal_from, "steal_from")
-        return await self.backend.acquire_compaction_lock(
-            session_id, owner, ttl_seconds, steal_from=steal_from
-        )
-
-    async def compaction_lock_owner(self, session_id: str) -> str | None:
-        check_id(session_id, "session_id")
-        return await self.backend.compaction_lock_owner(session_id)
-
-    async def release_compaction_lock(self, session_id: str, owner: str) -> None:
-        check_id(session_id, "session_id")
-        check_id(owner, "owner")
-        await self.backend.release_compaction_lock(session_id, owner)
-
-    def compaction_lock(
-        self, session_id: str, owner: str, ttl_seconds: float
-    ) -> AbstractAsyncContextManager[None]:
-        check_id(session_id, "session_id")
-        check_id(owner, "owner")
-        check_number(ttl_seconds, "ttl_seconds")
-        return self.backend.compaction_lock(session_id, owner, ttl_seconds)
-
-    def compaction_queue(self) -> CompactionQueue | None:
-        return self.backend.compaction_queue()
-
-    async def get_summaries_merging(self, summary_id: str) -> list[str]:
-        check_id(summary_id, "summary_id")
-        return await self.backend.get_summaries_merging(summary_id)
-
-    async def get_leaf_summaries_of_message(self, message_id: str) -> list[str]:
-        check_id(message_id, "message_id")
-        return await self.backend.get_leaf_summaries_of_message(message_id)
-
-    async def get_source_message_ids_deep(self, summary_id: str) -> list[str]:
-        check_id(summary_id, "summary_id")
-        return await self.backend.get_source_message_ids_deep(summary_id)
-
-    async def covering_context_summaries(
-        self, session_id: str, message_ids: Sequence[str]
-    ) -> dict[str, str | None]:
-        check_id(session_id, "session_id")
-        check_ids(message_ids, "message_ids")
-        return await self.backend.covering_context_summaries(session_id, message_ids)
-
-    async def messages_in_context(self, session_id: str, message_ids: Sequence[str]) -> set[str]:
-        check_id(session_id, "session_id")
-        check_ids(message_ids, "message_ids")
-        return await self.backend.messages_in_context(session_id, message_ids)
-
     # search ---------------------------------------------------------------
     async def search_text(self, **search: Unpack[TextSearch]) -> list[SearchHit]:
         check_text_search(search)
         return await self.backend.search_text(**search)
 
-    async def scan_text(
-        self,
-        *,
-        scope: Literal["messages", "summaries"],
-        where: SearchFilter,
-        before_key: int | None,
-        limit: int,
-    ) -> list[SearchHit]:
-        check_choice(scope, "scope", SCOPES)
-        check_filter(where)
-        check_optional_count(before_key, "before_key")
-        check_count(limit, "limit")
-        return await self.backend.scan_text(
-            scope=scope, where=where, before_key=before_key, limit=limit
-        )
+    async def scan_text(self, **scan: Unpack[TextScan]) -> list[SearchHit]:
+        check_text_scan(scan)
+        return await self.backend.scan_text(**scan)
 
     async def replies_to(self, message_ids: Sequence[str]) -> dict[str, SearchHit]:
         check_ids(message_ids, "message_ids")

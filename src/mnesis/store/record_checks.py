@@ -14,10 +14,12 @@ from mnesis.store.checks import (
     check_id,
     check_ids,
     check_instance,
+    check_message_update,
     check_new_message,
     check_optional_count,
     check_optional_id,
     check_optional_timestamp,
+    check_parts,
     check_plain_text,
     check_row,
     check_sequence,
@@ -28,8 +30,12 @@ from mnesis.store.records import (
     ContextItemsQuery,
     FileReference,
     ImportSource,
+    MessageChange,
+    MessagesQuery,
+    PartsAppend,
     PartStatusChange,
     SessionRecord,
+    TextScan,
     TextSearch,
 )
 from mnesis.store.search_query import SearchQuery
@@ -40,8 +46,12 @@ __all__ = [
     "check_context_rows",
     "check_file_reference",
     "check_import_source",
+    "check_message_change",
+    "check_messages_query",
     "check_part_status",
+    "check_parts_append",
     "check_session_record",
+    "check_text_scan",
     "check_text_search",
     "check_tombstones",
 ]
@@ -116,6 +126,45 @@ def check_tombstones(
         check_count(tokens, f"message_estimates[{index}] token estimate")
 
 
+def check_parts_append(message_id: object, parts: object, options: PartsAppend) -> None:
+    """The arguments of ``append_parts``."""
+    check_keywords(
+        options, PartsAppend.__required_keys__, PartsAppend.__optional_keys__, "append_parts"
+    )
+    check_id(message_id, "message_id")
+    check_parts(parts, options.get("part_tokens"), "parts")
+    check_message_update(
+        options.get("tokens"), None, options.get("finish_reason"), options.get("token_estimate")
+    )
+
+
+def check_message_change(message_id: object, change: MessageChange) -> None:
+    """The arguments of ``update_message_tokens``."""
+    check_keywords(
+        change,
+        MessageChange.__required_keys__,
+        MessageChange.__optional_keys__,
+        "update_message_tokens",
+    )
+    check_id(message_id, "message_id")
+    check_message_update(
+        change.get("tokens"),
+        change.get("cost"),
+        change.get("finish_reason"),
+        change.get("token_estimate"),
+    )
+
+
+def check_messages_query(session_id: object, query: MessagesQuery) -> None:
+    """The arguments of ``get_messages``."""
+    check_keywords(
+        query, MessagesQuery.__required_keys__, MessagesQuery.__optional_keys__, "get_messages"
+    )
+    check_id(session_id, "session_id")
+    check_count(query.get("after_seq", 0), "after_seq")
+    check_optional_count(query.get("limit"), "limit")
+
+
 def check_context_query(session_id: object, query: ContextItemsQuery) -> None:
     """The arguments of ``get_context_items``."""
     check_keywords(
@@ -161,6 +210,15 @@ def check_text_search(search: TextSearch) -> None:
     check_filter(search["where"])
     check_count(search["limit"], "limit")
     check_count(search.get("offset", 0), "offset")
+
+
+def check_text_scan(scan: TextScan) -> None:
+    """The keywords of ``scan_text``."""
+    check_keywords(scan, TextScan.__required_keys__, TextScan.__optional_keys__, "scan_text")
+    check_choice(scan["scope"], "scope", SCOPES)
+    check_filter(scan["where"])
+    check_optional_count(scan["before_key"], "before_key")
+    check_count(scan["limit"], "limit")
 
 
 def check_context_rows(items: Sequence[tuple[str, str, int]]) -> None:

@@ -22,13 +22,16 @@ __all__ = [
     "ImportSource",
     "IntegritySnapshot",
     "MessageChange",
+    "MessagesQuery",
     "NewMessage",
     "PartStatusChange",
+    "PartsAppend",
     "PurgeReport",
     "SearchFilter",
     "SearchHit",
     "SessionRecord",
     "SummaryRecord",
+    "TextScan",
     "TextSearch",
 ]
 
@@ -189,6 +192,26 @@ class MessageChange(TypedDict, total=False):
     token_estimate: int | None
 
 
+class PartsAppend(TypedDict, total=False):
+    """What ``append_parts`` takes besides the parts: their token estimates and the
+    message's new ``tokens``, ``finish_reason`` and ``token_estimate``, written in the same
+    transaction (finishing a streamed turn is one atomic write)."""
+
+    part_tokens: Sequence[int] | None
+    tokens: TokenUsage | None
+    finish_reason: str | None
+    token_estimate: int | None
+
+
+class MessagesQuery(TypedDict, total=False):
+    """Which messages of a session to read (``get_messages`` keywords): with or without
+    ``include_summaries`` (default with), those with ``seq > after_seq``, at most ``limit``."""
+
+    include_summaries: bool
+    after_seq: int
+    limit: int | None
+
+
 class PartStatusChange(TypedDict, total=False):
     """The permitted changes of a part (``update_part_status`` keywords): its tool
     lifecycle, the ``compacted_at`` tombstone, and ``message_token_estimate``, the owning
@@ -218,6 +241,15 @@ class _RequiredTextSearch(TypedDict):
     query: SearchQuery
     scope: Literal["messages", "summaries"]
     where: SearchFilter
+    limit: int
+
+
+class TextScan(TypedDict):
+    """A page of stored texts, newest first (``scan_text`` keywords)."""
+
+    scope: Literal["messages", "summaries"]
+    where: SearchFilter
+    before_key: int | None
     limit: int
 
 

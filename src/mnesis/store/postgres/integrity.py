@@ -39,9 +39,6 @@ _BATCH = 1000
 class IntegrityMixin(PostgresStoreBase):
     """Snapshots, repairs and backups (part of ``PostgresStore``)."""
 
-    async def list_session_ids(self) -> list[str]:
-        return await self._first_column("SELECT id FROM sessions ORDER BY created_at, id", ())
-
     async def integrity_snapshot(self, session_id: str) -> IntegritySnapshot:
         async def _read(conn: Conn) -> IntegritySnapshot:
             context = [

@@ -16,6 +16,7 @@ from mnesis.models.message import Message, MessageWithParts
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import FileReference, SummaryRecord
 from mnesis.store.postgres.db import Conn, PostgresDatabase
+from mnesis.store.shared.lineage import LineageReads
 from mnesis.store.shared.rows import (
     EncodedParts,
     attach_parts,
@@ -161,7 +162,7 @@ async def get_file(conn: Conn, key: str) -> FileReference | None:
     return None if row is None else FileReference(*row)
 
 
-class PostgresStoreBase:
+class PostgresStoreBase(LineageReads):
     """The database every part of :class:`~mnesis.store.postgres.PostgresStore` works on."""
 
     db: PostgresDatabase
@@ -170,6 +171,6 @@ class PostgresStoreBase:
         """The first column of every row of a read query."""
 
         async def _read(conn: Conn) -> list[str]:
-            return [r[0] for r in await fetch(conn, sql, args)]
+            return [r[0] for r in await fetch(conn, pg(sql), args)]
 
         return await self.db.read(_read)

@@ -18,9 +18,6 @@ __all__ = ["IntegrityMixin"]
 class IntegrityMixin(SQLiteStoreBase):
     """Snapshots, repairs and backups (part of ``SQLiteStore``)."""
 
-    async def list_session_ids(self) -> list[str]:
-        return await self._first_column("SELECT id FROM sessions ORDER BY created_at, id", ())
-
     async def engine_check(self, *, full: bool = False) -> list[str]:
         pragma = "integrity_check" if full else "quick_check"
 

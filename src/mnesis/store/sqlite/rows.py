@@ -16,6 +16,7 @@ from mnesis.errors import MessageNotFoundError
 from mnesis.models.message import Message, MessageWithParts
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import FileReference
+from mnesis.store.shared.lineage import LineageReads
 from mnesis.store.shared.rows import (
     EncodedParts,
     attach_parts,
@@ -108,7 +109,7 @@ def _get_file(conn: sqlite3.Connection, key: str) -> FileReference | None:
     return None if row is None else FileReference(*row)
 
 
-class SQLiteStoreBase:
+class SQLiteStoreBase(LineageReads):
     """The database every part of :class:`~mnesis.store.sqlite.SQLiteStore` works on."""
 
     db: SQLiteDatabase

@@ -12,8 +12,8 @@ from mnesis.models.clock import now_ms
 from mnesis.store.base import AppendedMessage, CompactionCommit, ContextItem, SummaryRecord
 from mnesis.store.codec import dumps
 from mnesis.store.search_text import index_text
+from mnesis.store.shared.lineage import LOCK_ACQUIRE, LOCK_OWNER, LOCK_RELEASE, lock_args
 from mnesis.store.shared.rows import encode_parts, summary_record
-from mnesis.store.shared.sql import DOWN_CTE
 from mnesis.store.sqlite.rows import (
     _SUMMARY_COLS,
     SQLiteStoreBase,
@@ -155,30 +155,12 @@ class SummariesMixin(SQLiteStoreBase):
 
         return await self.db.read(_get)
 
-    async def get_summary_source_ids(self, summary_id: str) -> list[str]:
-        return await self._first_column(
-            "SELECT message_id FROM summary_messages WHERE summary_id = ? ORDER BY ordinal",
-            (summary_id,),
-        )
-
-    async def get_summary_parent_ids(self, summary_id: str) -> list[str]:
-        return await self._first_column(
-            "SELECT parent_summary_id FROM summary_parents WHERE summary_id = ? ORDER BY ordinal",
-            (summary_id,),
-        )
-
     async def acquire_compaction_lock(
         self, session_id: str, owner: str, ttl_seconds: float, *, steal_from: str | None = None
     ) -> bool:
         def _acquire(conn: sqlite3.Connection) -> bool:
-            now = now_ms()
             cur = conn.execute(
-                "INSERT INTO compaction_locks (session_id, owner, expires_at) VALUES (?, ?, ?) "
-                "ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, "
-                "expires_at = excluded.expires_at "
-                "WHERE compaction_locks.expires_at < ? OR compaction_locks.owner = excluded.owner "
-                "OR compaction_locks.owner = ?",
-                (session_id, owner, now + int(ttl_seconds * 1000), now, steal_from),
+                LOCK_ACQUIRE, lock_args(session_id, owner, ttl_seconds, steal_from, now_ms())
             )
             return cur.rowcount == 1
 
@@ -186,48 +168,16 @@ class SummariesMixin(SQLiteStoreBase):
 
     async def compaction_lock_owner(self, session_id: str) -> str | None:
         def _get(conn: sqlite3.Connection) -> str | None:
-            row = conn.execute(
-                "SELECT owner FROM compaction_locks WHERE session_id = ?", (session_id,)
-            ).fetchone()
+            row = conn.execute(LOCK_OWNER, (session_id,)).fetchone()
             return None if row is None else str(row[0])
 
         return await self.db.read(_get)
 
     async def release_compaction_lock(self, session_id: str, owner: str) -> None:
         def _release(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "DELETE FROM compaction_locks WHERE session_id = ? AND owner = ?",
-                (session_id, owner),
-            )
+            conn.execute(LOCK_RELEASE, (session_id, owner))
 
         await self.db.write(_release)
-
-    async def get_summaries_merging(self, summary_id: str) -> list[str]:
-        return await self._first_column(
-            "SELECT summary_id FROM summary_parents WHERE parent_summary_id = ? "
-            "ORDER BY summary_id",
-            (summary_id,),
-        )
-
-    async def get_leaf_summaries_of_message(self, message_id: str) -> list[str]:
-        return await self._first_column(
-            "SELECT summary_id FROM summary_messages WHERE message_id = ? ORDER BY summary_id",
-            (message_id,),
-        )
-
-    async def get_source_message_ids_deep(self, summary_id: str) -> list[str]:
-        def _get(conn: sqlite3.Connection) -> list[str]:
-            return [
-                r[0]
-                for r in conn.execute(
-                    f"{DOWN_CTE} SELECT m.id FROM messages m WHERE m.id IN "
-                    "(SELECT sm.message_id FROM summary_messages sm JOIN down "
-                    "ON sm.summary_id = down.id) ORDER BY m.seq",
-                    (summary_id,),
-                )
-            ]
-
-        return await self.db.read(_get)
 
     async def covering_context_summaries(
         self, session_id: str, message_ids: Sequence[str]

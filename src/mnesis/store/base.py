@@ -121,9 +121,11 @@ class StoreBackend(ABC):
         in_context: bool = True,
     ) -> AppendedMessage:
         """Append one message (and its ``context_items`` row) atomically."""
-        (result,) = await self.append_messages(
-            [NewMessage(message, parts, part_tokens, in_context)]
-        )
+        return await self._append_one(NewMessage(message, parts, part_tokens, in_context))
+
+    async def _append_one(self, item: NewMessage) -> AppendedMessage:
+        """:meth:`append_message` once its arguments are one :class:`NewMessage`."""
+        (result,) = await self.append_messages([item])
         return result
 
     @abstractmethod

@@ -34,7 +34,7 @@ from mnesis.errors import (
     StoreReadOnlyError,
     SummaryNotFoundError,
 )
-from mnesis.models.message import Message, MessageWithParts
+from mnesis.models.message import MessageWithParts
 from mnesis.models.parts import MessagePart
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import (
@@ -223,15 +223,7 @@ class ImmutableStore(SummaryFacade):
             check_new_message(item, f"batch[{index}]")
         return await self.backend.append_messages(batch)
 
-    async def append_message(
-        self,
-        message: Message,
-        parts: Sequence[MessagePart] = (),
-        *,
-        part_tokens: Sequence[int] | None = None,
-        in_context: bool = True,
-    ) -> AppendedMessage:
-        item = NewMessage(message, parts, part_tokens, in_context)
+    async def _append_one(self, item: NewMessage) -> AppendedMessage:
         check_new_message(item, "message")
         (result,) = await self.backend.append_messages([item])
         return result

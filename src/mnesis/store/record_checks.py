@@ -5,6 +5,7 @@ single values are in :mod:`mnesis.store.checks`); every rejection of a value is 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import ClassVar, Protocol
 
 from mnesis.errors import InvalidArgumentError
 from mnesis.store.checks import (
@@ -61,11 +62,15 @@ _ITEM_TYPES = ("message", "summary")
 SCOPES = ("messages", "summaries")
 
 
-def check_keywords(
-    given: Mapping[str, object], required: frozenset[str], optional: frozenset[str], call: str
-) -> None:
+class _Keywords(Protocol):
+    __required_keys__: ClassVar[frozenset[str]]
+    __optional_keys__: ClassVar[frozenset[str]]
+
+
+def check_keywords(given: Mapping[str, object], spec: type[_Keywords], call: str) -> None:
     """Raise :class:`TypeError`, as Python does for a declared signature, for a keyword
-    ``call`` does not take or a required one that is missing."""
+    ``call`` does not take (not in the TypedDict ``spec``) or a required one missing."""
+    required, optional = spec.__required_keys__, spec.__optional_keys__
     for key in given:
         if key not in required and key not in optional:
             raise TypeError(f"{call}() got an unexpected keyword argument {key!r}")
@@ -91,12 +96,7 @@ def check_session_record(record: object) -> None:
 
 def check_part_status(part_id: object, change: PartStatusChange) -> None:
     """The arguments of ``update_part_status``."""
-    check_keywords(
-        change,
-        PartStatusChange.__required_keys__,
-        PartStatusChange.__optional_keys__,
-        "update_part_status",
-    )
+    check_keywords(change, PartStatusChange, "update_part_status")
     check_id(part_id, "part_id")
     state = change.get("state")
     if state is not None:
@@ -128,9 +128,7 @@ def check_tombstones(
 
 def check_parts_append(message_id: object, parts: object, options: PartsAppend) -> None:
     """The arguments of ``append_parts``."""
-    check_keywords(
-        options, PartsAppend.__required_keys__, PartsAppend.__optional_keys__, "append_parts"
-    )
+    check_keywords(options, PartsAppend, "append_parts")
     check_id(message_id, "message_id")
     check_parts(parts, options.get("part_tokens"), "parts")
     check_message_update(
@@ -140,12 +138,7 @@ def check_parts_append(message_id: object, parts: object, options: PartsAppend) 
 
 def check_message_change(message_id: object, change: MessageChange) -> None:
     """The arguments of ``update_message_tokens``."""
-    check_keywords(
-        change,
-        MessageChange.__required_keys__,
-        MessageChange.__optional_keys__,
-        "update_message_tokens",
-    )
+    check_keywords(change, MessageChange, "update_message_tokens")
     check_id(message_id, "message_id")
     check_message_update(
         change.get("tokens"),
@@ -157,9 +150,7 @@ def check_message_change(message_id: object, change: MessageChange) -> None:
 
 def check_messages_query(session_id: object, query: MessagesQuery) -> None:
     """The arguments of ``get_messages``."""
-    check_keywords(
-        query, MessagesQuery.__required_keys__, MessagesQuery.__optional_keys__, "get_messages"
-    )
+    check_keywords(query, MessagesQuery, "get_messages")
     check_id(session_id, "session_id")
     check_count(query.get("after_seq", 0), "after_seq")
     check_optional_count(query.get("limit"), "limit")
@@ -167,12 +158,7 @@ def check_messages_query(session_id: object, query: MessagesQuery) -> None:
 
 def check_context_query(session_id: object, query: ContextItemsQuery) -> None:
     """The arguments of ``get_context_items``."""
-    check_keywords(
-        query,
-        ContextItemsQuery.__required_keys__,
-        ContextItemsQuery.__optional_keys__,
-        "get_context_items",
-    )
+    check_keywords(query, ContextItemsQuery, "get_context_items")
     check_id(session_id, "session_id")
     item_type = query.get("item_type")
     if item_type is not None:
@@ -202,9 +188,7 @@ def check_commit(commit: object) -> None:
 
 def check_text_search(search: TextSearch) -> None:
     """The keywords of ``search_text``."""
-    check_keywords(
-        search, TextSearch.__required_keys__, TextSearch.__optional_keys__, "search_text"
-    )
+    check_keywords(search, TextSearch, "search_text")
     check_instance(search["query"], "query", SearchQuery)
     check_choice(search["scope"], "scope", SCOPES)
     check_filter(search["where"])
@@ -214,7 +198,7 @@ def check_text_search(search: TextSearch) -> None:
 
 def check_text_scan(scan: TextScan) -> None:
     """The keywords of ``scan_text``."""
-    check_keywords(scan, TextScan.__required_keys__, TextScan.__optional_keys__, "scan_text")
+    check_keywords(scan, TextScan, "scan_text")
     check_choice(scan["scope"], "scope", SCOPES)
     check_filter(scan["where"])
     check_optional_count(scan["before_key"], "before_key")

@@ -9,20 +9,13 @@ from mnesis.models.clock import now_ms
 from mnesis.store.map_runs import ItemRow, RunStart
 from mnesis.store.postgres.db import Conn, PostgresDatabase
 from mnesis.store.postgres.rows import execute_many, fetch, fetch_one
-from mnesis.store.shared.map_runs import (
-    CLAIM,
-    ITEMS_INSERT,
-    ITEMS_SELECT,
-    RETRY_FAILED,
-    RUN_INSERT,
-    SQLMapRunStore,
-)
+from mnesis.store.shared import map_runs as shared
 from mnesis.store.shared.sql import pg
 
 __all__ = ["PostgresMapRunStore"]
 
 
-class PostgresMapRunStore(SQLMapRunStore):
+class PostgresMapRunStore(shared.SQLMapRunStore):
     """:class:`~mnesis.store.map_runs.MapRunStore` on one PostgreSQL database."""
 
     def __init__(self, db: PostgresDatabase) -> None:
@@ -36,13 +29,13 @@ class PostgresMapRunStore(SQLMapRunStore):
             # A concurrent start of the same run waits here until the first commits.
             created = await fetch_one(
                 conn,
-                pg(RUN_INSERT) + " ON CONFLICT (id) DO NOTHING RETURNING id",
+                pg(shared.RUN_INSERT) + " ON CONFLICT (id) DO NOTHING RETURNING id",
                 (run_id, request.kind, now, request.config_json()),
             )
             if created is not None:
                 await execute_many(
                     conn,
-                    pg(ITEMS_INSERT),
+                    pg(shared.ITEMS_INSERT),
                     [(run_id, idx, text, now) for idx, text in enumerate(request.inputs)],
                 )
                 return request.fresh_items(), False
@@ -53,14 +46,16 @@ class PostgresMapRunStore(SQLMapRunStore):
             stored = await _items(conn, run_id)
             request.check_resume(found[0], found[1], stored)
             if request.retry_failed:
-                await conn.execute(pg(RETRY_FAILED), (now, run_id))
+                await conn.execute(pg(shared.RETRY_FAILED), (now, run_id))
             return stored, True
 
         return await self._db.write(_start)
 
     async def claim(self, run_id: str, idx: int) -> int | None:
         async def _claim(conn: Conn) -> int | None:
-            row = await fetch_one(conn, pg(CLAIM) + " RETURNING attempts", (now_ms(), run_id, idx))
+            row = await fetch_one(
+                conn, pg(shared.CLAIM) + " RETURNING attempts", (now_ms(), run_id, idx)
+            )
             return None if row is None else int(row[0])
 
         return await self._db.write(_claim)
@@ -76,4 +71,4 @@ class PostgresMapRunStore(SQLMapRunStore):
 
 
 async def _items(conn: Conn, run_id: str) -> list[ItemRow]:
-    return [ItemRow(*r) for r in await fetch(conn, pg(ITEMS_SELECT), (run_id,))]
+    return [ItemRow(*r) for r in await fetch(conn, pg(shared.ITEMS_SELECT), (run_id,))]

@@ -42,17 +42,10 @@ EncodedParts = list[tuple[str, int, dict[str, Any]]]
 
 def session_record(row: Sequence[Any]) -> SessionRecord:
     """A ``sessions`` row (:data:`~mnesis.store.shared.sql.SESSION_COLUMNS`)."""
+    config = loads_column(row[9], "sessions", row[0], "config") if row[9] else None
+    id_, model, agent, parent_id, system_prompt, title, status, created_at, updated_at = row[:9]
     return SessionRecord(
-        id=row[0],
-        model=row[1],
-        agent=row[2],
-        parent_id=row[3],
-        system_prompt=row[4],
-        title=row[5],
-        status=row[6],
-        created_at=row[7],
-        updated_at=row[8],
-        config=loads_column(row[9], "sessions", row[0], "config") if row[9] else None,
+        id_, model, agent, parent_id, system_prompt, title, status, created_at, updated_at, config
     )
 
 
@@ -60,20 +53,22 @@ def summary_record(row: Sequence[Any], *, json_text: bool = True) -> SummaryReco
     """A ``summaries`` row (:data:`~mnesis.store.shared.sql.SUMMARY_COLUMNS`);
     ``json_text`` when ``file_ids`` is stored as JSON text rather than an array."""
     file_ids = loads_column(row[7], "summaries", row[0], "file_ids") if json_text else list(row[7])
+    id_, session_id, kind, depth, level, content, token_count = row[:7]
+    message_id, span_start, span_end, source_count, created_at = row[8:13]
     return SummaryRecord(
-        id=row[0],
-        session_id=row[1],
-        kind=row[2],
-        depth=row[3],
-        level=row[4],
-        content=row[5],
-        token_count=row[6],
-        file_ids=file_ids,
-        message_id=row[8],
-        span_start_message_id=row[9],
-        span_end_message_id=row[10],
-        source_message_count=row[11],
-        created_at=row[12],
+        id_,
+        session_id,
+        kind,
+        depth,
+        level,
+        content,
+        token_count,
+        file_ids,
+        message_id,
+        span_start,
+        span_end,
+        source_count,
+        created_at,
     )
 
 

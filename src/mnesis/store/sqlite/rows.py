@@ -16,6 +16,7 @@ from mnesis.errors import MessageNotFoundError
 from mnesis.models.message import Message, MessageWithParts
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import FileReference
+from mnesis.store.shared import sql as statements
 from mnesis.store.shared.lineage import LineageReads
 from mnesis.store.shared.rows import (
     EncodedParts,
@@ -25,27 +26,16 @@ from mnesis.store.shared.rows import (
     messages_of,
     part_rows,
 )
-from mnesis.store.shared.sql import (
-    CONTEXT_TOKENS_UPDATE,
-    FILE_SELECT,
-    MESSAGE_COLUMNS,
-    MESSAGE_INSERT,
-    PART_COLUMNS,
-    PART_INSERT,
-    SESSION_COLUMNS,
-    SUMMARY_COLUMNS,
-    select_list,
-)
 
 if TYPE_CHECKING:
     from mnesis.store.sqlite.database import SQLiteDatabase
 
 __all__ = ["SQLiteStoreBase"]
 
-_MSG_COLS = select_list(MESSAGE_COLUMNS)
-_PART_COLS = select_list(PART_COLUMNS)
-_SESSION_COLS = select_list(SESSION_COLUMNS)
-_SUMMARY_COLS = select_list(SUMMARY_COLUMNS)
+_MSG_COLS = statements.select_list(statements.MESSAGE_COLUMNS)
+_PART_COLS = statements.select_list(statements.PART_COLUMNS)
+_SESSION_COLS = statements.select_list(statements.SESSION_COLUMNS)
+_SUMMARY_COLS = statements.select_list(statements.SUMMARY_COLUMNS)
 
 
 def _load_messages(
@@ -73,7 +63,7 @@ def _message_update(
         if cur.rowcount == 0:
             raise MessageNotFoundError(message_id)
         if token_estimate is not None:
-            conn.execute(CONTEXT_TOKENS_UPDATE, (token_estimate, message_id))
+            conn.execute(statements.CONTEXT_TOKENS_UPDATE, (token_estimate, message_id))
 
     return _update
 
@@ -89,7 +79,7 @@ def _next_value(conn: sqlite3.Connection, table: str, column: str, session_id: s
 
 def _insert_message(conn: sqlite3.Connection, m: Message, seq: int) -> None:
     """Insert one ``messages`` row."""
-    conn.execute(MESSAGE_INSERT, message_row(m, seq, int(m.is_summary)))
+    conn.execute(statements.MESSAGE_INSERT, message_row(m, seq, int(m.is_summary)))
 
 
 def _insert_parts(
@@ -101,11 +91,13 @@ def _insert_parts(
     now: int,
 ) -> None:
     """Insert encoded parts ``(part_id, token_estimate, columns)`` of one message."""
-    conn.executemany(PART_INSERT, part_rows(message_id, session_id, first_ordinal, rows, now))
+    conn.executemany(
+        statements.PART_INSERT, part_rows(message_id, session_id, first_ordinal, rows, now)
+    )
 
 
 def _get_file(conn: sqlite3.Connection, key: str) -> FileReference | None:
-    row = conn.execute(FILE_SELECT, (key, key)).fetchone()
+    row = conn.execute(statements.FILE_SELECT, (key, key)).fetchone()
     return None if row is None else FileReference(*row)
 
 

@@ -1,4 +1,5 @@
-"""The store interface every backend implements (:class:`StoreBackend`) and its records.
+"""The store interface every backend implements (:class:`StoreBackend`); its records live
+in :mod:`mnesis.store.records` and are re-exported here.
 
 Invariants every backend keeps (and enforces in the database with triggers):
 
@@ -20,17 +21,35 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal, Unpack
 
 from mnesis.models.message import Message, MessageWithParts
-from mnesis.models.parts import MessagePart, ToolState
-from mnesis.models.summary import FileReference, SummaryRecord
+from mnesis.models.parts import MessagePart
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.jobs import CompactionQueue
 from mnesis.store.lease import lease_lock
 from mnesis.store.map_runs import MapRunStore
-from mnesis.store.search_query import SearchQuery
+from mnesis.store.records import (
+    AppendedMessage,
+    CompactionCommit,
+    ContextItem,
+    ContextItemsQuery,
+    FileReference,
+    ImportSource,
+    IntegritySnapshot,
+    MessageChange,
+    MessagesQuery,
+    NewMessage,
+    PartsAppend,
+    PartStatusChange,
+    PurgeReport,
+    SearchFilter,
+    SearchHit,
+    SessionRecord,
+    SummaryRecord,
+    TextScan,
+    TextSearch,
+)
 
 __all__ = [
     "AppendedMessage",
@@ -47,153 +66,6 @@ __all__ = [
     "StoreBackend",
     "SummaryRecord",
 ]
-
-
-@dataclass(slots=True)
-class SessionRecord:
-    """One row of ``sessions``."""
-
-    id: str
-    model: str
-    agent: str = "default"
-    parent_id: str | None = None
-    system_prompt: str = ""
-    title: str | None = None
-    status: Literal["active", "closed"] = "active"
-    created_at: int = 0
-    updated_at: int = 0
-    config: dict[str, Any] | None = None
-    """The session's configuration (without the store section), as created."""
-
-
-@dataclass(slots=True)
-class NewMessage:
-    """A message to append, with its parts and their token estimates."""
-
-    message: Message
-    parts: Sequence[MessagePart] = ()
-    part_tokens: Sequence[int] | None = None
-    in_context: bool = True
-
-
-@dataclass(slots=True, frozen=True)
-class AppendedMessage:
-    """Where an appended message landed."""
-
-    message_id: str
-    seq: int
-    position: int | None
-    part_ids: tuple[str, ...]
-
-
-@dataclass(slots=True, frozen=True)
-class ContextItem:
-    """One row of the ordered ``context_items`` view."""
-
-    position: int
-    item_type: Literal["message", "summary"]
-    item_id: str
-    tokens: int
-    role: str | None = None
-
-
-@dataclass(slots=True)
-class CompactionCommit:
-    """Everything one compaction round writes, atomically.
-
-    ``replaced`` lists the ``(position, item_id)`` pairs the summary replaces; the
-    commit fails with :class:`~mnesis.errors.CompactionLockedError` if any of them
-    changed since they were read (another compactor won the race).
-    """
-
-    summary: SummaryRecord
-    source_message_ids: Sequence[str]
-    parent_summary_ids: Sequence[str]
-    replaced: Sequence[tuple[int, str]]
-    context_tokens: int
-    marker: NewMessage
-
-
-@dataclass(slots=True)
-class SearchHit:
-    """A stored text that matched a search: a message part or a summary."""
-
-    kind: Literal["message", "summary"]
-    id: str
-    """Message ID or summary ID."""
-    session_id: str
-    text: str
-    created_at: int
-    part_id: str | None = None
-    role: str | None = None
-    rank: float = 0.0
-    key: int = 0
-    """Backend row key; ``scan_text`` pages continue below it."""
-    tool_name: str | None = None
-    """For a tool part: the tool's name (retrieval hides its own ``lcm_*`` tools)."""
-    context: str | None = None
-    """What the index holds beside the text: speaker and date, then the previous
-    conversation turns (``role: text``, newest first), one per line."""
-
-
-@dataclass(slots=True)
-class SearchFilter:
-    """Restrictions shared by full-text and regex searches."""
-
-    session_ids: Sequence[str] | None = None
-    """None: every session (only for explicitly cross-session callers)."""
-    since: int | None = None
-    until: int | None = None
-    under_summary: str | None = None
-    """Only messages covered (at any depth) by this summary."""
-
-
-@dataclass(slots=True)
-class IntegritySnapshot:
-    """Raw lineage and context rows of one session, for the integrity checker."""
-
-    session_id: str
-    context: list[tuple[int, str, str | None, str | None]]
-    """``(position, item_type, message_id, summary_id)`` in position order."""
-    messages: list[tuple[str, int, str, bool, int]]
-    """``(id, seq, role, is_summary, token_estimate)`` in seq order."""
-    summaries: list[tuple[str, str, list[str], str | None, str | None]]
-    """``(id, kind, file_ids, span_start_message_id, span_end_message_id)``."""
-    summary_messages: list[tuple[str, str]]
-    """``(summary_id, message_id)`` edges."""
-    summary_parents: list[tuple[str, str]]
-    """``(summary_id, merged_summary_id)`` edges."""
-    known_file_ids: set[str]
-    missing_context_targets: list[int]
-    """Positions whose message or summary row does not exist."""
-
-
-@dataclass(slots=True)
-class ImportSource:
-    """How far a transcript file has been imported (one row of ``import_sources``).
-
-    ``byte_offset``/``lines`` mark the end of the last fully imported line;
-    ``fingerprint`` identifies the file's beginning, so a rewritten file is not
-    mistaken for a grown one; ``state`` is the importer's own resumption state."""
-
-    source_key: str
-    format: str
-    path: str
-    session_id: str
-    byte_offset: int = 0
-    lines: int = 0
-    fingerprint: str = ""
-    messages: int = 0
-    state: dict[str, Any] = field(default_factory=dict)
-    updated_at: int = 0
-
-
-@dataclass(slots=True, frozen=True)
-class PurgeReport:
-    """What :meth:`StoreBackend.purge_session` removed: rows per table, and the sessions."""
-
-    session_ids: tuple[str, ...]
-    rows: dict[str, int]
 
 
 class StoreBackend(ABC):
@@ -249,26 +121,19 @@ class StoreBackend(ABC):
         in_context: bool = True,
     ) -> AppendedMessage:
         """Append one message (and its ``context_items`` row) atomically."""
-        (result,) = await self.append_messages(
-            [NewMessage(message, parts, part_tokens, in_context)]
-        )
+        return await self._append_one(NewMessage(message, parts, part_tokens, in_context))
+
+    async def _append_one(self, item: NewMessage) -> AppendedMessage:
+        """:meth:`append_message` once its arguments are one :class:`NewMessage`."""
+        (result,) = await self.append_messages([item])
         return result
 
     @abstractmethod
     async def append_parts(
-        self,
-        message_id: str,
-        parts: Sequence[MessagePart],
-        *,
-        part_tokens: Sequence[int] | None = None,
-        tokens: TokenUsage | None = None,
-        finish_reason: str | None = None,
-        token_estimate: int | None = None,
+        self, message_id: str, parts: Sequence[MessagePart], **options: Unpack[PartsAppend]
     ) -> list[str]:
-        """Append parts to an existing message in one transaction; returns their IDs.
-
-        ``tokens``, ``finish_reason`` and ``token_estimate`` update the message in the
-        same transaction (finishing a streamed turn is one atomic write)."""
+        """Append parts to an existing message in one transaction; returns their IDs
+        (see :class:`~mnesis.store.records.PartsAppend`)."""
 
     async def append_part(
         self, message_id: str, part: MessagePart, *, token_estimate: int = 0
@@ -278,35 +143,13 @@ class StoreBackend(ABC):
         return part_id
 
     @abstractmethod
-    async def update_message_tokens(
-        self,
-        message_id: str,
-        *,
-        tokens: TokenUsage | None = None,
-        cost: float | None = None,
-        finish_reason: str | None = None,
-        token_estimate: int | None = None,
-    ) -> None:
+    async def update_message_tokens(self, message_id: str, **change: Unpack[MessageChange]) -> None:
         """The one permitted mutation of a message row."""
 
     @abstractmethod
-    async def update_part_status(
-        self,
-        part_id: str,
-        *,
-        state: ToolState | None = None,
-        compacted_at: int | None = None,
-        output: str | None = None,
-        error_message: str | None = None,
-        started_at: int | None = None,
-        completed_at: int | None = None,
-        token_estimate: int | None = None,
-        message_token_estimate: int | None = None,
-    ) -> None:
-        """The one permitted mutation of a part: tool lifecycle and tombstone.
-
-        ``message_token_estimate`` updates the owning message's estimate in the same
-        transaction."""
+    async def update_part_status(self, part_id: str, **change: Unpack[PartStatusChange]) -> None:
+        """The one permitted mutation of a part: tool lifecycle and tombstone (see
+        :class:`~mnesis.store.records.PartStatusChange`)."""
 
     @abstractmethod
     async def tombstone_parts(
@@ -323,12 +166,7 @@ class StoreBackend(ABC):
 
     @abstractmethod
     async def get_messages(
-        self,
-        session_id: str,
-        *,
-        include_summaries: bool = True,
-        after_seq: int = 0,
-        limit: int | None = None,
+        self, session_id: str, **query: Unpack[MessagesQuery]
     ) -> list[MessageWithParts]:
         """Messages of a session in order (``seq > after_seq``)."""
 
@@ -351,15 +189,10 @@ class StoreBackend(ABC):
     # context --------------------------------------------------------------
     @abstractmethod
     async def get_context_items(
-        self,
-        session_id: str,
-        *,
-        item_type: Literal["message", "summary"] | None = None,
-        newest_first: bool = False,
-        before_position: int | None = None,
-        limit: int | None = None,
+        self, session_id: str, **query: Unpack[ContextItemsQuery]
     ) -> list[ContextItem]:
-        """The ordered context view (optionally one page of it)."""
+        """The ordered context view (optionally one page of it; see
+        :class:`~mnesis.store.records.ContextItemsQuery`)."""
 
     @abstractmethod
     async def context_token_total(self, session_id: str) -> int:
@@ -445,29 +278,14 @@ class StoreBackend(ABC):
 
     # search ---------------------------------------------------------------
     @abstractmethod
-    async def search_text(
-        self,
-        *,
-        query: SearchQuery,
-        scope: Literal["messages", "summaries"],
-        where: SearchFilter,
-        limit: int,
-        offset: int = 0,
-    ) -> list[SearchHit]:
+    async def search_text(self, **search: Unpack[TextSearch]) -> list[SearchHit]:
         """Full-text search, best rank first (the backend renders ``query`` in its syntax).
 
         Message hits rank conversation text above tool input/output; ``rank`` is lower
         for better hits and comparable between the scopes of one backend."""
 
     @abstractmethod
-    async def scan_text(
-        self,
-        *,
-        scope: Literal["messages", "summaries"],
-        where: SearchFilter,
-        before_key: int | None,
-        limit: int,
-    ) -> list[SearchHit]:
+    async def scan_text(self, **scan: Unpack[TextScan]) -> list[SearchHit]:
         """Stored texts newest first, one page (for regex search)."""
 
     @abstractmethod

@@ -19,13 +19,11 @@ own and :meth:`close` closes it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Unpack
 
 from mnesis.config import StoreConfig
 from mnesis.errors import (
     AppendOnlyViolationError,
-    InvalidArgumentError,
     MessageNotFoundError,
     MnesisStoreError,
     PartNotFoundError,
@@ -36,47 +34,56 @@ from mnesis.errors import (
     StoreReadOnlyError,
     SummaryNotFoundError,
 )
-from mnesis.models.message import Message, MessageWithParts
-from mnesis.models.parts import MessagePart, ToolState
+from mnesis.models.message import MessageWithParts
+from mnesis.models.parts import MessagePart
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import (
     AppendedMessage,
-    CompactionCommit,
     ContextItem,
     FileReference,
     ImportSource,
     IntegritySnapshot,
     NewMessage,
     PurgeReport,
-    SearchFilter,
     SearchHit,
     SessionRecord,
     StoreBackend,
-    SummaryRecord,
 )
 from mnesis.store.checks import (
     check_choice,
     check_count,
-    check_filter,
     check_id,
     check_ids,
     check_instance,
-    check_message_update,
     check_new_message,
-    check_number,
-    check_optional_count,
-    check_optional_id,
-    check_optional_timestamp,
-    check_parts,
-    check_plain_text,
-    check_row,
     check_sequence,
-    check_summary,
 )
+from mnesis.store.facade_summaries import SummaryFacade
 from mnesis.store.factory import StoreLocation, new_backend, open_database, resolve_location
-from mnesis.store.jobs import CompactionQueue
 from mnesis.store.map_runs import MapRunStore
-from mnesis.store.search_query import SearchQuery
+from mnesis.store.record_checks import (
+    check_context_query,
+    check_context_rows,
+    check_file_reference,
+    check_import_source,
+    check_message_change,
+    check_messages_query,
+    check_part_status,
+    check_parts_append,
+    check_session_record,
+    check_text_scan,
+    check_text_search,
+    check_tombstones,
+)
+from mnesis.store.records import (
+    ContextItemsQuery,
+    MessageChange,
+    MessagesQuery,
+    PartsAppend,
+    PartStatusChange,
+    TextScan,
+    TextSearch,
+)
 
 if TYPE_CHECKING:
     from mnesis.store.pool import StorePool
@@ -101,11 +108,8 @@ RawMessagePart = MessagePart
 :data:`~mnesis.models.parts.MessagePart` models (the store encodes them itself);
 the store errors are re-exported from :mod:`mnesis.errors` for the documented imports."""
 
-_TOOL_STATES = ("pending", "running", "completed", "error")
-_SCOPES = ("messages", "summaries")
 
-
-class ImmutableStore(StoreBackend):
+class ImmutableStore(SummaryFacade):
     """The validating store facade over one backend (see the module docstring)."""
 
     def __init__(
@@ -194,17 +198,7 @@ class ImmutableStore(StoreBackend):
 
     # sessions -------------------------------------------------------------
     async def create_session(self, record: SessionRecord) -> None:
-        check_instance(record, "record", SessionRecord)
-        check_id(record.id, "session id")
-        check_optional_id(record.parent_id, "parent_id")
-        for name in ("model", "agent", "system_prompt"):
-            check_plain_text(getattr(record, name), name)
-        check_plain_text(record.title, "title", optional=True)
-        check_choice(record.status, "status", ("active", "closed"))
-        check_optional_timestamp(record.created_at, "created_at")
-        check_optional_timestamp(record.updated_at, "updated_at")
-        if record.config is not None:
-            check_instance(record.config, "config", dict)
+        check_session_record(record)
         await self.backend.create_session(record)
 
     async def get_session(self, session_id: str) -> SessionRecord:
@@ -229,40 +223,16 @@ class ImmutableStore(StoreBackend):
             check_new_message(item, f"batch[{index}]")
         return await self.backend.append_messages(batch)
 
-    async def append_message(
-        self,
-        message: Message,
-        parts: Sequence[MessagePart] = (),
-        *,
-        part_tokens: Sequence[int] | None = None,
-        in_context: bool = True,
-    ) -> AppendedMessage:
-        item = NewMessage(message, parts, part_tokens, in_context)
+    async def _append_one(self, item: NewMessage) -> AppendedMessage:
         check_new_message(item, "message")
         (result,) = await self.backend.append_messages([item])
         return result
 
     async def append_parts(
-        self,
-        message_id: str,
-        parts: Sequence[MessagePart],
-        *,
-        part_tokens: Sequence[int] | None = None,
-        tokens: TokenUsage | None = None,
-        finish_reason: str | None = None,
-        token_estimate: int | None = None,
+        self, message_id: str, parts: Sequence[MessagePart], **options: Unpack[PartsAppend]
     ) -> list[str]:
-        check_id(message_id, "message_id")
-        check_parts(parts, part_tokens, "parts")
-        check_message_update(tokens, None, finish_reason, token_estimate)
-        return await self.backend.append_parts(
-            message_id,
-            parts,
-            part_tokens=part_tokens,
-            tokens=tokens,
-            finish_reason=finish_reason,
-            token_estimate=token_estimate,
-        )
+        check_parts_append(message_id, parts, options)
+        return await self.backend.append_parts(message_id, parts, **options)
 
     async def append_part(
         self, message_id: str, part: MessagePart, *, token_estimate: int = 0
@@ -271,78 +241,20 @@ class ImmutableStore(StoreBackend):
         (part_id,) = await self.append_parts(message_id, [part], part_tokens=[token_estimate])
         return part_id
 
-    async def update_message_tokens(
-        self,
-        message_id: str,
-        *,
-        tokens: TokenUsage | None = None,
-        cost: float | None = None,
-        finish_reason: str | None = None,
-        token_estimate: int | None = None,
-    ) -> None:
-        check_id(message_id, "message_id")
-        check_message_update(tokens, cost, finish_reason, token_estimate)
-        await self.backend.update_message_tokens(
-            message_id,
-            tokens=tokens,
-            cost=cost,
-            finish_reason=finish_reason,
-            token_estimate=token_estimate,
-        )
+    async def update_message_tokens(self, message_id: str, **change: Unpack[MessageChange]) -> None:
+        check_message_change(message_id, change)
+        await self.backend.update_message_tokens(message_id, **change)
 
-    async def update_part_status(
-        self,
-        part_id: str,
-        *,
-        state: ToolState | None = None,
-        compacted_at: int | None = None,
-        output: str | None = None,
-        error_message: str | None = None,
-        started_at: int | None = None,
-        completed_at: int | None = None,
-        token_estimate: int | None = None,
-        message_token_estimate: int | None = None,
-    ) -> None:
-        check_id(part_id, "part_id")
-        if state is not None:
-            check_choice(state, "state", _TOOL_STATES)
-        for name, at in (
-            ("compacted_at", compacted_at),
-            ("started_at", started_at),
-            ("completed_at", completed_at),
-        ):
-            check_optional_timestamp(at, name)
-        for name, text in (("output", output), ("error_message", error_message)):
-            if text is not None:
-                check_instance(text, name, str)
-        check_optional_count(token_estimate, "token_estimate")
-        check_optional_count(message_token_estimate, "message_token_estimate")
-        await self.backend.update_part_status(
-            part_id,
-            state=state,
-            compacted_at=compacted_at,
-            output=output,
-            error_message=error_message,
-            started_at=started_at,
-            completed_at=completed_at,
-            token_estimate=token_estimate,
-            message_token_estimate=message_token_estimate,
-        )
+    async def update_part_status(self, part_id: str, **change: Unpack[PartStatusChange]) -> None:
+        check_part_status(part_id, change)
+        await self.backend.update_part_status(part_id, **change)
 
     async def tombstone_parts(
         self,
         parts: Sequence[tuple[str, int, int]],
         message_estimates: Sequence[tuple[str, int]],
     ) -> None:
-        for index, row in enumerate(check_sequence(parts, "parts")):
-            part_id, at, tokens = check_row(row, f"parts[{index}]", 3)
-            check_id(part_id, f"parts[{index}] part id")
-            check_optional_timestamp(at, f"parts[{index}] compacted_at")
-            check_count(tokens, f"parts[{index}] token estimate")
-        for index, row in enumerate(check_sequence(message_estimates, "message_estimates")):
-            message_id, tokens = check_row(row, f"message_estimates[{index}]", 2)
-            check_id(message_id, f"message_estimates[{index}] message id")
-            check_count(tokens, f"message_estimates[{index}] token estimate")
+        check_tombstones(parts, message_estimates)
         await self.backend.tombstone_parts(parts, message_estimates)
 
     async def get_message(self, message_id: str) -> MessageWithParts:
@@ -350,19 +262,12 @@ class ImmutableStore(StoreBackend):
         return await self.backend.get_message(message_id)
 
     async def get_messages(
-        self,
-        session_id: str,
-        *,
-        include_summaries: bool = True,
-        after_seq: int = 0,
-        limit: int | None = None,
+        self, session_id: str, **query: Unpack[MessagesQuery]
     ) -> list[MessageWithParts]:
-        check_id(session_id, "session_id")
-        check_count(after_seq, "after_seq")
-        check_optional_count(limit, "limit")
-        return await self.backend.get_messages(
-            session_id, include_summaries=bool(include_summaries), after_seq=after_seq, limit=limit
-        )
+        check_messages_query(session_id, query)
+        if "include_summaries" in query:
+            query["include_summaries"] = bool(query["include_summaries"])
+        return await self.backend.get_messages(session_id, **query)
 
     async def get_messages_by_ids(self, message_ids: Sequence[str]) -> list[MessageWithParts]:
         check_ids(message_ids, "message_ids")
@@ -383,154 +288,25 @@ class ImmutableStore(StoreBackend):
 
     # context --------------------------------------------------------------
     async def get_context_items(
-        self,
-        session_id: str,
-        *,
-        item_type: Literal["message", "summary"] | None = None,
-        newest_first: bool = False,
-        before_position: int | None = None,
-        limit: int | None = None,
+        self, session_id: str, **query: Unpack[ContextItemsQuery]
     ) -> list[ContextItem]:
-        check_id(session_id, "session_id")
-        if item_type is not None:
-            check_choice(item_type, "item_type", ("message", "summary"))
-        check_optional_count(before_position, "before_position")
-        check_optional_count(limit, "limit")
-        return await self.backend.get_context_items(
-            session_id,
-            item_type=item_type,
-            newest_first=bool(newest_first),
-            before_position=before_position,
-            limit=limit,
-        )
+        check_context_query(session_id, query)
+        if "newest_first" in query:
+            query["newest_first"] = bool(query["newest_first"])
+        return await self.backend.get_context_items(session_id, **query)
 
     async def context_token_total(self, session_id: str) -> int:
         check_id(session_id, "session_id")
         return await self.backend.context_token_total(session_id)
 
-    # summaries ------------------------------------------------------------
-    async def commit_compaction(self, commit: CompactionCommit) -> AppendedMessage:
-        check_instance(commit, "commit", CompactionCommit)
-        check_summary(commit.summary)
-        check_ids(commit.source_message_ids, "source_message_ids")
-        check_ids(commit.parent_summary_ids, "parent_summary_ids")
-        if not check_sequence(commit.replaced, "replaced"):
-            raise InvalidArgumentError("a compaction must replace at least one context item")
-        for index, row in enumerate(commit.replaced):
-            position, item_id = check_row(row, f"replaced[{index}]", 2)
-            check_count(position, f"replaced[{index}] position")
-            check_id(item_id, f"replaced[{index}] item id")
-        check_count(commit.context_tokens, "context_tokens")
-        check_new_message(commit.marker, "marker")
-        if commit.marker.message.session_id != commit.summary.session_id:
-            raise InvalidArgumentError("the compaction marker belongs to another session")
-        return await self.backend.commit_compaction(commit)
-
-    async def get_summaries(self, summary_ids: Sequence[str]) -> list[SummaryRecord]:
-        check_ids(summary_ids, "summary_ids")
-        return await self.backend.get_summaries(summary_ids)
-
-    async def get_summary(self, summary_id: str) -> SummaryRecord:
-        check_id(summary_id, "summary_id")
-        return await self.backend.get_summary(summary_id)
-
-    async def get_summary_source_ids(self, summary_id: str) -> list[str]:
-        check_id(summary_id, "summary_id")
-        return await self.backend.get_summary_source_ids(summary_id)
-
-    async def get_summary_parent_ids(self, summary_id: str) -> list[str]:
-        check_id(summary_id, "summary_id")
-        return await self.backend.get_summary_parent_ids(summary_id)
-
-    async def acquire_compaction_lock(
-        self, session_id: str, owner: str, ttl_seconds: float, *, steal_from: str | None = None
-    ) -> bool:
-        check_id(session_id, "session_id")
-        check_id(owner, "owner")
-        check_number(ttl_seconds, "ttl_seconds")
-        check_optional_id(steal_from, "steal_from")
-        return await self.backend.acquire_compaction_lock(
-            session_id, owner, ttl_seconds, steal_from=steal_from
-        )
-
-    async def compaction_lock_owner(self, session_id: str) -> str | None:
-        check_id(session_id, "session_id")
-        return await self.backend.compaction_lock_owner(session_id)
-
-    async def release_compaction_lock(self, session_id: str, owner: str) -> None:
-        check_id(session_id, "session_id")
-        check_id(owner, "owner")
-        await self.backend.release_compaction_lock(session_id, owner)
-
-    def compaction_lock(
-        self, session_id: str, owner: str, ttl_seconds: float
-    ) -> AbstractAsyncContextManager[None]:
-        check_id(session_id, "session_id")
-        check_id(owner, "owner")
-        check_number(ttl_seconds, "ttl_seconds")
-        return self.backend.compaction_lock(session_id, owner, ttl_seconds)
-
-    def compaction_queue(self) -> CompactionQueue | None:
-        return self.backend.compaction_queue()
-
-    async def get_summaries_merging(self, summary_id: str) -> list[str]:
-        check_id(summary_id, "summary_id")
-        return await self.backend.get_summaries_merging(summary_id)
-
-    async def get_leaf_summaries_of_message(self, message_id: str) -> list[str]:
-        check_id(message_id, "message_id")
-        return await self.backend.get_leaf_summaries_of_message(message_id)
-
-    async def get_source_message_ids_deep(self, summary_id: str) -> list[str]:
-        check_id(summary_id, "summary_id")
-        return await self.backend.get_source_message_ids_deep(summary_id)
-
-    async def covering_context_summaries(
-        self, session_id: str, message_ids: Sequence[str]
-    ) -> dict[str, str | None]:
-        check_id(session_id, "session_id")
-        check_ids(message_ids, "message_ids")
-        return await self.backend.covering_context_summaries(session_id, message_ids)
-
-    async def messages_in_context(self, session_id: str, message_ids: Sequence[str]) -> set[str]:
-        check_id(session_id, "session_id")
-        check_ids(message_ids, "message_ids")
-        return await self.backend.messages_in_context(session_id, message_ids)
-
     # search ---------------------------------------------------------------
-    async def search_text(
-        self,
-        *,
-        query: SearchQuery,
-        scope: Literal["messages", "summaries"],
-        where: SearchFilter,
-        limit: int,
-        offset: int = 0,
-    ) -> list[SearchHit]:
-        check_instance(query, "query", SearchQuery)
-        check_choice(scope, "scope", _SCOPES)
-        check_filter(where)
-        check_count(limit, "limit")
-        check_count(offset, "offset")
-        return await self.backend.search_text(
-            query=query, scope=scope, where=where, limit=limit, offset=offset
-        )
+    async def search_text(self, **search: Unpack[TextSearch]) -> list[SearchHit]:
+        check_text_search(search)
+        return await self.backend.search_text(**search)
 
-    async def scan_text(
-        self,
-        *,
-        scope: Literal["messages", "summaries"],
-        where: SearchFilter,
-        before_key: int | None,
-        limit: int,
-    ) -> list[SearchHit]:
-        check_choice(scope, "scope", _SCOPES)
-        check_filter(where)
-        check_optional_count(before_key, "before_key")
-        check_count(limit, "limit")
-        return await self.backend.scan_text(
-            scope=scope, where=where, before_key=before_key, limit=limit
-        )
+    async def scan_text(self, **scan: Unpack[TextScan]) -> list[SearchHit]:
+        check_text_scan(scan)
+        return await self.backend.scan_text(**scan)
 
     async def replies_to(self, message_ids: Sequence[str]) -> dict[str, SearchHit]:
         check_ids(message_ids, "message_ids")
@@ -553,11 +329,7 @@ class ImmutableStore(StoreBackend):
         self, session_id: str, items: Sequence[tuple[str, str, int]]
     ) -> None:
         check_id(session_id, "session_id")
-        for index, row in enumerate(check_sequence(items, "items")):
-            kind, item_id, tokens = check_row(row, f"items[{index}]", 3)
-            check_choice(kind, f"items[{index}] item type", ("message", "summary"))
-            check_id(item_id, f"items[{index}] item id")
-            check_count(tokens, f"items[{index}] tokens")
+        check_context_rows(items)
         await self.backend.replace_context_items(session_id, items)
 
     async def add_summary_sources(self, summary_id: str, message_ids: Sequence[str]) -> None:
@@ -571,15 +343,7 @@ class ImmutableStore(StoreBackend):
 
     # files ----------------------------------------------------------------
     async def store_file_reference(self, ref: FileReference) -> FileReference:
-        check_instance(ref, "ref", FileReference)
-        check_id(ref.content_id, "content_id")
-        check_id(ref.file_id, "file_id")
-        check_plain_text(ref.path, "path")
-        check_plain_text(ref.file_type, "file_type")
-        check_count(ref.token_count, "token_count")
-        check_optional_count(ref.byte_size, "byte_size")
-        check_optional_id(ref.session_id, "session_id")
-        check_instance(ref.exploration_summary, "exploration_summary", str)
+        check_file_reference(ref)
         return await self.backend.store_file_reference(ref)
 
     async def get_file_reference(self, content_or_file_id: str) -> FileReference | None:
@@ -596,13 +360,5 @@ class ImmutableStore(StoreBackend):
         return await self.backend.get_import_source(source_key)
 
     async def put_import_source(self, source: ImportSource) -> None:
-        check_instance(source, "source", ImportSource)
-        check_id(source.source_key, "source_key")
-        check_id(source.format, "format")
-        check_id(source.path, "path")
-        check_id(source.session_id, "session_id")
-        check_count(source.byte_offset, "byte_offset")
-        check_count(source.lines, "lines")
-        check_count(source.messages, "messages")
-        check_instance(source.state, "state", dict)
+        check_import_source(source)
         await self.backend.put_import_source(source)

@@ -19,6 +19,7 @@ Invariants every backend keeps:
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from typing import Any, Literal
 
 from mnesis.errors import InvalidArgumentError
 
-__all__ = ["ItemRow", "ItemState", "MapRunStore", "check_same_run"]
+__all__ = ["ItemRow", "ItemState", "MapRunStore", "RunStart", "check_same_run"]
 
 ItemState = Literal["pending", "running", "completed", "failed"]
 
@@ -44,10 +45,45 @@ class ItemRow:
     session_id: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class RunStart:
+    """What :meth:`MapRunStore.start` was asked."""
+
+    run_id: str
+    kind: str
+    config: dict[str, Any]
+    inputs: tuple[str, ...]
+    fixed_keys: tuple[str, ...]
+    retry_failed: bool
+
+    def config_json(self) -> str:
+        """``config`` as it is stored."""
+        return json.dumps(self.config, ensure_ascii=False, sort_keys=True)
+
+    def fresh_items(self) -> list[ItemRow]:
+        """The items of a run just created."""
+        return [
+            ItemRow(idx, text, "pending", 0, None, None, None)
+            for idx, text in enumerate(self.inputs)
+        ]
+
+    def check_resume(self, stored_kind: str, stored_config: str, stored: Sequence[ItemRow]) -> None:
+        """Raise unless the stored run (its kind, config JSON and items) is this one."""
+        check_same_run(
+            self.run_id,
+            stored_kind=stored_kind,
+            stored_config=json.loads(stored_config),
+            stored_inputs=[r.input for r in stored],
+            kind=self.kind,
+            config=self.config,
+            inputs=self.inputs,
+            fixed_keys=self.fixed_keys,
+        )
+
+
 class MapRunStore(ABC):
     """Reads and writes ``map_runs`` / ``map_items`` (``store.map_runs``)."""
 
-    @abstractmethod
     async def start(
         self,
         run_id: str,
@@ -66,6 +102,13 @@ class MapRunStore(ABC):
         else :class:`~mnesis.errors.InvalidArgumentError`. With ``retry_failed`` the run's
         ``failed`` items become ``pending`` again.
         """
+        return await self._start(
+            RunStart(run_id, kind, config, tuple(inputs), tuple(fixed_keys), retry_failed)
+        )
+
+    @abstractmethod
+    async def _start(self, request: RunStart) -> tuple[list[ItemRow], bool]:
+        """:meth:`start` in one transaction of the backend."""
 
     @abstractmethod
     async def claim(self, run_id: str, idx: int) -> int | None:

@@ -13,8 +13,13 @@ from mnesis.store.base import IntegritySnapshot
 from mnesis.store.postgres.db import Conn, redact_url
 from mnesis.store.postgres.migrations import MIGRATIONS
 from mnesis.store.postgres.rows import PostgresStoreBase, execute_many, fetch, lock_session, now_ms
+from mnesis.store.shared import integrity as shared
+from mnesis.store.shared.integrity import wanted_files
+from mnesis.store.shared.sql import pg
 
 __all__ = ["BACKUP_FORMAT", "BACKUP_TABLES", "IntegrityMixin"]
+
+_SNAPSHOT = shared.snapshot_queries("key", as_text="::text")
 
 BACKUP_FORMAT = "mnesis-postgres-backup"
 BACKUP_TABLES = (
@@ -39,79 +44,21 @@ _BATCH = 1000
 class IntegrityMixin(PostgresStoreBase):
     """Snapshots, repairs and backups (part of ``PostgresStore``)."""
 
-    async def list_session_ids(self) -> list[str]:
-        return await self._first_column("SELECT id FROM sessions ORDER BY created_at, id", ())
-
     async def integrity_snapshot(self, session_id: str) -> IntegritySnapshot:
         async def _read(conn: Conn) -> IntegritySnapshot:
-            context = [
-                (r[0], r[1], r[2], r[3])
-                for r in await fetch(
-                    conn,
-                    "SELECT position, item_type::text, message_id, summary_id "
-                    "FROM context_items WHERE session_id = %s ORDER BY position",
-                    (session_id,),
-                )
-            ]
-            missing = [
-                r[0]
-                for r in await fetch(
-                    conn,
-                    "SELECT ci.position FROM context_items ci "
-                    "LEFT JOIN messages m ON m.id = ci.message_id "
-                    "LEFT JOIN summaries s ON s.id = ci.summary_id "
-                    "WHERE ci.session_id = %s AND m.id IS NULL AND s.id IS NULL",
-                    (session_id,),
-                )
-            ]
-            messages = [
-                (r[0], r[1], r[2], bool(r[3]), r[4])
-                for r in await fetch(
-                    conn,
-                    "SELECT id, seq, role::text, is_summary, token_estimate FROM messages "
-                    "WHERE session_id = %s ORDER BY seq",
-                    (session_id,),
-                )
-            ]
-            summaries = [
-                (r[0], r[1], list(r[2]), r[3], r[4])
-                for r in await fetch(
-                    conn,
-                    "SELECT id, kind::text, file_ids, span_start_message_id, "
-                    "span_end_message_id FROM summaries WHERE session_id = %s ORDER BY key",
-                    (session_id,),
-                )
-            ]
-            edges = [
-                (r[0], r[1])
-                for r in await fetch(
-                    conn,
-                    "SELECT sm.summary_id, sm.message_id FROM summary_messages sm "
-                    "JOIN summaries s ON s.id = sm.summary_id WHERE s.session_id = %s "
-                    "ORDER BY sm.summary_id, sm.ordinal",
-                    (session_id,),
-                )
-            ]
-            parents = [
-                (r[0], r[1])
-                for r in await fetch(
-                    conn,
-                    "SELECT sp.summary_id, sp.parent_summary_id FROM summary_parents sp "
-                    "JOIN summaries s ON s.id = sp.summary_id WHERE s.session_id = %s "
-                    "ORDER BY sp.summary_id, sp.ordinal",
-                    (session_id,),
-                )
-            ]
-            wanted = sorted({f for row in summaries for f in row[2]})
+            rows = {
+                name: await fetch(conn, pg(sql), (session_id,)) for name, sql in _SNAPSHOT.items()
+            }
+            summaries = [(r[0], r[1], list(r[2]), r[3], r[4]) for r in rows["summaries"]]
             known = {
                 r[0]
                 for r in await fetch(
-                    conn, "SELECT file_id FROM file_references WHERE file_id = ANY(%s)", (wanted,)
+                    conn,
+                    "SELECT file_id FROM file_references WHERE file_id = ANY(%s)",
+                    (wanted_files(summaries),),
                 )
             }
-            return IntegritySnapshot(
-                session_id, context, messages, summaries, edges, parents, known, missing
-            )
+            return shared.snapshot(session_id, rows, summaries, known)
 
         return await self.db.snapshot(_read)
 
@@ -122,39 +69,20 @@ class IntegrityMixin(PostgresStoreBase):
 
         async def _replace(conn: Conn) -> None:
             await lock_session(conn, session_id)
-            await conn.execute("DELETE FROM context_items WHERE session_id = %s", (session_id,))
+            await conn.execute(pg(shared.CONTEXT_DELETE), (session_id,))
             await execute_many(
-                conn,
-                "INSERT INTO context_items (session_id, position, item_type, message_id, "
-                "summary_id, tokens, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                [
-                    (
-                        session_id,
-                        index + 1,
-                        kind,
-                        item_id if kind == "message" else None,
-                        item_id if kind == "summary" else None,
-                        tokens,
-                        now,
-                    )
-                    for index, (kind, item_id, tokens) in enumerate(items)
-                ],
+                conn, pg(shared.CONTEXT_INSERT), shared.context_rows(session_id, items, now)
             )
 
         await self.db.write(_replace)
 
     async def add_summary_sources(self, summary_id: str, message_ids: Sequence[str]) -> None:
         async def _add(conn: Conn) -> None:
-            rows = await fetch(
-                conn,
-                "SELECT COALESCE(MAX(ordinal), -1) + 1 FROM summary_messages WHERE summary_id = %s",
-                (summary_id,),
-            )
+            rows = await fetch(conn, pg(shared.NEXT_SOURCE_ORDINAL), (summary_id,))
             first = int(rows[0][0])
             await execute_many(
                 conn,
-                "INSERT INTO summary_messages (summary_id, message_id, ordinal) "
-                "VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+                pg(shared.SOURCE_INSERT) + " ON CONFLICT DO NOTHING",
                 [(summary_id, mid, first + i) for i, mid in enumerate(message_ids)],
             )
 

@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from mnesis.errors import InvalidArgumentError, MessageNotFoundError, PartNotFoundError
-from mnesis.models.ids import new_id
+from mnesis.errors import MessageNotFoundError, PartNotFoundError
 from mnesis.models.message import MessageWithParts
-from mnesis.models.parts import MessagePart, ToolPart, ToolState
+from mnesis.models.parts import MessagePart, ToolState
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import AppendedMessage, NewMessage
 from mnesis.store.codec import (
-    decode_part,
-    dumps,
-    encode_part,
-    searchable_text,
     usage_from_sums,
 )
 from mnesis.store.postgres.db import Conn
@@ -32,21 +26,15 @@ from mnesis.store.postgres.rows import (
     message_update,
     now_ms,
 )
+from mnesis.store.shared.rows import (
+    TOOL_STATUS_UPDATE,
+    encode_parts,
+    tombstone_rows,
+    tool_status_args,
+)
+from mnesis.store.shared.sql import CONTEXT_TOKENS_UPDATE, TOMBSTONE, pg
 
 __all__ = ["MessagesMixin"]
-
-EncodedParts = list[tuple[str, int, dict[str, Any]]]
-
-
-def encode_parts(parts: Sequence[MessagePart], estimates: Sequence[int] | None) -> EncodedParts:
-    """``(part_id, token_estimate, columns)`` of each part; assigns missing part IDs."""
-    tokens = list(estimates or [])
-    rows = []
-    for index, part in enumerate(parts):
-        if part.id is None:
-            part.id = new_id("part")
-        rows.append((part.id, tokens[index] if index < len(tokens) else 0, encode_part(part)))
-    return rows
 
 
 class MessagesMixin(PostgresStoreBase):
@@ -165,46 +153,19 @@ class MessagesMixin(PostgresStoreBase):
             )
             if row is None:
                 raise PartNotFoundError(part_id)
-            content, part_type, old_state, old_compacted, old_started, old_completed, owner = row
-            if part_type != "tool":
-                raise InvalidArgumentError(
-                    f"part {part_id} is a {part_type!r} part; only tool parts have a status"
-                )
-            if (output is not None or error_message is not None) and old_state in (
-                "completed",
-                "error",
-            ):
-                raise InvalidArgumentError(
-                    f"tool call of part {part_id} is already {old_state}; its result is history"
-                )
-            new_state = state or old_state
-            new_content = content
-            text_content: str | None = None
-            if output is not None or error_message is not None or state is not None:
-                part = decode_part(
-                    part_id, content, old_state, old_compacted, old_started, old_completed
-                )
-                assert isinstance(part, ToolPart)
-                if output is not None:
-                    part.output = output
-                if error_message is not None:
-                    part.error_message = error_message
-                part.status.state = new_state
-                new_content = dumps(part.model_dump(exclude={"id"}))
-                text_content = searchable_text(part)
+            owner = row[6]
             await conn.execute(
-                "UPDATE message_parts SET tool_state = %s, compacted_at = %s, started_at = %s, "
-                "completed_at = %s, content = %s, text_content = COALESCE(%s, text_content), "
-                "token_estimate = COALESCE(%s, token_estimate) WHERE id = %s",
-                (
-                    new_state,
-                    compacted_at if compacted_at is not None else old_compacted,
-                    started_at if started_at is not None else old_started,
-                    completed_at if completed_at is not None else old_completed,
-                    new_content,
-                    text_content if new_content != content else None,
-                    token_estimate,
+                pg(TOOL_STATUS_UPDATE),
+                tool_status_args(
                     part_id,
+                    row,
+                    state=state,
+                    compacted_at=compacted_at,
+                    output=output,
+                    error_message=error_message,
+                    started_at=started_at,
+                    completed_at=completed_at,
+                    token_estimate=token_estimate,
                 ),
             )
             if message_token_estimate is not None:
@@ -212,10 +173,7 @@ class MessagesMixin(PostgresStoreBase):
                     "UPDATE messages SET token_estimate = %s WHERE id = %s",
                     (message_token_estimate, owner),
                 )
-                await conn.execute(
-                    "UPDATE context_items SET tokens = %s WHERE message_id = %s",
-                    (message_token_estimate, owner),
-                )
+                await conn.execute(pg(CONTEXT_TOKENS_UPDATE), (message_token_estimate, owner))
 
         await self.db.write(_update)
 
@@ -225,22 +183,8 @@ class MessagesMixin(PostgresStoreBase):
         message_estimates: Sequence[tuple[str, int]],
     ) -> None:
         async def _prune(conn: Conn) -> None:
-            await execute_many(
-                conn,
-                "UPDATE message_parts SET compacted_at = %s, token_estimate = %s "
-                "WHERE id = %s AND part_type = 'tool' AND compacted_at IS NULL",
-                [(at, tokens, part_id) for part_id, at, tokens in parts],
-            )
-            await execute_many(
-                conn,
-                "UPDATE messages SET token_estimate = %s WHERE id = %s",
-                [(tokens, message_id) for message_id, tokens in message_estimates],
-            )
-            await execute_many(
-                conn,
-                "UPDATE context_items SET tokens = %s WHERE message_id = %s",
-                [(tokens, message_id) for message_id, tokens in message_estimates],
-            )
+            for sql, rows in zip(TOMBSTONE, tombstone_rows(parts, message_estimates), strict=True):
+                await execute_many(conn, pg(sql), rows)
 
         await self.db.write(_prune)
 

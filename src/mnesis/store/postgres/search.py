@@ -128,7 +128,6 @@ class SearchMixin(PostgresStoreBase):
 
         return await self.db.read(_scan)
 
-
     async def replies_to(self, message_ids: Sequence[str]) -> dict[str, SearchHit]:
         if not message_ids:
             return {}

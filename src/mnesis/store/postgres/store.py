@@ -12,7 +12,6 @@ from typing import Literal, Protocol
 
 from mnesis.errors import SessionNotFoundError
 from mnesis.store.base import FileReference, SessionRecord, StoreBackend
-from mnesis.store.codec import dumps
 from mnesis.store.jobs import CompactionQueue
 from mnesis.store.map_runs import MapRunStore
 from mnesis.store.postgres.db import Conn, PostgresDatabase
@@ -23,7 +22,6 @@ from mnesis.store.postgres.map_runs import PostgresMapRunStore
 from mnesis.store.postgres.messages import MessagesMixin
 from mnesis.store.postgres.purge import PurgeMixin
 from mnesis.store.postgres.rows import (
-    SESSION_COLS,
     fetch,
     fetch_one,
     get_file,
@@ -32,6 +30,9 @@ from mnesis.store.postgres.rows import (
 )
 from mnesis.store.postgres.search import SearchMixin
 from mnesis.store.postgres.summaries import SummariesMixin
+from mnesis.store.shared import sessions as shared
+from mnesis.store.shared.purge import SESSION_EXISTS
+from mnesis.store.shared.sql import pg
 
 __all__ = ["PostgresStore"]
 
@@ -78,33 +79,16 @@ class PostgresStore(
 
         async def _insert(conn: Conn) -> None:
             if record.parent_id is not None and not await fetch_one(
-                conn, "SELECT 1 FROM sessions WHERE id = %s", (record.parent_id,)
+                conn, pg(SESSION_EXISTS), (record.parent_id,)
             ):
                 raise SessionNotFoundError(record.parent_id)
-            await conn.execute(
-                f"INSERT INTO sessions ({SESSION_COLS}) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (
-                    record.id,
-                    record.model,
-                    record.agent,
-                    record.parent_id,
-                    record.system_prompt,
-                    record.title,
-                    record.status,
-                    record.created_at,
-                    record.updated_at,
-                    dumps(record.config) if record.config is not None else None,
-                ),
-            )
+            await conn.execute(pg(shared.SESSION_INSERT), shared.session_row(record))
 
         await self.db.write(_insert)
 
     async def get_session(self, session_id: str) -> SessionRecord:
         async def _get(conn: Conn) -> SessionRecord:
-            row = await fetch_one(
-                conn, f"SELECT {SESSION_COLS} FROM sessions WHERE id = %s", (session_id,)
-            )
+            row = await fetch_one(conn, pg(shared.SESSION_SELECT), (session_id,))
             if row is None:
                 raise SessionNotFoundError(session_id)
             return session_record(row)
@@ -113,12 +97,7 @@ class PostgresStore(
 
     async def list_sessions(self, *, limit: int = 100, offset: int = 0) -> list[SessionRecord]:
         async def _list(conn: Conn) -> list[SessionRecord]:
-            rows = await fetch(
-                conn,
-                f"SELECT {SESSION_COLS} FROM sessions ORDER BY created_at DESC, id DESC "
-                "LIMIT %s OFFSET %s",
-                (limit, offset),
-            )
+            rows = await fetch(conn, pg(shared.SESSIONS_PAGE), (limit, offset))
             return [session_record(r) for r in rows]
 
         return await self.db.read(_list)
@@ -127,10 +106,7 @@ class PostgresStore(
         self, session_id: str, status: Literal["active", "closed"]
     ) -> None:
         async def _set(conn: Conn) -> None:
-            cur = await conn.execute(
-                "UPDATE sessions SET status = %s, updated_at = %s WHERE id = %s",
-                (status, now_ms(), session_id),
-            )
+            cur = await conn.execute(pg(shared.SESSION_STATUS), (status, now_ms(), session_id))
             if cur.rowcount == 0:
                 raise SessionNotFoundError(session_id)
 
@@ -153,20 +129,7 @@ class PostgresStore(
 
         async def _store(conn: Conn) -> FileReference:
             await conn.execute(
-                "INSERT INTO file_references (content_id, file_id, path, file_type, "
-                "token_count, byte_size, exploration_summary, session_id, created_at) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                (
-                    ref.content_id,
-                    ref.file_id,
-                    ref.path,
-                    ref.file_type,
-                    ref.token_count,
-                    ref.byte_size,
-                    ref.exploration_summary,
-                    ref.session_id,
-                    ref.created_at,
-                ),
+                pg(shared.FILE_INSERT) + " ON CONFLICT DO NOTHING", shared.file_row(ref)
             )
             found = await get_file(conn, ref.content_id)
             assert found is not None

@@ -10,9 +10,7 @@ from typing import Any, Literal
 from mnesis.errors import CompactionLockedError
 from mnesis.store.base import AppendedMessage, CompactionCommit, ContextItem, SummaryRecord
 from mnesis.store.postgres.db import Conn
-from mnesis.store.postgres.messages import encode_parts
 from mnesis.store.postgres.rows import (
-    DOWN_CTE,
     SUMMARY_COLS,
     PostgresStoreBase,
     execute_many,
@@ -26,6 +24,9 @@ from mnesis.store.postgres.rows import (
     summary_record,
 )
 from mnesis.store.search_text import index_text
+from mnesis.store.shared.lineage import LOCK_ACQUIRE, LOCK_OWNER, LOCK_RELEASE, lock_args
+from mnesis.store.shared.rows import encode_parts
+from mnesis.store.shared.sql import pg
 
 __all__ = ["SummariesMixin"]
 
@@ -164,31 +165,12 @@ class SummariesMixin(PostgresStoreBase):
 
         return await self.db.read(_get)
 
-    async def get_summary_source_ids(self, summary_id: str) -> list[str]:
-        return await self._first_column(
-            "SELECT message_id FROM summary_messages WHERE summary_id = %s ORDER BY ordinal",
-            (summary_id,),
-        )
-
-    async def get_summary_parent_ids(self, summary_id: str) -> list[str]:
-        return await self._first_column(
-            "SELECT parent_summary_id FROM summary_parents WHERE summary_id = %s ORDER BY ordinal",
-            (summary_id,),
-        )
-
     async def acquire_compaction_lock(
         self, session_id: str, owner: str, ttl_seconds: float, *, steal_from: str | None = None
     ) -> bool:
         async def _acquire(conn: Conn) -> bool:
-            now = now_ms()
             cur = await conn.execute(
-                "INSERT INTO compaction_locks (session_id, owner, expires_at) "
-                "VALUES (%s, %s, %s) "
-                "ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, "
-                "expires_at = excluded.expires_at "
-                "WHERE compaction_locks.expires_at < %s "
-                "OR compaction_locks.owner = excluded.owner OR compaction_locks.owner = %s",
-                (session_id, owner, now + int(ttl_seconds * 1000), now, steal_from),
+                pg(LOCK_ACQUIRE), lock_args(session_id, owner, ttl_seconds, steal_from, now_ms())
             )
             return cur.rowcount == 1
 
@@ -196,42 +178,16 @@ class SummariesMixin(PostgresStoreBase):
 
     async def compaction_lock_owner(self, session_id: str) -> str | None:
         async def _get(conn: Conn) -> str | None:
-            row = await fetch_one(
-                conn, "SELECT owner FROM compaction_locks WHERE session_id = %s", (session_id,)
-            )
+            row = await fetch_one(conn, pg(LOCK_OWNER), (session_id,))
             return None if row is None else str(row[0])
 
         return await self.db.read(_get)
 
     async def release_compaction_lock(self, session_id: str, owner: str) -> None:
         async def _release(conn: Conn) -> None:
-            await conn.execute(
-                "DELETE FROM compaction_locks WHERE session_id = %s AND owner = %s",
-                (session_id, owner),
-            )
+            await conn.execute(pg(LOCK_RELEASE), (session_id, owner))
 
         await self.db.write(_release)
-
-    async def get_summaries_merging(self, summary_id: str) -> list[str]:
-        return await self._first_column(
-            "SELECT summary_id FROM summary_parents WHERE parent_summary_id = %s "
-            "ORDER BY summary_id",
-            (summary_id,),
-        )
-
-    async def get_leaf_summaries_of_message(self, message_id: str) -> list[str]:
-        return await self._first_column(
-            "SELECT summary_id FROM summary_messages WHERE message_id = %s ORDER BY summary_id",
-            (message_id,),
-        )
-
-    async def get_source_message_ids_deep(self, summary_id: str) -> list[str]:
-        return await self._first_column(
-            f"{DOWN_CTE} SELECT m.id FROM messages m WHERE m.id IN "
-            "(SELECT sm.message_id FROM summary_messages sm JOIN down "
-            "ON sm.summary_id = down.id) ORDER BY m.seq",
-            (summary_id,),
-        )
 
     async def covering_context_summaries(
         self, session_id: str, message_ids: Sequence[str]

@@ -4,26 +4,28 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from typing import Any
 
 from mnesis.errors import (
-    InvalidArgumentError,
     MessageNotFoundError,
     PartNotFoundError,
     SessionNotFoundError,
 )
-from mnesis.models.ids import new_id
+from mnesis.models.clock import now_ms
 from mnesis.models.message import MessageWithParts
-from mnesis.models.parts import MessagePart, ToolPart, ToolState
+from mnesis.models.parts import MessagePart, ToolState
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import AppendedMessage, NewMessage
 from mnesis.store.codec import (
-    decode_part,
     dumps,
-    encode_part,
-    searchable_text,
     usage_from_sums,
 )
+from mnesis.store.shared.rows import (
+    TOOL_STATUS_UPDATE,
+    encode_parts,
+    tombstone_rows,
+    tool_status_args,
+)
+from mnesis.store.shared.sql import CONTEXT_TOKENS_UPDATE, TOMBSTONE
 from mnesis.store.sqlite.rows import (
     _MSG_COLS,
     _PART_COLS,
@@ -33,7 +35,6 @@ from mnesis.store.sqlite.rows import (
     _load_messages,
     _message_update,
     _next_value,
-    _now_ms,
 )
 
 __all__ = ["MessagesMixin"]
@@ -43,17 +44,8 @@ class MessagesMixin(SQLiteStoreBase):
     """Appending, updating and reading messages and parts (part of ``SQLiteStore``)."""
 
     async def append_messages(self, batch: Sequence[NewMessage]) -> list[AppendedMessage]:
-        prepared: list[tuple[NewMessage, list[tuple[str, int, dict[str, Any]]]]] = []
-        for item in batch:
-            tokens = list(item.part_tokens) if item.part_tokens is not None else []
-            rows = []
-            for index, part in enumerate(item.parts):
-                if part.id is None:
-                    part.id = new_id("part")
-                est = tokens[index] if index < len(tokens) else 0
-                rows.append((part.id, est, encode_part(part)))
-            prepared.append((item, rows))
-        now = _now_ms()
+        prepared = [(item, encode_parts(item.parts, item.part_tokens)) for item in batch]
+        now = now_ms()
 
         def _append(conn: sqlite3.Connection) -> list[AppendedMessage]:
             out: list[AppendedMessage] = []
@@ -101,14 +93,8 @@ class MessagesMixin(SQLiteStoreBase):
         finish_reason: str | None = None,
         token_estimate: int | None = None,
     ) -> list[str]:
-        estimates = list(part_tokens or [])
-        rows = []
-        for index, part in enumerate(parts):
-            if part.id is None:
-                part.id = new_id("part")
-            est = estimates[index] if index < len(estimates) else 0
-            rows.append((part.id, est, encode_part(part)))
-        now = _now_ms()
+        rows = encode_parts(parts, part_tokens)
+        now = now_ms()
         update = _message_update(tokens, None, finish_reason, token_estimate)
 
         def _append(conn: sqlite3.Connection) -> list[str]:
@@ -163,47 +149,18 @@ class MessagesMixin(SQLiteStoreBase):
             ).fetchone()
             if row is None:
                 raise PartNotFoundError(part_id)
-            content, part_type, old_state, old_compacted, old_started, old_completed = row
-            if part_type != "tool":
-                raise InvalidArgumentError(
-                    f"part {part_id} is a {part_type!r} part; only tool parts have a status"
-                )
-            if (output is not None or error_message is not None) and old_state in (
-                "completed",
-                "error",
-            ):
-                raise InvalidArgumentError(
-                    f"tool call of part {part_id} is already {old_state}; its result is history"
-                )
-            new_state = state or old_state
-            new_content = content
-            text_content: str | None = None
-            if output is not None or error_message is not None or state is not None:
-                part = decode_part(
-                    part_id, content, old_state, old_compacted, old_started, old_completed
-                )
-                assert isinstance(part, ToolPart)
-                if output is not None:
-                    part.output = output
-                if error_message is not None:
-                    part.error_message = error_message
-                part.status.state = new_state
-                data = part.model_dump(exclude={"id"})
-                new_content = dumps(data)
-                text_content = searchable_text(part)
             conn.execute(
-                "UPDATE message_parts SET tool_state = ?, compacted_at = ?, started_at = ?, "
-                "completed_at = ?, content = ?, text_content = COALESCE(?, text_content), "
-                "token_estimate = COALESCE(?, token_estimate) WHERE id = ?",
-                (
-                    new_state,
-                    compacted_at if compacted_at is not None else old_compacted,
-                    started_at if started_at is not None else old_started,
-                    completed_at if completed_at is not None else old_completed,
-                    new_content,
-                    text_content if new_content != content else None,
-                    token_estimate,
+                TOOL_STATUS_UPDATE,
+                tool_status_args(
                     part_id,
+                    row,
+                    state=state,
+                    compacted_at=compacted_at,
+                    output=output,
+                    error_message=error_message,
+                    started_at=started_at,
+                    completed_at=completed_at,
+                    token_estimate=token_estimate,
                 ),
             )
             if message_token_estimate is not None:
@@ -214,10 +171,7 @@ class MessagesMixin(SQLiteStoreBase):
                     "UPDATE messages SET token_estimate = ? WHERE id = ?",
                     (message_token_estimate, owner),
                 )
-                conn.execute(
-                    "UPDATE context_items SET tokens = ? WHERE message_id = ?",
-                    (message_token_estimate, owner),
-                )
+                conn.execute(CONTEXT_TOKENS_UPDATE, (message_token_estimate, owner))
 
         await self.db.write(_update)
 
@@ -227,19 +181,8 @@ class MessagesMixin(SQLiteStoreBase):
         message_estimates: Sequence[tuple[str, int]],
     ) -> None:
         def _prune(conn: sqlite3.Connection) -> None:
-            conn.executemany(
-                "UPDATE message_parts SET compacted_at = ?, token_estimate = ? "
-                "WHERE id = ? AND part_type = 'tool' AND compacted_at IS NULL",
-                [(at, tokens, part_id) for part_id, at, tokens in parts],
-            )
-            conn.executemany(
-                "UPDATE messages SET token_estimate = ? WHERE id = ?",
-                [(tokens, message_id) for message_id, tokens in message_estimates],
-            )
-            conn.executemany(
-                "UPDATE context_items SET tokens = ? WHERE message_id = ?",
-                [(tokens, message_id) for message_id, tokens in message_estimates],
-            )
+            for sql, rows in zip(TOMBSTONE, tombstone_rows(parts, message_estimates), strict=True):
+                conn.executemany(sql, rows)
 
         await self.db.write(_prune)
 

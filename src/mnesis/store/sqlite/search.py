@@ -9,7 +9,8 @@ from typing import Any, Literal
 from mnesis.store.base import SearchFilter, SearchHit
 from mnesis.store.codec import dumps
 from mnesis.store.search_query import SearchQuery, Term
-from mnesis.store.sqlite.rows import _DOWN_CTE, SQLiteStoreBase
+from mnesis.store.shared.sql import DOWN_CTE
+from mnesis.store.sqlite.rows import SQLiteStoreBase
 
 __all__ = ["SearchMixin", "render_fts5"]
 
@@ -68,7 +69,7 @@ class SearchMixin(SQLiteStoreBase):
         candidates = wanted * 4 + 64
         if scope == "messages":
             sql = (
-                f"{_DOWN_CTE if where.under_summary else ''} "
+                f"{DOWN_CTE if where.under_summary else ''} "
                 "SELECT p.rowid, p.id, p.message_id, p.session_id, p.text_content, m.role, "
                 "m.created_at, f.score, p.tool_name, p.search_context FROM (SELECT rowid, "
                 f"bm25(message_parts_fts, 1.0, {_TOOL_WEIGHT}, {_CONTEXT_WEIGHT}, 0.0) AS score "
@@ -155,7 +156,7 @@ class SearchMixin(SQLiteStoreBase):
         if scope == "messages":
             key = " AND p.rowid < ?" if before_key is not None else ""
             sql = (
-                f"{_DOWN_CTE if where.under_summary else ''} "
+                f"{DOWN_CTE if where.under_summary else ''} "
                 "SELECT p.rowid, p.id, p.message_id, p.session_id, p.text_content, m.role, "
                 "m.created_at, p.tool_name FROM message_parts p "
                 "JOIN messages m ON m.id = p.message_id "
@@ -186,7 +187,6 @@ class SearchMixin(SQLiteStoreBase):
             ]
 
         return await self.db.read(_scan)
-
 
     async def replies_to(self, message_ids: Sequence[str]) -> dict[str, SearchHit]:
         if not message_ids:

@@ -13,14 +13,17 @@ import sqlite3
 from typing import TYPE_CHECKING, Literal
 
 from mnesis.errors import SessionNotFoundError
+from mnesis.models.clock import now_ms
 from mnesis.store.base import FileReference, SessionRecord, StoreBackend
-from mnesis.store.codec import dumps
 from mnesis.store.map_runs import MapRunStore
+from mnesis.store.shared import sessions
+from mnesis.store.shared.purge import SESSION_EXISTS
+from mnesis.store.shared.rows import session_record
 from mnesis.store.sqlite.integrity import IntegrityMixin
 from mnesis.store.sqlite.map_runs import SQLiteMapRunStore
 from mnesis.store.sqlite.messages import MessagesMixin
 from mnesis.store.sqlite.purge import PurgeMixin
-from mnesis.store.sqlite.rows import _SESSION_COLS, _get_file, _now_ms, _session
+from mnesis.store.sqlite.rows import _get_file
 from mnesis.store.sqlite.search import SearchMixin
 from mnesis.store.sqlite.summaries import SummariesMixin
 
@@ -66,55 +69,33 @@ class SQLiteStore(
 
     # sessions -------------------------------------------------------------
     async def create_session(self, record: SessionRecord) -> None:
-        now = _now_ms()
+        now = now_ms()
         record.created_at = record.created_at or now
         record.updated_at = record.updated_at or now
 
         def _insert(conn: sqlite3.Connection) -> None:
             if (
                 record.parent_id is not None
-                and not conn.execute(
-                    "SELECT 1 FROM sessions WHERE id = ?", (record.parent_id,)
-                ).fetchone()
+                and not conn.execute(SESSION_EXISTS, (record.parent_id,)).fetchone()
             ):
                 raise SessionNotFoundError(record.parent_id)
-            conn.execute(
-                f"INSERT INTO sessions ({_SESSION_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    record.id,
-                    record.model,
-                    record.agent,
-                    record.parent_id,
-                    record.system_prompt,
-                    record.title,
-                    record.status,
-                    record.created_at,
-                    record.updated_at,
-                    dumps(record.config) if record.config is not None else None,
-                ),
-            )
+            conn.execute(sessions.SESSION_INSERT, sessions.session_row(record))
 
         await self.db.write(_insert)
 
     async def get_session(self, session_id: str) -> SessionRecord:
         def _get(conn: sqlite3.Connection) -> SessionRecord:
-            row = conn.execute(
-                f"SELECT {_SESSION_COLS} FROM sessions WHERE id = ?", (session_id,)
-            ).fetchone()
+            row = conn.execute(sessions.SESSION_SELECT, (session_id,)).fetchone()
             if row is None:
                 raise SessionNotFoundError(session_id)
-            return _session(row)
+            return session_record(row)
 
         return await self.db.read(_get)
 
     async def list_sessions(self, *, limit: int = 100, offset: int = 0) -> list[SessionRecord]:
         def _list(conn: sqlite3.Connection) -> list[SessionRecord]:
-            rows = conn.execute(
-                f"SELECT {_SESSION_COLS} FROM sessions ORDER BY created_at DESC, id DESC "
-                "LIMIT ? OFFSET ?",
-                (limit, offset),
-            )
-            return [_session(r) for r in rows]
+            rows = conn.execute(sessions.SESSIONS_PAGE, (limit, offset))
+            return [session_record(r) for r in rows]
 
         return await self.db.read(_list)
 
@@ -122,10 +103,7 @@ class SQLiteStore(
         self, session_id: str, status: Literal["active", "closed"]
     ) -> None:
         def _set(conn: sqlite3.Connection) -> None:
-            cur = conn.execute(
-                "UPDATE sessions SET status = ?, updated_at = ? WHERE id = ?",
-                (status, _now_ms(), session_id),
-            )
+            cur = conn.execute(sessions.SESSION_STATUS, (status, now_ms(), session_id))
             if cur.rowcount == 0:
                 raise SessionNotFoundError(session_id)
 
@@ -133,24 +111,12 @@ class SQLiteStore(
 
     # files ----------------------------------------------------------------
     async def store_file_reference(self, ref: FileReference) -> FileReference:
-        ref.created_at = ref.created_at or _now_ms()
+        ref.created_at = ref.created_at or now_ms()
 
         def _store(conn: sqlite3.Connection) -> FileReference:
             conn.execute(
-                "INSERT OR IGNORE INTO file_references (content_id, file_id, path, file_type, "
-                "token_count, byte_size, exploration_summary, session_id, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    ref.content_id,
-                    ref.file_id,
-                    ref.path,
-                    ref.file_type,
-                    ref.token_count,
-                    ref.byte_size,
-                    ref.exploration_summary,
-                    ref.session_id,
-                    ref.created_at,
-                ),
+                sessions.FILE_INSERT.replace("INSERT", "INSERT OR IGNORE", 1),
+                sessions.file_row(ref),
             )
             found = _get_file(conn, ref.content_id)
             assert found is not None

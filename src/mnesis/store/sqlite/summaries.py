@@ -8,19 +8,18 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from mnesis.errors import CompactionLockedError
-from mnesis.models.ids import new_id
+from mnesis.models.clock import now_ms
 from mnesis.store.base import AppendedMessage, CompactionCommit, ContextItem, SummaryRecord
-from mnesis.store.codec import dumps, encode_part
+from mnesis.store.codec import dumps
 from mnesis.store.search_text import index_text
+from mnesis.store.shared.lineage import LOCK_ACQUIRE, LOCK_OWNER, LOCK_RELEASE, lock_args
+from mnesis.store.shared.rows import encode_parts, summary_record
 from mnesis.store.sqlite.rows import (
-    _DOWN_CTE,
     _SUMMARY_COLS,
     SQLiteStoreBase,
     _insert_message,
     _insert_parts,
     _next_value,
-    _now_ms,
-    _summary,
 )
 
 __all__ = ["SummariesMixin"]
@@ -78,15 +77,8 @@ class SummariesMixin(SQLiteStoreBase):
     async def commit_compaction(self, commit: CompactionCommit) -> AppendedMessage:
         s = commit.summary
         marker = commit.marker
-        marker_rows = []
-        tokens = list(marker.part_tokens or [])
-        for index, part in enumerate(marker.parts):
-            if part.id is None:
-                part.id = new_id("part")
-            marker_rows.append(
-                (part.id, tokens[index] if index < len(tokens) else 0, encode_part(part))
-            )
-        now = _now_ms()
+        marker_rows = encode_parts(marker.parts, marker.part_tokens)
+        now = now_ms()
 
         def _commit(conn: sqlite3.Connection) -> AppendedMessage:
             for position, item_id in commit.replaced:
@@ -158,35 +150,17 @@ class SummariesMixin(SQLiteStoreBase):
                 "(SELECT value FROM json_each(?))",
                 (ids,),
             )
-            by_id = {r[0]: _summary(r) for r in rows}
+            by_id = {r[0]: summary_record(r) for r in rows}
             return [by_id[i] for i in summary_ids if i in by_id]
 
         return await self.db.read(_get)
-
-    async def get_summary_source_ids(self, summary_id: str) -> list[str]:
-        return await self._first_column(
-            "SELECT message_id FROM summary_messages WHERE summary_id = ? ORDER BY ordinal",
-            (summary_id,),
-        )
-
-    async def get_summary_parent_ids(self, summary_id: str) -> list[str]:
-        return await self._first_column(
-            "SELECT parent_summary_id FROM summary_parents WHERE summary_id = ? ORDER BY ordinal",
-            (summary_id,),
-        )
 
     async def acquire_compaction_lock(
         self, session_id: str, owner: str, ttl_seconds: float, *, steal_from: str | None = None
     ) -> bool:
         def _acquire(conn: sqlite3.Connection) -> bool:
-            now = _now_ms()
             cur = conn.execute(
-                "INSERT INTO compaction_locks (session_id, owner, expires_at) VALUES (?, ?, ?) "
-                "ON CONFLICT (session_id) DO UPDATE SET owner = excluded.owner, "
-                "expires_at = excluded.expires_at "
-                "WHERE compaction_locks.expires_at < ? OR compaction_locks.owner = excluded.owner "
-                "OR compaction_locks.owner = ?",
-                (session_id, owner, now + int(ttl_seconds * 1000), now, steal_from),
+                LOCK_ACQUIRE, lock_args(session_id, owner, ttl_seconds, steal_from, now_ms())
             )
             return cur.rowcount == 1
 
@@ -194,48 +168,16 @@ class SummariesMixin(SQLiteStoreBase):
 
     async def compaction_lock_owner(self, session_id: str) -> str | None:
         def _get(conn: sqlite3.Connection) -> str | None:
-            row = conn.execute(
-                "SELECT owner FROM compaction_locks WHERE session_id = ?", (session_id,)
-            ).fetchone()
+            row = conn.execute(LOCK_OWNER, (session_id,)).fetchone()
             return None if row is None else str(row[0])
 
         return await self.db.read(_get)
 
     async def release_compaction_lock(self, session_id: str, owner: str) -> None:
         def _release(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "DELETE FROM compaction_locks WHERE session_id = ? AND owner = ?",
-                (session_id, owner),
-            )
+            conn.execute(LOCK_RELEASE, (session_id, owner))
 
         await self.db.write(_release)
-
-    async def get_summaries_merging(self, summary_id: str) -> list[str]:
-        return await self._first_column(
-            "SELECT summary_id FROM summary_parents WHERE parent_summary_id = ? "
-            "ORDER BY summary_id",
-            (summary_id,),
-        )
-
-    async def get_leaf_summaries_of_message(self, message_id: str) -> list[str]:
-        return await self._first_column(
-            "SELECT summary_id FROM summary_messages WHERE message_id = ? ORDER BY summary_id",
-            (message_id,),
-        )
-
-    async def get_source_message_ids_deep(self, summary_id: str) -> list[str]:
-        def _get(conn: sqlite3.Connection) -> list[str]:
-            return [
-                r[0]
-                for r in conn.execute(
-                    f"{_DOWN_CTE} SELECT m.id FROM messages m WHERE m.id IN "
-                    "(SELECT sm.message_id FROM summary_messages sm JOIN down "
-                    "ON sm.summary_id = down.id) ORDER BY m.seq",
-                    (summary_id,),
-                )
-            ]
-
-        return await self.db.read(_get)
 
     async def covering_context_summaries(
         self, session_id: str, message_ids: Sequence[str]

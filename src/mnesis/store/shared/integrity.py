@@ -1,0 +1,100 @@
+"""The integrity snapshot and the repairs' writes, the same on both backends: the
+snapshot's queries, its assembly, and the rows of a context rewrite."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mnesis.store.records import IntegritySnapshot
+
+__all__ = [
+    "CONTEXT_DELETE",
+    "CONTEXT_INSERT",
+    "NEXT_SOURCE_ORDINAL",
+    "SOURCE_INSERT",
+    "context_rows",
+    "snapshot",
+    "snapshot_queries",
+    "wanted_files",
+]
+
+SummaryRow = tuple[str, str, list[str], str | None, str | None]
+
+
+def snapshot_queries(summary_order: str, as_text: str = "") -> dict[str, str]:
+    """The snapshot's queries of one session (``?``: its ID), by part; summaries in
+    insertion order (``summary_order``: the backend's insertion-order column);
+    ``as_text`` follows each enum column (PostgreSQL: ``::text``)."""
+    return {
+        "context": f"SELECT position, item_type{as_text}, message_id, summary_id "
+        "FROM context_items WHERE session_id = ? ORDER BY position",
+        "missing": "SELECT ci.position FROM context_items ci "
+        "LEFT JOIN messages m ON m.id = ci.message_id "
+        "LEFT JOIN summaries s ON s.id = ci.summary_id "
+        "WHERE ci.session_id = ? AND m.id IS NULL AND s.id IS NULL",
+        "messages": f"SELECT id, seq, role{as_text}, is_summary, token_estimate "
+        "FROM messages WHERE session_id = ? ORDER BY seq",
+        "summaries": f"SELECT id, kind{as_text}, file_ids, span_start_message_id, "
+        f"span_end_message_id FROM summaries WHERE session_id = ? ORDER BY {summary_order}",
+        "edges": "SELECT sm.summary_id, sm.message_id FROM summary_messages sm "
+        "JOIN summaries s ON s.id = sm.summary_id WHERE s.session_id = ? "
+        "ORDER BY sm.summary_id, sm.ordinal",
+        "parents": "SELECT sp.summary_id, sp.parent_summary_id FROM summary_parents sp "
+        "JOIN summaries s ON s.id = sp.summary_id WHERE s.session_id = ? "
+        "ORDER BY sp.summary_id, sp.ordinal",
+    }
+
+
+def wanted_files(summaries: Sequence[SummaryRow]) -> list[str]:
+    """The file IDs the summaries name, sorted."""
+    return sorted({f for row in summaries for f in row[2]})
+
+
+def snapshot(
+    session_id: str,
+    rows: Mapping[str, Sequence[Sequence[Any]]],
+    summaries: list[SummaryRow],
+    known: set[str],
+) -> IntegritySnapshot:
+    """The snapshot of the rows of :func:`snapshot_queries` (``summaries`` decoded)."""
+    return IntegritySnapshot(
+        session_id,
+        [(r[0], r[1], r[2], r[3]) for r in rows["context"]],
+        [(r[0], r[1], r[2], bool(r[3]), r[4]) for r in rows["messages"]],
+        summaries,
+        [(r[0], r[1]) for r in rows["edges"]],
+        [(r[0], r[1]) for r in rows["parents"]],
+        known,
+        [r[0] for r in rows["missing"]],
+    )
+
+
+CONTEXT_DELETE = "DELETE FROM context_items WHERE session_id = ?"
+CONTEXT_INSERT = (
+    "INSERT INTO context_items (session_id, position, item_type, message_id, "
+    "summary_id, tokens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+NEXT_SOURCE_ORDINAL = (
+    "SELECT COALESCE(MAX(ordinal), -1) + 1 FROM summary_messages WHERE summary_id = ?"
+)
+SOURCE_INSERT = "INSERT INTO summary_messages (summary_id, message_id, ordinal) VALUES (?, ?, ?)"
+"""Each backend adds its spelling of "unless the edge exists"."""
+
+
+def context_rows(
+    session_id: str, items: Sequence[tuple[str, str, int]], now: int
+) -> list[tuple[Any, ...]]:
+    """The values of :data:`CONTEXT_INSERT` for ``(item_type, item_id, tokens)`` items."""
+    return [
+        (
+            session_id,
+            index + 1,
+            kind,
+            item_id if kind == "message" else None,
+            item_id if kind == "summary" else None,
+            tokens,
+            now,
+        )
+        for index, (kind, item_id, tokens) in enumerate(items)
+    ]

@@ -3,7 +3,10 @@
 The file has ``turns`` user/assistant exchanges; every other assistant message makes a
 tool call answered by a tool result (so 4 lines per exchange with a tool, 2 without).
 The rate counts stored messages (a tool-result line becomes part of the assistant
-message that made the call, not a message of its own). Run:
+message that made the call, not a message of its own). The floor is the time plain
+``sqlite3`` ``executemany`` takes to insert the very rows the import stored into a fresh
+database of the same schema (indexes, full-text triggers): what the database itself
+costs. Run:
 
     python -m benchmarks.bench_import [--turns 50000]
 """
@@ -12,8 +15,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
+import sqlite3
 import tempfile
 import time
 from collections.abc import Iterator
@@ -75,11 +80,41 @@ def write_transcript(path: str, turns: int) -> int:
     return os.path.getsize(path)
 
 
+_TABLES = ("sessions", "messages", "message_parts", "context_items")
+
+
+def _floor(source: str, target: str) -> float:
+    """Seconds to insert the rows an import stored, with plain ``sqlite3`` ``executemany``
+    in one transaction, into a fresh mnesis database (same schema, indexes and triggers):
+    the cost of the rows themselves, without any Python around them."""
+    with contextlib.closing(sqlite3.connect(source)) as src:
+        tables = {}
+        for table in _TABLES:
+            # Generated columns are the database's to fill; the trigger fills search_context.
+            columns = [
+                row[1]
+                for row in src.execute(f"PRAGMA table_xinfo({table})")
+                if row[6] == 0 and row[1] != "search_context"
+            ]
+            rows = src.execute(f"SELECT {', '.join(columns)} FROM {table}")
+            tables[table] = (columns, rows.fetchall())
+    with contextlib.closing(sqlite3.connect(target, isolation_level=None)) as dst:
+        dst.execute("PRAGMA foreign_keys = ON")
+        started = time.perf_counter()
+        dst.execute("BEGIN IMMEDIATE")
+        for table, (columns, rows) in tables.items():
+            marks = ", ".join("?" for _ in columns)
+            dst.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
+        dst.execute("COMMIT")
+        return time.perf_counter() - started
+
+
 async def _run(turns: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "session.jsonl")
         size = write_transcript(path, turns)
-        store = await ImmutableStore.open(os.path.join(tmp, "import.db"))
+        db = os.path.join(tmp, "import.db")
+        store = await ImmutableStore.open(db)
         try:
             started = time.perf_counter()
             report = await import_file(store, path)
@@ -89,12 +124,18 @@ async def _run(turns: int) -> None:
             unchanged = time.perf_counter() - again
         finally:
             await store.close()
+        floor_db = os.path.join(tmp, "floor.db")
+        await (await ImmutableStore.open(floor_db)).close()
+        floor = _floor(db, floor_db)
         rate = report.messages_added / elapsed
         print(
             f"{turns:,} exchanges, {size / 1e6:.1f} MB, {report.lines_read:,} lines → "
             f"{report.messages_added:,} messages in {elapsed:.2f} s: {rate:,.0f} messages/s, "
             f"{size / 1e6 / elapsed:.1f} MB/s; "
-            f"re-import ({second.status}) {unchanged * 1000:.1f} ms"
+            f"re-import ({second.status}) {unchanged * 1000:.1f} ms\n"
+            f"floor (sqlite3 executemany of the same rows): {floor:.2f} s, "
+            f"{report.messages_added / floor:,.0f} messages/s; import / floor time "
+            f"{elapsed / floor:.2f}x"
         )
 
 

@@ -76,7 +76,7 @@ def _dump(location: str) -> dict[str, list[dict[str, Any]]]:
                 names = [d[0] for d in cur.description]
                 rows = cur.fetchall()
         skip = _CLOCK_COLUMNS.get(table)
-        out[table] = [{k: v for k, v in zip(names, row) if k != skip} for row in rows]
+        out[table] = [{k: v for k, v in zip(names, row, strict=True) if k != skip} for row in rows]
     return out
 
 

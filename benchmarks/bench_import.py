@@ -3,21 +3,32 @@
 The file has ``turns`` user/assistant exchanges; every other assistant message makes a
 tool call answered by a tool result (so 4 lines per exchange with a tool, 2 without).
 The rate counts stored messages (a tool-result line becomes part of the assistant
-message that made the call, not a message of its own). Run:
+message that made the call, not a message of its own). The floor is the time plain
+``sqlite3`` ``executemany`` takes to insert the very rows the import stored into a fresh
+database of the same schema (indexes, full-text triggers): what the database itself
+costs. CPU seconds (every thread of the process) are reported next to the wall clock:
+on a shared machine they move far less than the wall clock does. Run:
 
-    python -m benchmarks.bench_import [--turns 50000]
+    python -m benchmarks.bench_import [--turns 50000] [--postgres]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
+import sqlite3
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 
+import psycopg
+
+from benchmarks._pg import with_database
+from benchmarks.bench_postgres import pg_server
 from mnesis.importers import import_file
 from mnesis.store.immutable import ImmutableStore
 
@@ -75,26 +86,91 @@ def write_transcript(path: str, turns: int) -> int:
     return os.path.getsize(path)
 
 
+_TABLES = ("sessions", "messages", "message_parts", "context_items")
+
+
+def _floor(source: str, target: str) -> tuple[float, float]:
+    """Seconds (wall clock, CPU) to insert the rows an import stored, with plain
+    ``sqlite3`` ``executemany`` in one transaction, into a fresh mnesis database (same
+    schema, indexes and triggers): the cost of the rows themselves, without any Python
+    around them."""
+    with contextlib.closing(sqlite3.connect(source)) as src:
+        tables = {}
+        for table in _TABLES:
+            # Generated columns are the database's to fill; the trigger fills search_context.
+            columns = [
+                row[1]
+                for row in src.execute(f"PRAGMA table_xinfo({table})")
+                if row[6] == 0 and row[1] != "search_context"
+            ]
+            rows = src.execute(f"SELECT {', '.join(columns)} FROM {table}")
+            tables[table] = (columns, rows.fetchall())
+    with contextlib.closing(sqlite3.connect(target, isolation_level=None)) as dst:
+        dst.execute("PRAGMA foreign_keys = ON")
+        started, cpu = time.perf_counter(), time.process_time()
+        dst.execute("BEGIN IMMEDIATE")
+        for table, (columns, rows) in tables.items():
+            marks = ", ".join("?" for _ in columns)
+            dst.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
+        dst.execute("COMMIT")
+        return time.perf_counter() - started, time.process_time() - cpu
+
+
 async def _run(turns: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "session.jsonl")
         size = write_transcript(path, turns)
-        store = await ImmutableStore.open(os.path.join(tmp, "import.db"))
+        db = os.path.join(tmp, "import.db")
+        store = await ImmutableStore.open(db)
         try:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             report = await import_file(store, path)
-            elapsed = time.perf_counter() - started
+            elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
             again = time.perf_counter()
             second = await import_file(store, path)
             unchanged = time.perf_counter() - again
         finally:
             await store.close()
+        floor_db = os.path.join(tmp, "floor.db")
+        await (await ImmutableStore.open(floor_db)).close()
+        floor, floor_cpu = _floor(db, floor_db)
         rate = report.messages_added / elapsed
         print(
             f"{turns:,} exchanges, {size / 1e6:.1f} MB, {report.lines_read:,} lines → "
             f"{report.messages_added:,} messages in {elapsed:.2f} s: {rate:,.0f} messages/s, "
             f"{size / 1e6 / elapsed:.1f} MB/s; "
-            f"re-import ({second.status}) {unchanged * 1000:.1f} ms"
+            f"re-import ({second.status}) {unchanged * 1000:.1f} ms\n"
+            f"floor (sqlite3 executemany of the same rows): {floor:.2f} s, "
+            f"{report.messages_added / floor:,.0f} messages/s; import / floor: "
+            f"{elapsed / floor:.2f}x the time, {cpu / floor_cpu:.2f}x the CPU "
+            f"({cpu:.2f} s / {floor_cpu:.2f} s, all threads)"
+        )
+
+
+def _new_database(dsn: str) -> str:
+    name = f"mnesis_import_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8'")  # type: ignore[arg-type]
+    return with_database(dsn, name)
+
+
+async def _run_postgres(turns: int) -> None:
+    """The same import into a fresh PostgreSQL database (``MNESIS_BENCH_PG_DSN`` or a
+    throwaway cluster); CPU is this process's only (the server's is not counted)."""
+    with tempfile.TemporaryDirectory() as tmp, pg_server() as dsn:
+        path = os.path.join(tmp, "session.jsonl")
+        size = write_transcript(path, turns)
+        store = await ImmutableStore.open(_new_database(dsn))
+        try:
+            started, cpu = time.perf_counter(), time.process_time()
+            report = await import_file(store, path)
+            elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+        finally:
+            await store.close()
+        print(
+            f"PostgreSQL: {turns:,} exchanges, {size / 1e6:.1f} MB → "
+            f"{report.messages_added:,} messages in {elapsed:.2f} s: "
+            f"{report.messages_added / elapsed:,.0f} messages/s (client CPU {cpu:.2f} s)"
         )
 
 
@@ -102,7 +178,11 @@ def main() -> None:
     """Run the benchmark from the command line."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--turns", type=int, default=50_000)
-    asyncio.run(_run(parser.parse_args().turns))
+    parser.add_argument(
+        "--postgres", action="store_true", help="Import into PostgreSQL instead of SQLite."
+    )
+    args = parser.parse_args()
+    asyncio.run((_run_postgres if args.postgres else _run)(args.turns))
 
 
 if __name__ == "__main__":

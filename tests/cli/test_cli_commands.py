@@ -404,7 +404,7 @@ class TestUnexpectedErrors:
         from mnesis.cli import run
 
         stats_command = importlib.import_module("mnesis.cli.stats_command")
-        async def broken(*args: object) -> dict[str, Any]:
+        def broken(*args: object) -> dict[str, Any]:
             raise RuntimeError("boom")
 
         monkeypatch.setattr(stats_command, "_session_stats", broken)

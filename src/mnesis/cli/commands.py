@@ -40,24 +40,26 @@ __all__ = ["context_command", "sessions_command", "show_command"]
 async def _list_sessions(
     store: ImmutableStore, limit: int
 ) -> list[tuple[SessionRecord, dict[str, int]]]:
+    records = await store.list_sessions(limit=limit)
+    stats = await store.session_stats([r.id for r in records])
     rows = []
-    for record in await store.list_sessions(limit=limit):
-        snapshot = await store.integrity_snapshot(record.id)
-        turns = sum(1 for m in snapshot.messages if m[2] == "user" and not m[3])
-        usage = await store.session_token_usage(record.id)
+    for record in records:
+        counts = stats[record.id]
         last = record.updated_at
-        if snapshot.messages:
-            newest = await store.get_messages(record.id, after_seq=snapshot.messages[-1][1] - 1)
-            if newest:
-                last = max(last, newest[-1].message.created_at)
-        counts = {
-            "messages": len(snapshot.messages),
-            "turns": turns,
-            "context_tokens": await store.context_token_total(record.id),
-            "tokens_used": usage.total,
-            "last_activity": last,
-        }
-        rows.append((record, counts))
+        if counts.last_message_at is not None:
+            last = max(last, counts.last_message_at)
+        rows.append(
+            (
+                record,
+                {
+                    "messages": counts.messages + counts.compactions,
+                    "turns": counts.turns,
+                    "context_tokens": counts.context_tokens,
+                    "tokens_used": counts.model_tokens,
+                    "last_activity": last,
+                },
+            )
+        )
     return rows
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections import Counter
 from typing import Annotated, Any
 
 import typer
@@ -13,44 +12,28 @@ from rich.table import Table
 from mnesis.cli._common import DbOption, JsonOption, echo_json, format_bytes, stdout_console
 from mnesis.cli._store import run_read_only
 from mnesis.config import MnesisConfig
-from mnesis.models.parts import ToolPart
 from mnesis.store.factory import parse_location
 from mnesis.store.immutable import ImmutableStore
+from mnesis.store.session_stats import SessionStats
 
 __all__ = ["stats_command"]
 
 
-async def _session_stats(store: ImmutableStore, session_id: str) -> dict[str, Any]:
-    snapshot = await store.integrity_snapshot(session_id)
-    summary_ids = [s[0] for s in snapshot.summaries]
-    summaries = await store.get_summaries(summary_ids)
-    parts = tools = pruned = 0
-    for page_start in range(0, len(snapshot.messages), 2000):
-        after = snapshot.messages[page_start][1] - 1
-        for message in await store.get_messages(session_id, after_seq=after, limit=2000):
-            parts += len(message.parts)
-            for part in message.parts:
-                if isinstance(part, ToolPart):
-                    tools += 1
-                    pruned += part.status.compacted_at is not None
-    usage = await store.session_token_usage(session_id)
+def _session_stats(stats: SessionStats) -> dict[str, Any]:
+    kinds = sorted(stats.summaries_by_kind.items(), key=lambda kv: (kv[0] != "leaf", kv[0]))
     return {
-        "messages": sum(1 for m in snapshot.messages if not m[3]),
-        "compactions": sum(1 for m in snapshot.messages if m[3]),
-        "parts": parts,
-        "tool_calls": tools,
-        "pruned_tool_outputs": pruned,
-        "message_tokens": sum(m[4] for m in snapshot.messages if not m[3]),
-        "context_tokens": await store.context_token_total(session_id),
-        "model_tokens": usage.total,
-        "summaries": len(summaries),
-        "summaries_by_kind": dict(Counter(s.kind for s in summaries)),
-        "summaries_by_level": {
-            str(k): v for k, v in sorted(Counter(s.level for s in summaries).items())
-        },
-        "summaries_by_depth": {
-            str(k): v for k, v in sorted(Counter(s.depth for s in summaries).items())
-        },
+        "messages": stats.messages,
+        "compactions": stats.compactions,
+        "parts": stats.parts,
+        "tool_calls": stats.tool_calls,
+        "pruned_tool_outputs": stats.pruned_tool_outputs,
+        "message_tokens": stats.message_tokens,
+        "context_tokens": stats.context_tokens,
+        "model_tokens": stats.model_tokens,
+        "summaries": stats.summaries,
+        "summaries_by_kind": dict(kinds),
+        "summaries_by_level": {str(k): v for k, v in sorted(stats.summaries_by_level.items())},
+        "summaries_by_depth": {str(k): v for k, v in sorted(stats.summaries_by_depth.items())},
     }
 
 
@@ -79,11 +62,13 @@ def stats_command(
         if session_id is not None:
             await store.get_session(session_id)
             ids = [session_id]
+            stats = await store.session_stats(ids)
         else:
             ids = await store.list_session_ids()
+            stats = await store.session_stats(None)
         total: dict[str, Any] = {"sessions": len(ids)}
         for sid in ids:
-            _merge(total, await _session_stats(store, sid))
+            _merge(total, _session_stats(stats.get(sid) or SessionStats(sid)))
         return total
 
     data, location = run_read_only(db, body)

@@ -133,7 +133,7 @@ class LegacyImporter:
 
     async def _flush(self, batch: list[NewMessage]) -> None:
         if batch:
-            await self.store.append_messages(batch)
+            await self.store.append_batch(batch)
             batch.clear()
 
     def _message(self, row: sqlite3.Row, *, in_context: bool) -> NewMessage:

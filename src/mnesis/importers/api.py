@@ -19,13 +19,15 @@ from typing import Any, Protocol
 
 from mnesis.errors import InvalidArgumentError, MessageNotFoundError
 from mnesis.importers import claude_code, codex
+from mnesis.importers.batches import Batch, BatchBuilder
 from mnesis.importers.claude_code import ClaudeCodeParser
 from mnesis.importers.codex import CodexParser
 from mnesis.importers.generic_jsonl import GenericJsonlParser
 from mnesis.importers.openai_chat import OpenAIChatParser
-from mnesis.importers.reader import FINGERPRINT_BYTES, LineError, fingerprint, read_jsonl
+from mnesis.importers.pipeline import Limits, ParseThread
+from mnesis.importers.reader import FINGERPRINT_BYTES, fingerprint, read_jsonl
 from mnesis.importers.records import ParsedItem
-from mnesis.importers.writer import ImportWriter
+from mnesis.importers.writer import BatchWriter
 from mnesis.store.base import ImportSource
 from mnesis.store.immutable import ImmutableStore
 
@@ -176,8 +178,7 @@ async def _import(
             return report
         else:
             report.status = "grown"
-    writer = ImportWriter(
-        store,
+    builder = BatchBuilder(
         label=parser.label,
         sessions=source.state.get("sessions") if source else None,
     )
@@ -187,32 +188,23 @@ async def _import(
         lines: Any = _json_lines(full, int(source.state.get("json_items", 0)))
     else:
         lines = read_jsonl(full, offset=source.byte_offset, line=source.lines)
-    done_offset, done_lines = source.byte_offset, source.lines
-    for line in lines:
-        report.lines_read += 1
-        done_offset, done_lines = line.end_offset, line.number
-        if isinstance(line, LineError):
-            report.errors.append((line.number, line.message))
-            continue
-        try:
-            items = parser.parse(line.value)
-        except (ValueError, TypeError) as exc:
-            report.errors.append((line.number, str(exc)))
-            continue
-        for item in items:
-            writer.add(item)
-        if writer.buffered >= batch_size or writer.buffered_chars >= MAX_BATCH_CHARS:
-            await _commit(store, writer, source, done_offset, done_lines, full)
+    writer = BatchWriter(store)
+    limits = Limits(messages=batch_size, chars=MAX_BATCH_CHARS)
+    start = (source.byte_offset, source.lines)
+    known: dict[str, str] = {}
+    created: list[str] = []
+    async with ParseThread(lines, parser, builder, limits, start) as batches:
+        while (batch := await batches.next()) is not None:
+            report.lines_read += batch.lines_read
+            report.errors += batch.errors
+            await _commit(store, writer, batch, source, full)
+            known, created = batch.known_sessions, batch.created
             if on_progress is not None:
-                on_progress(done_offset, size)
-    await _commit(store, writer, source, done_offset, done_lines, full)
-    if on_progress is not None:
-        on_progress(done_offset, size)
+                on_progress(batch.offset, size)
     report.messages_added = writer.messages
     report.tool_results = writer.tool_results
     report.orphan_results = writer.orphan_results
-    known = list(writer.session_ids().values())
-    report.session_ids = known + [i for i in writer.created_ids if i not in known]
+    report.session_ids = list(known.values()) + [i for i in created if i not in known.values()]
     return report
 
 
@@ -260,34 +252,28 @@ async def _settle_pending(store: ImmutableStore, source: ImportSource) -> Import
 
 
 async def _commit(
-    store: ImmutableStore,
-    writer: ImportWriter,
-    source: ImportSource,
-    offset: int,
-    lines: int,
-    path: str,
+    store: ImmutableStore, writer: BatchWriter, batch: Batch, source: ImportSource, path: str
 ) -> None:
-    await writer.ensure_sessions()
-    sessions = writer.session_ids()
-    source.session_id = sessions.get("", writer.main_session_id())
-    source.state["sessions"] = sessions
+    """Write one batch, announced in the progress record before it is written."""
+    await writer.create_sessions(batch)
+    source.session_id = batch.known_sessions.get("", batch.main_session_id)
+    source.state["sessions"] = batch.known_sessions
     if not source.fingerprint or source.byte_offset == 0:
-        span = min(FINGERPRINT_BYTES, offset)
+        span = min(FINGERPRINT_BYTES, batch.offset)
         source.fingerprint = fingerprint(path, span)
         source.state["fingerprint_bytes"] = span
-    last = writer.last_buffered_id()
-    if last is not None:
+    if batch.last_message_id is not None:
         source.state["pending"] = {
-            "message_id": last,
-            "offset": offset,
-            "lines": lines,
-            "json_items": lines,
+            "message_id": batch.last_message_id,
+            "offset": batch.offset,
+            "lines": batch.lines,
+            "json_items": batch.lines,
         }
         await store.put_import_source(source)
-    await writer.flush()
+    await writer.write(batch)
     source.state.pop("pending", None)
-    source.byte_offset, source.lines = offset, lines
-    source.state["json_items"] = lines
-    source.messages += writer.messages - int(source.state.get("_counted", 0))
-    source.state["_counted"] = writer.messages
+    source.byte_offset, source.lines = batch.offset, batch.lines
+    source.state["json_items"] = batch.lines
+    source.messages += len(batch.messages)
+    source.state.pop("_counted", None)
     await store.put_import_source(source)

@@ -29,12 +29,20 @@ _seeded: random.Random | None = None
 _SEEDED_EPOCH_MS = 1_700_000_000_000
 
 
+_PAIRS = tuple(a + b for a in _ALPHABET for b in _ALPHABET)
+"""Every two-character Crockford string, indexed by its 10-bit value."""
+
+
 def _encode(value: int, length: int) -> str:
-    chars = []
-    for _ in range(length):
-        chars.append(_ALPHABET[value & 31])
-        value >>= 5
-    return "".join(reversed(chars))
+    """The low ``5 * length`` bits of ``value`` as ``length`` Crockford base32 characters
+    (most significant first), ten bits per step."""
+    chunks = []
+    for _ in range(length // 2):
+        chunks.append(_PAIRS[value & 1023])
+        value >>= 10
+    if length % 2:
+        chunks.append(_ALPHABET[value & 31])
+    return "".join(reversed(chunks))
 
 
 def new_id(prefix: str) -> str:

@@ -50,6 +50,7 @@ from mnesis.store.records import (
     TextScan,
     TextSearch,
 )
+from mnesis.store.session_stats import SessionStats
 
 __all__ = [
     "AppendedMessage",
@@ -128,6 +129,12 @@ class StoreBackend(ABC):
         (result,) = await self.append_messages([item])
         return result
 
+    async def append_batch(self, batch: Sequence[NewMessage]) -> list[AppendedMessage]:
+        """Append a large batch (a transcript import's) in one transaction: the same rows
+        :meth:`append_messages` writes, inserted with one statement execution per table.
+        A backend without such a path appends through :meth:`append_messages`."""
+        return await self.append_messages(batch)
+
     @abstractmethod
     async def append_parts(
         self, message_id: str, parts: Sequence[MessagePart], **options: Unpack[PartsAppend]
@@ -181,6 +188,11 @@ class StoreBackend(ABC):
     @abstractmethod
     async def session_token_usage(self, session_id: str) -> TokenUsage:
         """Sum of recorded model token usage over a session."""
+
+    @abstractmethod
+    async def session_stats(self, session_ids: Sequence[str] | None) -> dict[str, SessionStats]:
+        """Counts of each session (of every session when ``session_ids`` is None),
+        computed by aggregate queries; an unknown ID gets zero counts."""
 
     @abstractmethod
     async def find_tool_part(self, session_id: str, tool_call_id: str) -> tuple[str, str]:

@@ -29,6 +29,7 @@ __all__ = [
     "check_instance",
     "check_message_update",
     "check_new_message",
+    "check_new_messages",
     "check_number",
     "check_optional_count",
     "check_optional_id",
@@ -180,6 +181,81 @@ def check_new_message(item: object, name: str) -> None:
     if message.tokens is not None:
         check_tokens(message.tokens, f"{name} tokens")
     check_parts(item.parts, item.part_tokens, f"{name} parts")
+
+
+def check_new_messages(batch: object, name: str = "batch") -> Sequence[NewMessage]:
+    """A batch of :class:`NewMessage`: the same rejections as :func:`check_new_message`
+    on each item, but a batch of well-formed plain values costs one pass over it and one
+    UTF-8 encoding of all its identifiers and plain-text fields."""
+    items = check_sequence(batch, name)
+    if not _plainly_valid(items):
+        for index, item in enumerate(items):
+            check_new_message(item, f"{name}[{index}]")
+    return items
+
+
+def _fits(value: object, low: int) -> bool:
+    return type(value) is int and low <= value <= INT64_MAX
+
+
+def _plainly_valid(items: Sequence[object]) -> bool:
+    """True when every item is, plainly, what :func:`check_new_message` accepts (exact
+    types, no token usage); False sends the batch through the item-by-item checks, which
+    name the first offending field."""
+    texts: list[str] = []
+    for item in items:
+        if type(item) is not NewMessage:
+            return False
+        m = item.message
+        if type(m) is not Message or m.tokens is not None:
+            return False
+        optional = (m.parent_id, m.model_id, m.provider_id, m.finish_reason)
+        if not all(type(v) is str and v for v in (m.id, m.session_id)) or type(m.agent) is not str:
+            return False
+        if not all(v is None or type(v) is str for v in optional) or m.parent_id == "":
+            return False
+        if not _fits(m.token_estimate, 0) or not (
+            m.created_at is None or _fits(m.created_at, INT64_MIN)
+        ):
+            return False
+        cost = m.cost
+        if not (_fits(cost, INT64_MIN) or (type(cost) is float and math.isfinite(cost))):
+            return False
+        texts += (m.id, m.session_id, m.agent)
+        texts += (v for v in optional if v is not None)
+        if not _plain_parts(item, texts):
+            return False
+    joined = "\x1f".join(texts)
+    if "\x00" in joined:
+        return False
+    try:
+        joined.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _plain_parts(item: NewMessage, texts: list[str]) -> bool:
+    """:func:`_plainly_valid` for the parts and part token estimates of one item."""
+    parts, tokens = item.parts, item.part_tokens
+    if type(parts) not in (list, tuple) or not (tokens is None or type(tokens) in (list, tuple)):
+        return False
+    for part in parts:
+        if type(part) not in PART_TYPES or not (part.id is None or (type(part.id) is str)):
+            return False
+        if part.id is not None:
+            texts.append(part.id)
+            if not part.id:
+                return False
+        if type(part) is ToolPart:
+            name, call, status = part.tool_name, part.tool_call_id, part.status
+            if not (type(name) is str and name and type(call) is str and call):
+                return False
+            stamps = (status.compacted_at, status.started_at, status.completed_at)
+            if not all(v is None or _fits(v, INT64_MIN) for v in stamps):
+                return False
+            texts += (name, call)
+    return tokens is None or all(_fits(t, 0) for t in tokens)
 
 
 def check_message_update(

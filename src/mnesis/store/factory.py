@@ -135,12 +135,15 @@ def resolve_location(config: StoreConfig | None, db_path: str | None = None) -> 
     return parse_location(cfg.db_path, key="store.db_path")
 
 
-def open_database(location: StoreLocation, config: StoreConfig | None) -> DatabaseHandle:
-    """A new, not yet opened, database handle for ``location``."""
+def open_database(
+    location: StoreLocation, config: StoreConfig | None, *, read_only: bool = False
+) -> DatabaseHandle:
+    """A new, not yet opened, database handle for ``location``. ``read_only`` (PostgreSQL;
+    SQLite has :mod:`mnesis.store.sqlite.readonly`): never migrate, never write."""
     if location.backend == "sqlite":
         return SQLiteDatabase(location.target, config)
     database_class, _ = _postgres()
-    return database_class(location.target, config or StoreConfig())
+    return database_class(location.target, config or StoreConfig(), read_only=read_only)
 
 
 def new_backend(
@@ -153,7 +156,10 @@ def new_backend(
     return store_class(db, pool=pool, pool_key=pool_key)
 
 
-_PostgresDatabase = Callable[[str, StoreConfig], DatabaseHandle]
+class _PostgresDatabase(Protocol):
+    def __call__(self, url: str, config: StoreConfig, *, read_only: bool) -> DatabaseHandle: ...
+
+
 _PostgresStore = Callable[..., StoreBackend]
 
 

@@ -56,6 +56,7 @@ from mnesis.store.checks import (
     check_ids,
     check_instance,
     check_new_message,
+    check_new_messages,
     check_sequence,
 )
 from mnesis.store.facade_summaries import SummaryFacade
@@ -84,6 +85,7 @@ from mnesis.store.records import (
     TextScan,
     TextSearch,
 )
+from mnesis.store.session_stats import SessionStats
 
 if TYPE_CHECKING:
     from mnesis.store.pool import StorePool
@@ -223,6 +225,9 @@ class ImmutableStore(SummaryFacade):
             check_new_message(item, f"batch[{index}]")
         return await self.backend.append_messages(batch)
 
+    async def append_batch(self, batch: Sequence[NewMessage]) -> list[AppendedMessage]:
+        return await self.backend.append_batch(check_new_messages(batch))
+
     async def _append_one(self, item: NewMessage) -> AppendedMessage:
         check_new_message(item, "message")
         (result,) = await self.backend.append_messages([item])
@@ -280,6 +285,11 @@ class ImmutableStore(SummaryFacade):
     async def session_token_usage(self, session_id: str) -> TokenUsage:
         check_id(session_id, "session_id")
         return await self.backend.session_token_usage(session_id)
+
+    async def session_stats(self, session_ids: Sequence[str] | None) -> dict[str, SessionStats]:
+        if session_ids is not None:
+            check_ids(session_ids, "session_ids")
+        return await self.backend.session_stats(session_ids)
 
     async def find_tool_part(self, session_id: str, tool_call_id: str) -> tuple[str, str]:
         check_id(session_id, "session_id")

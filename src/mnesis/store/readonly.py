@@ -2,8 +2,9 @@
 
 A SQLite file is opened with ``mode=ro`` (see
 :class:`~mnesis.store.sqlite.readonly.ReadOnlySQLiteDatabase`): a missing file is an
-error instead of a new database, and nothing on disk changes. A PostgreSQL URL opens
-the ordinary backend (the server enforces its own permissions).
+error instead of a new database, and nothing on disk changes. A PostgreSQL database is
+opened without migrating (a missing or older schema is an error) and with every
+transaction read-only (``default_transaction_read_only``): nothing in it changes.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ async def open_read_only(config: StoreConfig) -> ImmutableStore:
             await db.close()
             raise
         return ImmutableStore.over(SQLiteStore(db, pool=None, pool_key=db.path))
-    handle = open_database(location, config)
+    handle = open_database(location, config, read_only=True)
     try:
         await handle.open()
     except BaseException:

@@ -64,10 +64,18 @@ class PostgresDatabase:
     """A PostgreSQL database shared by the stores of a process (through ``StorePool``)."""
 
     def __init__(
-        self, url: str, config: StoreConfig, *, max_connections: int = POOL_MAX_SIZE
+        self,
+        url: str,
+        config: StoreConfig,
+        *,
+        max_connections: int = POOL_MAX_SIZE,
+        read_only: bool = False,
     ) -> None:
+        """``read_only``: never migrate (a missing or older schema is an error) and open
+        every transaction read-only, so nothing in the database can change."""
         self.url = url
         self.max_connections = max_connections
+        self.read_only = read_only
         self.config = config
         self.location = redact_url(url)
         self._pool: AsyncConnectionPool[Conn] | None = None
@@ -91,7 +99,8 @@ class PostgresDatabase:
 
     # -- opening ---------------------------------------------------------------
     async def open(self) -> None:
-        """Connect, migrate and start the pool (idempotent)."""
+        """Connect, migrate (read-only: check the schema is current) and start the pool
+        (idempotent)."""
         async with self._open_lock:
             if self._closed:
                 raise MnesisStoreError(f"database {self.location} is closed")
@@ -101,7 +110,8 @@ class PostgresDatabase:
             # with libpq's reason instead of a pool timeout.
             conn = await self._connect()
             try:
-                await self._guard(self._migrate(conn))
+                check = self._check_schema(conn) if self.read_only else self._migrate(conn)
+                await self._guard(check)
             finally:
                 await conn.close()
             pool: AsyncConnectionPool[Conn] = AsyncConnectionPool(
@@ -142,6 +152,8 @@ class PostgresDatabase:
 
     async def _configure(self, conn: Conn) -> None:
         register_nul_escaping(conn.adapters)
+        if self.read_only:
+            await conn.execute("SET default_transaction_read_only = on")
         # Every statement is bounded, unless the server, role, database or URL
         # already chose a bound.
         bound = int(self.config.connection_timeout * 1000)
@@ -151,33 +163,61 @@ class PostgresDatabase:
             if row is not None and row[0] == "0":
                 await conn.execute(f"SET {setting} = {bound}")
 
+    async def _applied(self, conn: Conn) -> set[str] | None:
+        """The migrations applied to the database (None: it has no mnesis schema);
+        raises if a newer mnesis wrote it or foreign tables have mnesis's names."""
+        cur = await conn.execute(
+            "SELECT to_regclass('_mnesis_migrations') IS NOT NULL, "
+            + ", ".join(f"to_regclass('{t}') IS NOT NULL" for t in _OUR_TABLES)
+        )
+        found = await cur.fetchone()
+        assert found is not None
+        if not found[0] and any(found[1:]):
+            raise MnesisStoreError(
+                f"{self.location} already has tables named like mnesis's "
+                "(sessions, messages, ...) but no mnesis migrations; mnesis will not "
+                "modify them (use another database or schema)"
+            )
+        if not found[0]:
+            return None
+        cur = await conn.execute("SELECT name FROM _mnesis_migrations")
+        applied = {row[0] for row in await cur.fetchall()}
+        unknown = applied - {name for name, _ in MIGRATIONS}
+        if unknown:
+            raise MnesisStoreError(
+                f"{self.location} was written by a newer mnesis (migrations "
+                f"{sorted(unknown)}); upgrade mnesis-lcm"
+            )
+        return applied
+
+    async def _check_schema(self, conn: Conn) -> None:
+        """Refuse a database whose schema a read-only opening would have to create or
+        migrate."""
+        applied = await self._applied(conn)
+        hint = (
+            "a read-only command never creates or migrates a schema; open it for writing "
+            "once (any writing command, e.g. `mnesis check --repair --db URL`, or "
+            "`await ImmutableStore.open(URL)` in Python) to "
+        )
+        if applied is None:
+            raise MnesisStoreError(f"{self.location} holds no mnesis schema; {hint}create it")
+        missing = [name for name, _ in MIGRATIONS if name not in applied]
+        if missing:
+            raise MnesisStoreError(
+                f"{self.location} has an older mnesis schema (migrations {missing} not "
+                f"applied); {hint}migrate it"
+            )
+
     async def _migrate(self, conn: Conn) -> None:
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-            cur = await conn.execute(
-                "SELECT to_regclass('_mnesis_migrations') IS NOT NULL, "
-                + ", ".join(f"to_regclass('{t}') IS NOT NULL" for t in _OUR_TABLES)
-            )
-            found = await cur.fetchone()
-            assert found is not None
-            if not found[0] and any(found[1:]):
-                raise MnesisStoreError(
-                    f"{self.location} already has tables named like mnesis's "
-                    "(sessions, messages, ...) but no mnesis migrations; mnesis will not "
-                    "modify them (use another database or schema)"
+            applied = await self._applied(conn)
+            if applied is None:
+                await conn.execute(
+                    "CREATE TABLE IF NOT EXISTS _mnesis_migrations ("
+                    "name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)"
                 )
-            await conn.execute(
-                "CREATE TABLE IF NOT EXISTS _mnesis_migrations ("
-                "name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)"
-            )
-            cur = await conn.execute("SELECT name FROM _mnesis_migrations")
-            applied = {row[0] for row in await cur.fetchall()}
-            unknown = applied - {name for name, _ in MIGRATIONS}
-            if unknown:
-                raise MnesisStoreError(
-                    f"{self.location} was written by a newer mnesis (migrations "
-                    f"{sorted(unknown)}); upgrade mnesis-lcm"
-                )
+                applied = set()
             for name, sql in MIGRATIONS:
                 if name in applied:
                     continue

@@ -14,6 +14,7 @@ from mnesis.errors import SessionNotFoundError
 from mnesis.store.base import FileReference, SessionRecord, StoreBackend
 from mnesis.store.jobs import CompactionQueue
 from mnesis.store.map_runs import MapRunStore
+from mnesis.store.postgres.batch import BatchMixin
 from mnesis.store.postgres.db import Conn, PostgresDatabase
 from mnesis.store.postgres.integrity import IntegrityMixin
 from mnesis.store.postgres.jobs import PostgresCompactionQueue
@@ -29,6 +30,7 @@ from mnesis.store.postgres.rows import (
     session_record,
 )
 from mnesis.store.postgres.search import SearchMixin
+from mnesis.store.postgres.stats import StatsMixin
 from mnesis.store.postgres.summaries import SummariesMixin
 from mnesis.store.shared import sessions as shared
 from mnesis.store.shared.purge import SESSION_EXISTS
@@ -42,7 +44,14 @@ class _Pool(Protocol):
 
 
 class PostgresStore(
-    MessagesMixin, SummariesMixin, SearchMixin, IntegrityMixin, PurgeMixin, StoreBackend
+    MessagesMixin,
+    BatchMixin,
+    StatsMixin,
+    SummariesMixin,
+    SearchMixin,
+    IntegrityMixin,
+    PurgeMixin,
+    StoreBackend,
 ):
     """Stores sessions in a PostgreSQL database (pooled connections, append-only triggers)."""
 

@@ -19,12 +19,14 @@ from mnesis.store.map_runs import MapRunStore
 from mnesis.store.shared import sessions
 from mnesis.store.shared.purge import SESSION_EXISTS
 from mnesis.store.shared.rows import session_record
+from mnesis.store.sqlite.batch import BatchMixin
 from mnesis.store.sqlite.integrity import IntegrityMixin
 from mnesis.store.sqlite.map_runs import SQLiteMapRunStore
 from mnesis.store.sqlite.messages import MessagesMixin
 from mnesis.store.sqlite.purge import PurgeMixin
 from mnesis.store.sqlite.rows import _get_file
 from mnesis.store.sqlite.search import SearchMixin
+from mnesis.store.sqlite.stats import StatsMixin
 from mnesis.store.sqlite.summaries import SummariesMixin
 
 if TYPE_CHECKING:
@@ -35,7 +37,14 @@ __all__ = ["SQLiteStore"]
 
 
 class SQLiteStore(
-    MessagesMixin, SummariesMixin, SearchMixin, IntegrityMixin, PurgeMixin, StoreBackend
+    MessagesMixin,
+    BatchMixin,
+    StatsMixin,
+    SummariesMixin,
+    SearchMixin,
+    IntegrityMixin,
+    PurgeMixin,
+    StoreBackend,
 ):
     """Stores sessions in one SQLite file (WAL, foreign keys, append-only triggers)."""
 

@@ -1,0 +1,283 @@
+"""Turn parsed transcript records into write-ready batches: sessions made on demand,
+messages grouped per session, tool calls paired with their results by call ID.
+
+:class:`BatchBuilder` runs on the parsing side of an import (its own thread, see
+:mod:`mnesis.importers.pipeline`) and touches no store: :meth:`BatchBuilder.cut` hands
+over a :class:`Batch` that :class:`~mnesis.importers.writer.BatchWriter` writes. A tool
+call whose result has not arrived when its batch is cut is stored ``running``; the
+result, when it comes, is written as a completion of the stored call (the tool lifecycle
+is the one mutation the append-only store permits), in this import or a later one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mnesis.importers.records import Meta, ParsedItem, ToolCall, ToolResult, Turn
+from mnesis.models.ids import new_id
+from mnesis.models.message import Message
+from mnesis.models.parts import MessagePart, ReasoningPart, TextPart, ToolPart, ToolStatus
+from mnesis.store.base import NewMessage, SessionRecord
+from mnesis.tokens.estimator import heuristic_token_count
+
+__all__ = ["SIDECHAIN", "Batch", "BatchBuilder", "part_tokens"]
+
+SIDECHAIN = "sidechain"
+"""Session key of the sub-agent (sidechain) turns of a Claude Code session."""
+_MESSAGE_OVERHEAD = 4
+_TITLE_CHARS = 80
+
+
+def part_tokens(part: MessagePart) -> int:
+    """The token estimate an imported part is stored with."""
+    if isinstance(part, TextPart | ReasoningPart):
+        return heuristic_token_count(part.text)
+    if isinstance(part, ToolPart):
+        size = heuristic_token_count(part.output or "") + heuristic_token_count(str(part.input))
+        return size + 8
+    return 0
+
+
+@dataclass(slots=True)
+class Batch:
+    """One cut of an import: what to write, in order, and where the file stands after it."""
+
+    sessions: list[SessionRecord]
+    """Sessions to create before the messages (a sidechain after its parent)."""
+    messages: list[NewMessage]
+    late: list[tuple[ToolResult, str | None]]
+    """Results of calls cut in an earlier batch, with the session to look the call up in
+    (None: a session this import never created, so the result is an orphan)."""
+    known_sessions: dict[str, str]
+    """Session key (``""`` for the file's own) → ID, kept across imports of the file."""
+    created: list[str]
+    """Every session this import has created so far, in order."""
+    main_session_id: str
+    last_message_id: str | None
+    tool_results: int
+    """Tool results parsed since the previous cut."""
+    offset: int = 0
+    """Byte offset (or JSON item count) just past the last line this batch covers."""
+    lines: int = 0
+    lines_read: int = 0
+    errors: list[tuple[int, str]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Pending:
+    message: Message
+    parts: list[MessagePart]
+    merge_key: str | None
+
+
+@dataclass(slots=True)
+class _Sink:
+    """One target session: its ID, whether a batch creates it, its uncut messages."""
+
+    key: str | None
+    session_id: str
+    announced: bool
+    buffer: list[_Pending] = field(default_factory=list)
+    model: str | None = None
+    first_text: str | None = None
+    first_at: int = 0
+
+
+class BatchBuilder:
+    """Collects :class:`ParsedItem` records into :class:`Batch` es."""
+
+    def __init__(
+        self,
+        *,
+        label: str,
+        sessions: dict[str, str] | None = None,
+        parent_key: str | None = None,
+    ) -> None:
+        """``sessions`` maps session keys (``""`` for the file's own) to sessions that an
+        earlier import created; ``label`` starts the titles of new sessions."""
+        self.label = label
+        self.meta = Meta()
+        self._sinks: dict[str | None, _Sink] = {}
+        for key, session_id in (sessions or {}).items():
+            self._sinks[key or None] = _Sink(key or None, session_id, announced=True)
+        self._open_calls: dict[str, ToolPart] = {}
+        self._late: list[tuple[ToolResult, str | None]] = []
+        self._parent_key = parent_key
+        self._created: list[str] = []
+        self._tool_results = 0
+        self.buffered = 0
+        """Messages waiting for the next cut."""
+        self.buffered_chars = 0
+        """Characters of text and tool output waiting for the next cut."""
+
+    # -- collecting --------------------------------------------------------------
+    def _sink(self, key: str | None) -> _Sink:
+        sink = self._sinks.get(key)
+        if sink is None:
+            sink = _Sink(key, new_id("sess"), announced=False)
+            self._sinks[key] = sink
+        return sink
+
+    def add(self, item: ParsedItem) -> None:
+        """Take one parsed record (held until :meth:`cut`)."""
+        if isinstance(item, Meta):
+            for name in ("cwd", "model", "title", "source_id"):
+                value = getattr(item, name)
+                if value and not getattr(self.meta, name):
+                    setattr(self.meta, name, value)
+            return
+        key = SIDECHAIN if getattr(item, "sidechain", False) else item.session_key
+        if isinstance(item, ToolResult):
+            self._result(item, key)
+            return
+        self._turn(item, key)
+
+    def _turn(self, turn: Turn, key: str | None) -> None:
+        sink = self._sink(key)
+        parts: list[MessagePart] = []
+        for piece in turn.parts:
+            if isinstance(piece, ToolCall):
+                part = ToolPart(
+                    tool_name=piece.name or "unknown",
+                    tool_call_id=piece.call_id,
+                    input=piece.input,
+                    status=ToolStatus(state="running", started_at=turn.created_at),
+                )
+                self._open_calls[piece.call_id] = part
+                parts.append(part)
+            elif piece.text:
+                parts.append(piece)
+                self.buffered_chars += len(piece.text)
+        if not parts:
+            return
+        if turn.model and sink.model is None and turn.role == "assistant":
+            sink.model = turn.model
+        if sink.first_text is None and turn.role == "user":
+            sink.first_text = next((p.text for p in parts if isinstance(p, TextPart)), None)
+        if not sink.first_at:
+            sink.first_at = turn.created_at
+        last = sink.buffer[-1] if sink.buffer else None
+        if (
+            last is not None
+            and turn.merge_key is not None
+            and last.merge_key == turn.merge_key
+            and last.message.role == turn.role
+        ):
+            last.parts.extend(parts)
+            if turn.finish_reason:
+                last.message.finish_reason = turn.finish_reason
+            return
+        message = Message(
+            id=new_id("msg"),
+            session_id=sink.session_id,
+            role=turn.role,
+            created_at=turn.created_at,
+            model_id=turn.model if turn.role == "assistant" else None,
+            finish_reason=turn.finish_reason,
+        )
+        sink.buffer.append(_Pending(message, parts, turn.merge_key))
+        self.buffered += 1
+
+    def _result(self, result: ToolResult, key: str | None) -> None:
+        self._tool_results += 1
+        part = self._open_calls.pop(result.call_id, None)
+        self.buffered_chars += len(result.output)
+        if part is not None:
+            part.output = result.output
+            part.status.state = "error" if result.is_error else "completed"
+            part.status.completed_at = result.created_at
+            if result.is_error:
+                part.error_message = result.output[:500] or "error"
+            return
+        self._late.append((result, key))
+
+    def starts_message(self, items: list[ParsedItem]) -> bool:
+        """Whether ``items`` begin a new message: a cut before them splits none. Items
+        without a turn (tool results, metadata) may sit inside one API message split
+        over several lines (Codex puts a call's output between its call and the reply)."""
+        for item in items:
+            if isinstance(item, Turn):
+                key = SIDECHAIN if item.sidechain else item.session_key
+                sink = self._sinks.get(key)
+                last = sink.buffer[-1] if sink is not None and sink.buffer else None
+                return (
+                    last is None
+                    or item.merge_key is None
+                    or last.merge_key != item.merge_key
+                    or last.message.role != item.role
+                )
+        return False
+
+    # -- cutting -----------------------------------------------------------------
+    def _announce(self, sink: _Sink, out: list[SessionRecord]) -> None:
+        parent = self._sinks.get(self._parent_key) if sink.key == SIDECHAIN else None
+        if parent is not None and not parent.announced:
+            self._announce(parent, out)
+        model = sink.model or self.meta.model or "unknown"
+        title_bits = [self.label]
+        if sink.key == SIDECHAIN:
+            title_bits.append("sub-agent")
+        if self.meta.cwd:
+            title_bits.append(self.meta.cwd)
+        summary = self.meta.title or sink.first_text
+        if summary:
+            title_bits.append(" ".join(summary.split())[:_TITLE_CHARS])
+        out.append(
+            SessionRecord(
+                id=sink.session_id,
+                model=model,
+                agent=SIDECHAIN if sink.key == SIDECHAIN else "default",
+                parent_id=parent.session_id if parent is not None else None,
+                title=" · ".join(title_bits),
+                created_at=sink.first_at or 0,
+                updated_at=sink.first_at or 0,
+            )
+        )
+        sink.announced = True
+        self._created.append(sink.session_id)
+
+    def cut(self) -> Batch:
+        """Everything collected since the previous cut (the file's own session is created
+        if the import would otherwise create none)."""
+        sessions: list[SessionRecord] = []
+        for sink in list(self._sinks.values()):
+            if not sink.announced and sink.buffer:
+                self._announce(sink, sessions)
+        if not self._created and not any(s.announced for s in self._sinks.values()):
+            self._announce(self._sink(None), sessions)
+        last_id = next((s.buffer[-1].message.id for s in self._sinks.values() if s.buffer), None)
+        messages: list[NewMessage] = []
+        for sink in self._sinks.values():
+            for pending in sink.buffer:
+                tokens = [part_tokens(p) for p in pending.parts]
+                pending.message.token_estimate = sum(tokens) + _MESSAGE_OVERHEAD
+                messages.append(NewMessage(pending.message, pending.parts, tokens))
+                for part in pending.parts:
+                    # A result that arrives after the cut completes the stored call.
+                    if isinstance(part, ToolPart) and part.status.state == "running":
+                        self._open_calls.pop(part.tool_call_id, None)
+            sink.buffer = []
+        late = []
+        for result, key in self._late:
+            target = self._sinks.get(key)
+            late.append((result, target.session_id if target and target.announced else None))
+        main = self._sink(None)
+        batch = Batch(
+            sessions=sessions,
+            messages=messages,
+            late=late,
+            known_sessions={
+                (k or ""): s.session_id
+                for k, s in self._sinks.items()
+                if s.announced and k in (None, SIDECHAIN)
+            },
+            created=list(self._created),
+            main_session_id=(
+                main.session_id if main.announced or not self._created else self._created[0]
+            ),
+            last_message_id=last_id,
+            tool_results=self._tool_results,
+        )
+        self._late, self._tool_results = [], 0
+        self.buffered = self.buffered_chars = 0
+        return batch

@@ -1,0 +1,176 @@
+"""The parsing half of an import, on a thread of its own: it reads and parses lines and
+cuts :class:`~mnesis.importers.batches.Batch` es into a bounded queue while the event
+loop writes the previous batch (the database works outside the GIL, so the two overlap).
+
+At most ``DEPTH`` cut batches wait in the queue, one is being built and one written:
+memory stays bounded whatever the file's size.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from mnesis.importers.batches import Batch, BatchBuilder
+from mnesis.importers.reader import LineError
+from mnesis.importers.records import ParsedItem
+
+__all__ = ["DEPTH", "Limits", "ParseThread", "SourceLine"]
+
+DEPTH = 1
+"""Cut batches that may wait for the writer."""
+_POLL_SECONDS = 0.05
+_HARD_CHARS = 4
+"""A batch is cut even inside a split message once it holds this many times its
+character limit (a file that never ends its message cannot hold memory forever)."""
+
+
+class LineParser(Protocol):
+    """What the thread needs of a format's parser."""
+
+    def parse(self, record: Any) -> list[ParsedItem]:
+        """The records of one decoded line; ``ValueError`` for a line of the wrong shape."""
+
+
+class SourceLine(Protocol):
+    """A decoded line (or JSON item): its number, value and the offset just past it."""
+
+    @property
+    def number(self) -> int:
+        """1-based line (or item) number."""
+
+    @property
+    def value(self) -> Any:
+        """The decoded JSON value."""
+
+    @property
+    def end_offset(self) -> int:
+        """Where the next import resumes."""
+
+
+@dataclass(slots=True, frozen=True)
+class Limits:
+    """When a batch is cut: this many messages or this many characters of text."""
+
+    messages: int
+    chars: int
+
+
+class _End:
+    """The thread is done (``error`` set if it failed)."""
+
+    def __init__(self, error: BaseException | None = None) -> None:
+        self.error = error
+
+
+class ParseThread:
+    """Parses ``lines`` with ``parser`` into ``builder``; :meth:`next` gives each batch.
+
+    ``start`` is the ``(offset, line number)`` the lines continue from. The last batch
+    (cut when the lines end) covers the rest of the file, even if it holds no message.
+    Use as ``async with``: leaving stops and joins the thread.
+    """
+
+    def __init__(
+        self,
+        lines: Iterable[SourceLine | LineError],
+        parser: LineParser,
+        builder: BatchBuilder,
+        limits: Limits,
+        start: tuple[int, int],
+    ) -> None:
+        self._lines = lines
+        self._parser = parser
+        self._builder = builder
+        self._limits = limits
+        self._start = start
+        self._queue: queue.Queue[Batch | _End] = queue.Queue(maxsize=DEPTH)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="mnesis-import-parse", daemon=True)
+        self._finished = False
+
+    async def __aenter__(self) -> ParseThread:
+        self._thread.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._stop.set()
+        while True:  # unblock a thread waiting to put
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                break
+        await asyncio.get_running_loop().run_in_executor(None, self._thread.join)
+
+    async def next(self) -> Batch | None:
+        """The next batch, or None once the last one was given; re-raises the thread's
+        error (an ``OSError`` reading the file, say)."""
+        if self._finished:
+            return None
+        item = await asyncio.get_running_loop().run_in_executor(None, self._queue.get)
+        if isinstance(item, _End):
+            self._finished = True
+            if item.error is not None:
+                raise item.error
+            return None
+        return item
+
+    def _put(self, item: Batch | _End) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=_POLL_SECONDS)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self) -> None:
+        try:
+            self._parse()
+        except BaseException as exc:  # handed to the event loop, raised by next()
+            self._put(_End(exc))
+        else:
+            self._put(_End())
+
+    def _parse(self) -> None:
+        builder, parser, limits = self._builder, self._parser, self._limits
+        offset, number = self._start
+        read = 0
+        errors: list[tuple[int, str]] = []
+        for line in self._lines:
+            if isinstance(line, LineError):
+                items: list[ParsedItem] = []
+                problem: str | None = line.message
+            else:
+                try:
+                    items, problem = parser.parse(line.value), None
+                except (ValueError, TypeError) as exc:
+                    items, problem = [], str(exc)
+            if self._full() and (
+                builder.starts_message(items)
+                or builder.buffered_chars >= _HARD_CHARS * limits.chars
+            ):
+                # Cut before this line: a message split over lines stays one message.
+                if not self._put(self._cut(offset, number, read, errors)):
+                    return
+                read, errors = 0, []
+            read += 1
+            offset, number = line.end_offset, line.number
+            if problem is not None:
+                errors.append((line.number, problem))
+            for item in items:
+                builder.add(item)
+        self._put(self._cut(offset, number, read, errors))
+
+    def _full(self) -> bool:
+        builder, limits = self._builder, self._limits
+        return builder.buffered >= limits.messages or builder.buffered_chars >= limits.chars
+
+    def _cut(self, offset: int, number: int, read: int, errors: list[tuple[int, str]]) -> Batch:
+        batch = self._builder.cut()
+        batch.offset, batch.lines, batch.lines_read, batch.errors = offset, number, read, errors
+        return batch

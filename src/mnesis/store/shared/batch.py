@@ -1,0 +1,69 @@
+"""A batch of new messages as the rows of one ``executemany`` per table, the same on
+both backends (``append_batch``).
+
+The rows come from the row builders the one-message append uses
+(:func:`~mnesis.store.shared.rows.message_row`, :func:`~mnesis.store.shared.rows.part_rows`),
+so a batch and the same messages appended one by one store identical rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mnesis.store.records import AppendedMessage, NewMessage
+from mnesis.store.shared.rows import EncodedParts, encode_parts, message_row, part_rows
+
+__all__ = ["CONTEXT_MESSAGE_INSERT", "BatchRows", "batch_rows", "encode_batch"]
+
+CONTEXT_MESSAGE_INSERT = (
+    "INSERT INTO context_items (session_id, position, item_type, message_id, tokens, "
+    "created_at) VALUES (?, ?, 'message', ?, ?, ?)"
+)
+"""The ``context_items`` row of an appended message."""
+
+Prepared = list[tuple[NewMessage, EncodedParts]]
+
+
+@dataclass(slots=True)
+class BatchRows:
+    """The parameter rows of each insert of a batch, and where each message landed."""
+
+    messages: list[tuple[Any, ...]] = field(default_factory=list)
+    parts: list[tuple[Any, ...]] = field(default_factory=list)
+    context: list[tuple[Any, ...]] = field(default_factory=list)
+    appended: list[AppendedMessage] = field(default_factory=list)
+
+
+def encode_batch(batch: Sequence[NewMessage]) -> Prepared:
+    """Each message with its encoded parts (missing part IDs assigned)."""
+    return [(item, encode_parts(item.parts, item.part_tokens)) for item in batch]
+
+
+def batch_rows(
+    prepared: Prepared,
+    next_seq: dict[str, int],
+    next_position: dict[str, int],
+    now: int,
+    *,
+    summary_flag: type[int] | type[bool],
+) -> BatchRows:
+    """The rows of ``prepared``: ``next_seq`` / ``next_position`` give each session's next
+    ``seq`` and context position (and are advanced); ``summary_flag`` is how the backend
+    stores ``is_summary`` (``int`` on SQLite, ``bool`` on PostgreSQL)."""
+    out = BatchRows()
+    for item, rows in prepared:
+        m = item.message
+        sid = m.session_id
+        seq = next_seq[sid]
+        next_seq[sid] = seq + 1
+        out.messages.append(message_row(m, seq, summary_flag(m.is_summary)))
+        out.parts += part_rows(m.id, sid, 0, rows, now)
+        position = None
+        if item.in_context:
+            position = next_position[sid]
+            next_position[sid] = position + 1
+            out.context.append((sid, position, m.id, m.token_estimate, now))
+        out.appended.append(AppendedMessage(m.id, seq, position, tuple(r[0] for r in rows)))
+    return out

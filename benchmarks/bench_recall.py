@@ -3,6 +3,7 @@
     python -m benchmarks.bench_recall                 # 10k and 100k messages
     python -m benchmarks.bench_recall --sizes 10000   # one size
     python -m benchmarks.bench_recall --quick         # 2k messages (as in the tests)
+    python -m benchmarks.bench_recall --sizes 1000000 --keep /tmp/recall  # build once, reuse
 
 A harder benchmark than the planted facts of ``bench_retrieval``: one long session of
 coding-agent and team chat (filler turns that reuse the same names, services and
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import statistics
@@ -417,21 +419,38 @@ def rankers(store: ImmutableStore, session_id: str, session: MnesisSession) -> d
     }
 
 
-async def evaluate(
-    path: str, total: int, only: list[str] | None = None
-) -> tuple[dict[str, Scores], float]:
-    pool = StorePool()
-    session = await MnesisSession.create(
-        model="fake/bench",
-        db_path=path,
-        pool=pool,
-        config=MnesisConfig(compaction=CompactionConfig(auto=False)),
-    )
+async def _open(path: str, total: int, pool: StorePool) -> tuple[MnesisSession, Corpus, float]:
+    """The benchmark session at ``path``: reused when ``path`` and its ``.json`` sidecar
+    (questions and evidence IDs) exist, built and stored otherwise."""
+    sidecar = Path(path + ".json")
+    config = MnesisConfig(compaction=CompactionConfig(auto=False))
+    if sidecar.exists() and Path(path).exists():
+        saved = json.loads(sidecar.read_text())
+        session = await MnesisSession.load(saved["session_id"], config, db_path=path, pool=pool)
+        corpus = Corpus(questions=[Question(**q) for q in saved["questions"]])
+        return session, corpus, float(saved["per_turn_ms"])
+    session = await MnesisSession.create(model="fake/bench", db_path=path, pool=pool, config=config)
     corpus = build(session.id, total)
     started = time.perf_counter()
     for index in range(0, len(corpus.messages), 2_000):
         await session.store.append_messages(corpus.messages[index : index + 2_000])
     per_turn_ms = (time.perf_counter() - started) * 1000 / len(corpus.messages)
+    saved = {
+        "session_id": session.id,
+        "per_turn_ms": per_turn_ms,
+        "questions": [q.__dict__ for q in corpus.questions],
+    }
+    sidecar.write_text(json.dumps(saved))
+    corpus.messages = []
+    return session, corpus, per_turn_ms
+
+
+async def evaluate(
+    path: str, total: int, only: list[str] | None = None
+) -> tuple[dict[str, Scores], float]:
+    """Recall and latency of each ranking over the benchmark session at ``path``."""
+    pool = StorePool()
+    session, corpus, per_turn_ms = await _open(path, total, pool)
     results: dict[str, Scores] = {}
     for name, rank in rankers(session.store, session.id, session).items():
         if only and name not in only:
@@ -480,12 +499,17 @@ async def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000])
     parser.add_argument("--quick", action="store_true", help="2k messages only")
     parser.add_argument("--only", nargs="*", help="rankings to run (default: all)")
+    parser.add_argument(
+        "--keep",
+        metavar="DIR",
+        help="store the databases in DIR and reuse them on later runs (1M takes long to build)",
+    )
     args = parser.parse_args()
     sizes = [2_000] if args.quick else args.sizes
     with tempfile.TemporaryDirectory() as tmp:
         for total in sizes:
             results, per_turn = await evaluate(
-                os.path.join(tmp, f"recall-{total}.db"), total, args.only
+                os.path.join(args.keep or tmp, f"recall-{total}.db"), total, args.only
             )
             report(total, results, per_turn)
 

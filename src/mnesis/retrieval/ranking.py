@@ -15,6 +15,7 @@ The paging state is the number of (collapsed) hits already returned.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -27,16 +28,17 @@ from mnesis.store.search_query import SearchQuery, Term
 
 __all__ = ["POOL", "Ranked", "ranked_page"]
 
-POOL = 100
-"""Candidates per searched pool that graded coordination re-ranks."""
-_EXTRA_POOL = 30
-"""Candidates added from the all-words query and from the context-only query (the
-replies to the turns that hold the words, which text matches could crowd out)."""
+POOL = 40
+"""Candidates that graded coordination re-ranks (more when paging further)."""
+_GROUP_LIMIT = 20
+"""Candidates per combination of terms of a coordination level."""
+_MAX_COMBINATIONS = 12
+"""Most term combinations one coordination level may query."""
+_MAX_MISSING = 2
+"""Most query terms a coordination level may leave out (before the any-word level)."""
 _BACKEND_SHARE = 0.15
 """Weight of the backend's (normalised) score next to coverage (0..1)."""
-_MAX_LEAVE_ONE_OUT = 8
 _QUESTIONS = 10
-_CONTEXT_QUERY = True
 _ROLE_PRIOR = {"user": 0.05, "assistant": 0.0}
 _TOOL_PRIOR = -0.1
 _Pool = Literal["messages", "summaries"]
@@ -76,32 +78,18 @@ async def ranked_page(
     offset = state.get("offset", 0)
     if not required and not optional:
         return [], state, False
-    pool_size = max(POOL, offset + size + 1)
+    needed = max(POOL, offset + size + 1)
     candidates: dict[tuple[str, str], SearchHit] = {}
+
     for pool in pools:
-        queries = [
-            SearchQuery(all_of=tuple(required), any_of=tuple(optional), include_context=context)
-        ]
-        if len(optional) >= 2:
-            queries.append(
-                SearchQuery(all_of=tuple(required + optional), include_context=context)
+        for query in _levels(required, optional, context, needed):
+            hits = await store.search_text(
+                query=query, scope=pool, where=where, limit=needed * max(1, len(optional))
             )
-        if context and pool == "messages" and optional and _CONTEXT_QUERY:
-            # Replies whose previous turns hold all the words but (at most) one.
-            queries.append(
-                SearchQuery(
-                    all_of=tuple(required),
-                    any_of=tuple(optional),
-                    context_only=True,
-                    at_least=_all_but_one(len(optional)),
-                )
-            )
-        for number, query in enumerate(queries):
-            limit = pool_size if number == 0 else _EXTRA_POOL
-            for hit in await store.search_text(
-                query=query, scope=pool, where=where, limit=limit, offset=0
-            ):
+            for hit in hits:
                 candidates.setdefault((hit.kind, hit.part_id or hit.id), hit)
+            if len(candidates) >= needed:
+                break
     matcher = TermMatcher(required + optional)
     if context and "messages" in pools and where.under_summary is None:
         for reply in (await store.replies_to(_best_questions(candidates, matcher))).values():
@@ -117,6 +105,42 @@ async def ranked_page(
     page = ranked[offset : offset + size]
     more = len(ranked) > offset + size
     return page, {"offset": offset + len(page)}, more
+
+
+def _levels(
+    required: list[Term], optional: list[Term], context: bool, limit: int
+) -> list[SearchQuery]:
+    """Coordination levels, best first: every term, all but one, all but two (while
+    the combinations stay few), then any term; at each level the parts whose own
+    text holds the terms before those whose neighbour context completes them.
+
+    Each level returns newest matches unranked: an intersection is cheap however
+    common its words are, and the re-ranker, not the index, orders the candidates.
+    Below the first level each term brings its own newest matches, so the few
+    matches of a rare term are not crowded out by the many of a common one.
+    """
+    count = len(optional)
+    levels: list[SearchQuery] = []
+    for at_least in range(max(1, count), 0, -1):
+        if 1 < at_least < count and (
+            count - at_least > _MAX_MISSING or math.comb(count, at_least) > _MAX_COMBINATIONS
+        ):
+            continue
+        levels.append(_query(required, optional, at_least, context, _GROUP_LIMIT))
+    return levels
+
+
+def _query(
+    required: list[Term], optional: list[Term], at_least: int, context: bool, group_limit: int
+) -> SearchQuery:
+    return SearchQuery(
+        all_of=tuple(required),
+        any_of=tuple(optional),
+        at_least=at_least,
+        include_context=context,
+        newest_first=True,
+        group_limit=group_limit,
+    )
 
 
 def _best_questions(
@@ -135,11 +159,6 @@ def _in_time_range(hit: SearchHit, where: SearchFilter) -> bool:
     return (where.since is None or hit.created_at >= where.since) and (
         where.until is None or hit.created_at < where.until
     )
-
-
-def _all_but_one(count: int) -> int:
-    """All terms but one; all of them when more combinations would cost too much."""
-    return max(1, count - 1) if count <= _MAX_LEAVE_ONE_OUT else count
 
 
 def _admissible(hit: SearchHit, exclude_ids: set[str], include_traces: bool) -> bool:

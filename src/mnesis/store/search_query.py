@@ -13,7 +13,15 @@ from dataclasses import dataclass
 
 from mnesis.errors import InvalidArgumentError
 
-__all__ = ["Phrase", "SearchQuery", "Term"]
+__all__ = ["SPEAKER_DATE_WORDS", "Phrase", "SearchQuery", "Term"]
+
+SPEAKER_DATE_WORDS = frozenset(
+    """user assistant system monday tuesday wednesday thursday friday saturday sunday
+    january february march april may june july august september october november
+    december""".split()
+)
+"""Words a part's neighbour context holds on its first line (speaker and date): a
+term made of them matches there, not in the part's own text."""
 
 Phrase = tuple[str, ...]
 """Consecutive words that must appear in this order (one word is a phrase of one)."""
@@ -67,6 +75,16 @@ class SearchQuery:
     at_least: int = 1
     """How many terms of ``any_of`` must match (graded coordination: "all but one"
     is an intersection, far cheaper than "any" over common words)."""
+    newest_first: bool = False
+    """Return the newest matches, unranked (``rank`` 0): the index stops after
+    ``limit`` matches, so this stays cheap however common the words are; ranking
+    scores every match (and, on SQLite, scans every term's postings for its IDF)."""
+    group_limit: int | None = None
+    """With ``newest_first``: the union of the newest ``group_limit`` matches of each
+    group of :meth:`any_groups` (see :meth:`per_group`), so the few matches of a
+    group holding a rare term are never crowded out by a common group's many. With
+    ``include_context``, a group with more matches first gives its newest matches
+    whose own text holds its terms (see :meth:`own_text`)."""
 
     def __post_init__(self) -> None:
         if not self.all_of and not self.any_of:
@@ -74,6 +92,10 @@ class SearchQuery:
         if not 1 <= self.at_least <= max(1, len(self.any_of)):
             raise InvalidArgumentError(
                 f"at_least must be between 1 and the number of any_of terms: {self.at_least}"
+            )
+        if self.group_limit is not None and (not self.newest_first or self.group_limit < 1):
+            raise InvalidArgumentError(
+                f"group_limit needs newest_first and must be at least 1: {self.group_limit}"
             )
 
     def any_groups(self) -> list[tuple[Term, ...]]:
@@ -83,6 +105,29 @@ class SearchQuery:
             return [(t,) for t in self.any_of]
         return list(itertools.combinations(self.any_of, self.at_least))
 
+    def per_group(self) -> list[SearchQuery]:
+        """One query per group of :meth:`any_groups` (every term of the group
+        required); their union is this query's matches."""
+        if not self.any_of:
+            return [self]
+        return [
+            SearchQuery(
+                all_of=(*self.all_of, *group),
+                not_all_of=self.not_all_of,
+                include_context=self.include_context,
+                context_only=self.context_only,
+                newest_first=self.newest_first,
+            )
+            for group in self.any_groups()
+        ]
+
+    def own_text_terms(self) -> tuple[tuple[Term, ...], tuple[Term, ...]]:
+        """For the own-text matches of a single-group query (see ``group_limit``):
+        the ``all_of`` terms its own text must hold, and its speaker/date terms, which
+        may match the context's first line instead."""
+        own = tuple(t for t in self.all_of if not _speaker_date(t))
+        return own, tuple(t for t in self.all_of if _speaker_date(t))
+
     def words(self) -> list[str]:
         """Every word the query mentions, first occurrence first (for highlighting)."""
         seen: dict[str, None] = {}
@@ -91,3 +136,7 @@ class SearchQuery:
                 for word in phrase:
                     seen.setdefault(word, None)
         return list(seen)
+
+
+def _speaker_date(term: Term) -> bool:
+    return all(len(p) == 1 and p[0] in SPEAKER_DATE_WORDS for p in term.alternatives)

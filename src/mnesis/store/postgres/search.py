@@ -38,12 +38,17 @@ class SearchMixin(PostgresStoreBase):
             return []
         tsquery = render_tsquery(query)
         params: list[Any] = []
+        # Newest first and unranked: no ``ts_rank_cd`` (which reads every match's
+        # vectors), and a top-N sort on the key.
+        rank = "0.0::real" if query.newest_first else _RANK
+        if not query.newest_first:
+            params += [RANK_WEIGHTS, tsquery]
         if scope == "messages":
             cte = ""
             if where.under_summary is not None:
                 cte = DOWN_CTE
-                params.append(where.under_summary)
-            params += [RANK_WEIGHTS, tsquery, tsquery]
+                params.insert(0, where.under_summary)
+            params.append(tsquery)
             # The index holds text and context together; recheck the part searched.
             own, ranked = "AND p.search_tsv @@ to_tsquery('english', %s)", "p.search_tsv"
             if query.context_only:
@@ -53,22 +58,24 @@ class SearchMixin(PostgresStoreBase):
             if own:
                 params.append(tsquery)
             clauses, args = _filter_sql(where, scope)
+            order = "p.key DESC" if query.newest_first else "rank, p.key"
             sql = (
                 f"{cte} SELECT p.key, p.id, p.message_id, p.session_id, p.text_content, "
-                f"m.role::text, m.created_at, {_RANK.format(col=ranked)} AS rank, "
+                f"m.role::text, m.created_at, {rank.format(col=ranked)} AS rank, "
                 "p.tool_name, p.search_context "
                 "FROM message_parts p JOIN messages m ON m.id = p.message_id "
                 f"WHERE {_PART_TSV} @@ to_tsquery('english', %s) {own} AND NOT m.is_summary "
-                f"{clauses} ORDER BY rank, p.key LIMIT %s OFFSET %s"
+                f"{clauses} ORDER BY {order} LIMIT %s OFFSET %s"
             )
         else:
-            params += [RANK_WEIGHTS, tsquery, tsquery]
+            params.append(tsquery)
             clauses, args = _filter_sql(where, scope)
+            order = "s.key DESC" if query.newest_first else "rank, s.key"
             sql = (
                 "SELECT s.key, NULL, s.id, s.session_id, s.content, NULL, s.created_at, "
-                f"{_RANK.format(col='s.search_tsv')} AS rank, NULL, NULL FROM summaries s "
+                f"{rank.format(col='s.search_tsv')} AS rank, NULL, NULL FROM summaries s "
                 "WHERE s.search_tsv @@ to_tsquery('english', %s) "
-                f"{clauses} ORDER BY rank, s.key LIMIT %s OFFSET %s"
+                f"{clauses} ORDER BY {order} LIMIT %s OFFSET %s"
             )
         params += [*args, limit, offset]
         kind: Literal["message", "summary"] = "message" if scope == "messages" else "summary"

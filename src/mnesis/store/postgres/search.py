@@ -36,6 +36,8 @@ class SearchMixin(PostgresStoreBase):
     ) -> list[SearchHit]:
         if where.session_ids is not None and not where.session_ids:
             return []
+        if query.newest_first:
+            return await self._newest_of_groups(query, scope, where, limit, offset)
         tsquery = render_tsquery(query)
         params: list[Any] = []
         # Newest first and unranked: no ``ts_rank_cd`` (which reads every match's
@@ -86,6 +88,76 @@ class SearchMixin(PostgresStoreBase):
                     kind, r[2], r[3], r[4] or "", r[6], r[1], r[5], float(r[7]), r[0], r[8], r[9]
                 )
                 for r in await fetch(conn, sql, params)
+            ]
+
+        return await self.db.read(_search)
+
+    async def _newest_of_groups(
+        self,
+        query: SearchQuery,
+        scope: Literal["messages", "summaries"],
+        where: SearchFilter,
+        limit: int,
+        offset: int,
+    ) -> list[SearchHit]:
+        """Each group's newest matches, unranked (see ``SearchQuery.group_limit``); a
+        group with more matches also gives its oldest ones and, first, the newest of
+        its own-text matches, as on SQLite."""
+        group_limit = query.group_limit or limit + offset
+        clauses, args = _filter_sql(where, scope)
+        head = [where.under_summary] if where.under_summary is not None else []
+        cte = DOWN_CTE if head and scope == "messages" else ""
+        if scope == "messages":
+            matched = "FROM message_parts p JOIN messages m ON m.id = p.message_id WHERE "
+            key, tail = "p.key", f"AND NOT m.is_summary {clauses}"
+        else:
+            matched, key, tail = "FROM summaries s WHERE ", "s.key", clauses
+
+        def statement(condition: str, direction: str) -> str:
+            return (
+                f"{cte} SELECT {key} {matched}{condition} {tail} "
+                f"ORDER BY {key} {direction} LIMIT %s"
+            )
+
+        groups = [
+            (_group_condition(g, scope), _own_text_condition(g) if scope == "messages" else None)
+            for g in query.per_group()
+        ]
+
+        async def _search(conn: Conn) -> list[SearchHit]:
+            keys: dict[int, None] = {}
+            for (condition, terms), own_text in groups:
+                sql = statement(condition, "DESC")
+                rows = await fetch(conn, sql, [*head, *terms, *args, group_limit + 1])
+                if len(rows) > group_limit:
+                    if own_text is not None:
+                        own_sql = statement(own_text[0], "DESC")
+                        own = await fetch(conn, own_sql, [*head, *own_text[1], *args, group_limit])
+                        keys.update(dict.fromkeys(r[0] for r in own))
+                    oldest = statement(condition, "ASC")
+                    first = await fetch(conn, oldest, [*head, *terms, *args, group_limit // 2 or 1])
+                    keys.update(dict.fromkeys(r[0] for r in first))
+                keys.update(dict.fromkeys(r[0] for r in rows[:group_limit]))
+            if scope == "messages":
+                sql = (
+                    "SELECT p.key, p.id, p.message_id, p.session_id, p.text_content, "
+                    "m.role::text, m.created_at, 0.0, p.tool_name, p.search_context "
+                    "FROM message_parts p JOIN messages m ON m.id = p.message_id "
+                    "WHERE p.key = ANY(%s) ORDER BY p.key DESC LIMIT %s OFFSET %s"
+                )
+                kind: Literal["message", "summary"] = "message"
+            else:
+                sql = (
+                    "SELECT s.key, NULL, s.id, s.session_id, s.content, NULL, s.created_at, "
+                    "0.0, NULL, NULL FROM summaries s WHERE s.key = ANY(%s) "
+                    "ORDER BY s.key DESC LIMIT %s OFFSET %s"
+                )
+                kind = "summary"
+            return [
+                SearchHit(
+                    kind, r[2], r[3], r[4] or "", r[6], r[1], r[5], float(r[7]), r[0], r[8], r[9]
+                )
+                for r in await fetch(conn, sql, [list(keys), limit, offset])
             ]
 
         return await self.db.read(_search)
@@ -187,6 +259,30 @@ def _filter_sql(where: SearchFilter, scope: str) -> tuple[str, list[Any]]:
         else:
             clauses.append("AND false")
     return " ".join(clauses), args
+
+
+def _group_condition(group: SearchQuery, scope: str) -> tuple[str, list[str]]:
+    """The ``WHERE`` condition of one group's matches and its parameters."""
+    tsquery = render_tsquery(group)
+    match = "@@ to_tsquery('english', %s)"
+    if scope == "summaries":
+        return f"s.search_tsv {match}", [tsquery]
+    if group.context_only:
+        return f"{_PART_TSV} {match} AND p.context_tsv {match}", [tsquery, tsquery]
+    if group.include_context:
+        return f"{_PART_TSV} {match}", [tsquery]
+    return f"{_PART_TSV} {match} AND p.search_tsv {match}", [tsquery, tsquery]
+
+
+def _own_text_condition(group: SearchQuery) -> tuple[str, list[str]] | None:
+    """The condition of a group's own-text matches (see ``SearchQuery.group_limit``)."""
+    own = group.own_text_terms()[0]
+    if not group.include_context or group.context_only or not own:
+        return None
+    everything = render_tsquery(SearchQuery(all_of=group.all_of))
+    text = render_tsquery(SearchQuery(all_of=own))
+    match = "@@ to_tsquery('english', %s)"
+    return f"{_PART_TSV} {match} AND p.search_tsv {match}", [everything, text]
 
 
 def _quote(phrase: tuple[str, ...]) -> str:

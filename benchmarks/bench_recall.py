@@ -34,9 +34,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -44,6 +46,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -422,10 +425,9 @@ def rankers(store: ImmutableStore, session_id: str, session: MnesisSession) -> d
 async def _open(path: str, total: int, pool: StorePool) -> tuple[MnesisSession, Corpus, float]:
     """The benchmark session at ``path``: reused when ``path`` and its ``.json`` sidecar
     (questions and evidence IDs) exist, built and stored otherwise."""
-    sidecar = Path(path + ".json")
     config = MnesisConfig(compaction=CompactionConfig(auto=False))
-    if sidecar.exists() and Path(path).exists():
-        saved = json.loads(sidecar.read_text())
+    saved = _sidecar(path)
+    if saved is not None:
         session = await MnesisSession.load(saved["session_id"], config, db_path=path, pool=pool)
         corpus = Corpus(questions=[Question(**q) for q in saved["questions"]])
         return session, corpus, float(saved["per_turn_ms"])
@@ -440,9 +442,35 @@ async def _open(path: str, total: int, pool: StorePool) -> tuple[MnesisSession, 
         "per_turn_ms": per_turn_ms,
         "questions": [q.__dict__ for q in corpus.questions],
     }
-    sidecar.write_text(json.dumps(saved))
+    _sidecar(path, saved)
     corpus.messages = []
     return session, corpus, per_turn_ms
+
+
+def _sidecar(path: str, saved: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """Write ``saved`` next to the database, or read what was saved (if the database
+    is there too)."""
+    sidecar = Path(path + ".json")
+    if saved is not None:
+        sidecar.write_text(json.dumps(saved))
+        return saved
+    if sidecar.exists() and Path(path).exists():
+        return dict(json.loads(sidecar.read_text()))
+    return None
+
+
+async def _build(path: str, total: int) -> None:
+    pool = StorePool()
+    session, _, _ = await _open(path, total, pool)
+    await session.close()
+    await pool.close_all()
+
+
+def _optimize(path: str) -> None:
+    """Merge the full-text index's segments into one (appends leave a few dozen)."""
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute("INSERT INTO message_parts_fts (message_parts_fts) VALUES ('optimize')")
+        conn.commit()
 
 
 async def evaluate(
@@ -500,6 +528,11 @@ async def main() -> None:
     parser.add_argument("--quick", action="store_true", help="2k messages only")
     parser.add_argument("--only", nargs="*", help="rankings to run (default: all)")
     parser.add_argument(
+        "--optimize-index",
+        action="store_true",
+        help="merge the SQLite full-text index into one segment first (FTS5 'optimize')",
+    )
+    parser.add_argument(
         "--keep",
         metavar="DIR",
         help="store the databases in DIR and reuse them on later runs (1M takes long to build)",
@@ -508,9 +541,11 @@ async def main() -> None:
     sizes = [2_000] if args.quick else args.sizes
     with tempfile.TemporaryDirectory() as tmp:
         for total in sizes:
-            results, per_turn = await evaluate(
-                os.path.join(args.keep or tmp, f"recall-{total}.db"), total, args.only
-            )
+            path = os.path.join(args.keep or tmp, f"recall-{total}.db")
+            if args.optimize_index:
+                await _build(path, total)
+                _optimize(path)
+            results, per_turn = await evaluate(path, total, args.only)
             report(total, results, per_turn)
 
 

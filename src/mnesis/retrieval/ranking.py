@@ -15,7 +15,6 @@ The paging state is the number of (collapsed) hits already returned.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -32,10 +31,6 @@ POOL = 40
 """Candidates that graded coordination re-ranks (more when paging further)."""
 _GROUP_LIMIT = 20
 """Candidates per combination of terms of a coordination level."""
-_MAX_COMBINATIONS = 12
-"""Most term combinations one coordination level may query."""
-_MAX_MISSING = 2
-"""Most query terms a coordination level may leave out (before the any-word level)."""
 _BACKEND_SHARE = 0.15
 """Weight of the backend's (normalised) score next to coverage (0..1)."""
 _QUESTIONS = 10
@@ -82,14 +77,16 @@ async def ranked_page(
     candidates: dict[tuple[str, str], SearchHit] = {}
 
     for pool in pools:
-        for query in _levels(required, optional, context, needed):
-            hits = await store.search_text(
-                query=query, scope=pool, where=where, limit=needed * max(1, len(optional))
-            )
-            for hit in hits:
-                candidates.setdefault((hit.kind, hit.part_id or hit.id), hit)
-            if len(candidates) >= needed:
-                break
+        query = SearchQuery(
+            all_of=tuple(required),
+            any_of=tuple(optional),
+            include_context=context,
+            newest_first=True,
+            group_limit=_GROUP_LIMIT,
+            descending=True,
+        )
+        for hit in await store.search_text(query=query, scope=pool, where=where, limit=needed):
+            candidates.setdefault((hit.kind, hit.part_id or hit.id), hit)
     matcher = TermMatcher(required + optional)
     if context and "messages" in pools and where.under_summary is None:
         for reply in (await store.replies_to(_best_questions(candidates, matcher))).values():
@@ -105,42 +102,6 @@ async def ranked_page(
     page = ranked[offset : offset + size]
     more = len(ranked) > offset + size
     return page, {"offset": offset + len(page)}, more
-
-
-def _levels(
-    required: list[Term], optional: list[Term], context: bool, limit: int
-) -> list[SearchQuery]:
-    """Coordination levels, best first: every term, all but one, all but two (while
-    the combinations stay few), then any term; at each level the parts whose own
-    text holds the terms before those whose neighbour context completes them.
-
-    Each level returns newest matches unranked: an intersection is cheap however
-    common its words are, and the re-ranker, not the index, orders the candidates.
-    Below the first level each term brings its own newest matches, so the few
-    matches of a rare term are not crowded out by the many of a common one.
-    """
-    count = len(optional)
-    levels: list[SearchQuery] = []
-    for at_least in range(max(1, count), 0, -1):
-        if 1 < at_least < count and (
-            count - at_least > _MAX_MISSING or math.comb(count, at_least) > _MAX_COMBINATIONS
-        ):
-            continue
-        levels.append(_query(required, optional, at_least, context, _GROUP_LIMIT))
-    return levels
-
-
-def _query(
-    required: list[Term], optional: list[Term], at_least: int, context: bool, group_limit: int
-) -> SearchQuery:
-    return SearchQuery(
-        all_of=tuple(required),
-        any_of=tuple(optional),
-        at_least=at_least,
-        include_context=context,
-        newest_first=True,
-        group_limit=group_limit,
-    )
 
 
 def _best_questions(

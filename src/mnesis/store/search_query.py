@@ -8,12 +8,17 @@ backend applies its own stemming and quoting, so no input can form an operator.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import math
 from dataclasses import dataclass
 
 from mnesis.errors import InvalidArgumentError
 
-__all__ = ["SPEAKER_DATE_WORDS", "Phrase", "SearchQuery", "Term"]
+__all__ = ["MAX_GROUPS", "SPEAKER_DATE_WORDS", "GroupMatches", "Phrase", "SearchQuery", "Term"]
+
+MAX_GROUPS = 12
+"""Most term combinations a coordination level of a ``descending`` query may take."""
 
 SPEAKER_DATE_WORDS = frozenset(
     """user assistant system monday tuesday wednesday thursday friday saturday sunday
@@ -84,7 +89,12 @@ class SearchQuery:
     group of :meth:`any_groups` (see :meth:`per_group`), so the few matches of a
     group holding a rare term are never crowded out by a common group's many. With
     ``include_context``, a group with more matches first gives its newest matches
-    whose own text holds its terms (see :meth:`own_text`)."""
+    whose own text holds its terms (see :meth:`own_text_terms`), and then also its
+    oldest ones (where an instruction that later turns repeat was first given)."""
+    descending: bool = False
+    """With ``group_limit``: walk the coordination levels (see :meth:`levels`) from
+    every ``any_of`` term down to ``at_least``, best first, and stop after the level
+    that brings the matches to ``limit``: graded coordination in one call."""
 
     def __post_init__(self) -> None:
         if not self.all_of and not self.any_of:
@@ -97,6 +107,22 @@ class SearchQuery:
             raise InvalidArgumentError(
                 f"group_limit needs newest_first and must be at least 1: {self.group_limit}"
             )
+        if self.descending and self.group_limit is None:
+            raise InvalidArgumentError("descending needs group_limit")
+
+    def levels(self) -> list[SearchQuery]:
+        """The coordination levels of a ``descending`` query, best first: every
+        ``any_of`` term, then one fewer, down to ``at_least``; a level between the
+        first and one term is left out when it would take more than
+        ``MAX_GROUPS`` combinations. Just this query when not ``descending``."""
+        if not self.descending or len(self.any_of) <= 1:
+            return [self]
+        count = len(self.any_of)
+        return [
+            dataclasses.replace(self, at_least=k, descending=False)
+            for k in range(count, self.at_least - 1, -1)
+            if k in (1, count) or math.comb(count, k) <= MAX_GROUPS
+        ]
 
     def any_groups(self) -> list[tuple[Term, ...]]:
         """``any_of`` as alternatives that must each match in full: one term each,
@@ -121,6 +147,10 @@ class SearchQuery:
             for group in self.any_groups()
         ]
 
+    def planned_groups(self) -> list[list[SearchQuery]]:
+        """The groups to search, level by level (see :meth:`levels`)."""
+        return [level.per_group() for level in self.levels()]
+
     def own_text_terms(self) -> tuple[tuple[Term, ...], tuple[Term, ...]]:
         """For the own-text matches of a single-group query (see ``group_limit``):
         the ``all_of`` terms its own text must hold, and its speaker/date terms, which
@@ -140,3 +170,31 @@ class SearchQuery:
 
 def _speaker_date(term: Term) -> bool:
     return all(len(p) == 1 and p[0] in SPEAKER_DATE_WORDS for p in term.alternatives)
+
+
+class GroupMatches:
+    """Collects the keys of each group's matches in the order a ``newest_first``
+    search returns them: level by level; within a level the groups' own-text
+    matches first, then newest and oldest matches, the groups taking turns."""
+
+    def __init__(self) -> None:
+        self._keys: dict[int, None] = {}
+        self._level: list[list[int]] = []
+        self._own: list[list[int]] = []
+
+    def add_group(self, newest: list[int], own_text: list[int], oldest: list[int]) -> None:
+        """One group of the current level."""
+        self._own.append(own_text)
+        self._level.append(newest + oldest)
+
+    def end_level(self) -> int:
+        """Close the current level; the number of distinct keys so far."""
+        for lists in (self._own, self._level):
+            for round_ in itertools.zip_longest(*lists):
+                self._keys.update(dict.fromkeys(k for k in round_ if k is not None))
+        self._level, self._own = [], []
+        return len(self._keys)
+
+    def keys(self) -> list[int]:
+        """Every key, best first."""
+        return list(self._keys)

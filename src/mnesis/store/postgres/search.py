@@ -8,7 +8,7 @@ from typing import Any, Literal
 from mnesis.store.base import SearchFilter, SearchHit
 from mnesis.store.postgres.db import Conn
 from mnesis.store.postgres.rows import DOWN_CTE, PostgresStoreBase, fetch
-from mnesis.store.search_query import SearchQuery, Term
+from mnesis.store.search_query import GroupMatches, SearchQuery, Term
 
 __all__ = ["SearchMixin", "render_tsquery"]
 
@@ -119,45 +119,58 @@ class SearchMixin(PostgresStoreBase):
                 f"ORDER BY {key} {direction} LIMIT %s"
             )
 
-        groups = [
-            (_group_condition(g, scope), _own_text_condition(g) if scope == "messages" else None)
-            for g in query.per_group()
+        levels = [
+            [
+                (
+                    _group_condition(g, scope),
+                    _own_text_condition(g) if scope == "messages" else None,
+                )
+                for g in groups
+            ]
+            for groups in query.planned_groups()
         ]
 
         async def _search(conn: Conn) -> list[SearchHit]:
-            keys: dict[int, None] = {}
-            for (condition, terms), own_text in groups:
-                sql = statement(condition, "DESC")
-                rows = await fetch(conn, sql, [*head, *terms, *args, group_limit + 1])
-                if len(rows) > group_limit:
-                    if own_text is not None:
-                        own_sql = statement(own_text[0], "DESC")
-                        own = await fetch(conn, own_sql, [*head, *own_text[1], *args, group_limit])
-                        keys.update(dict.fromkeys(r[0] for r in own))
-                    oldest = statement(condition, "ASC")
-                    first = await fetch(conn, oldest, [*head, *terms, *args, group_limit // 2 or 1])
-                    keys.update(dict.fromkeys(r[0] for r in first))
-                keys.update(dict.fromkeys(r[0] for r in rows[:group_limit]))
+            async def keys_of(
+                condition: tuple[str, list[str]], direction: str, n: int
+            ) -> list[int]:
+                sql = statement(condition[0], direction)
+                return [r[0] for r in await fetch(conn, sql, [*head, *condition[1], *args, n])]
+
+            found = GroupMatches()
+            for groups in levels:
+                for condition, own_text in groups:
+                    newest = await keys_of(condition, "DESC", group_limit + 1)
+                    own: list[int] = []
+                    oldest: list[int] = []
+                    if len(newest) > group_limit:
+                        if own_text is not None:
+                            own = await keys_of(own_text, "DESC", group_limit)
+                        oldest = await keys_of(condition, "ASC", max(1, group_limit // 2))
+                    found.add_group(newest[:group_limit], own, oldest)
+                if found.end_level() >= limit + offset:
+                    break
             if scope == "messages":
                 sql = (
                     "SELECT p.key, p.id, p.message_id, p.session_id, p.text_content, "
                     "m.role::text, m.created_at, 0.0, p.tool_name, p.search_context "
-                    "FROM message_parts p JOIN messages m ON m.id = p.message_id "
-                    "WHERE p.key = ANY(%s) ORDER BY p.key DESC LIMIT %s OFFSET %s"
+                    "FROM unnest(%s::bigint[]) WITH ORDINALITY AS j(key, ord) "
+                    "JOIN message_parts p ON p.key = j.key "
+                    "JOIN messages m ON m.id = p.message_id ORDER BY j.ord LIMIT %s OFFSET %s"
                 )
                 kind: Literal["message", "summary"] = "message"
             else:
                 sql = (
                     "SELECT s.key, NULL, s.id, s.session_id, s.content, NULL, s.created_at, "
-                    "0.0, NULL, NULL FROM summaries s WHERE s.key = ANY(%s) "
-                    "ORDER BY s.key DESC LIMIT %s OFFSET %s"
+                    "0.0, NULL, NULL FROM unnest(%s::bigint[]) WITH ORDINALITY AS j(key, ord) "
+                    "JOIN summaries s ON s.key = j.key ORDER BY j.ord LIMIT %s OFFSET %s"
                 )
                 kind = "summary"
             return [
                 SearchHit(
                     kind, r[2], r[3], r[4] or "", r[6], r[1], r[5], float(r[7]), r[0], r[8], r[9]
                 )
-                for r in await fetch(conn, sql, [list(keys), limit, offset])
+                for r in await fetch(conn, sql, [found.keys(), limit, offset])
             ]
 
         return await self.db.read(_search)

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from mnesis.store.base import SearchFilter, SearchHit
 from mnesis.store.codec import dumps
-from mnesis.store.search_query import SearchQuery, Term
+from mnesis.store.search_query import GroupMatches, SearchQuery, Term
 from mnesis.store.shared.sql import DOWN_CTE
 from mnesis.store.sqlite.rows import SQLiteStoreBase
 
@@ -77,16 +77,35 @@ class SearchMixin(SQLiteStoreBase):
                     args = [*args, dumps(list(where.session_ids))]
             if query.newest_first:
                 head = [where.under_summary] if where.under_summary and scope == "messages" else []
-                groups = [
-                    (
-                        f"{sessions}({match_of(q)})",
-                        _own_text_match(q, sessions) if scope == "messages" else None,
-                    )
-                    for q in query.per_group()
+                levels = [
+                    [
+                        (
+                            f"{sessions}({match_of(q)})",
+                            _own_text_match(q, sessions) if scope == "messages" else None,
+                        )
+                        for q in groups
+                    ]
+                    for groups in query.planned_groups()
                 ]
-                keys = _newest_of_groups(conn, scope, groups, query.group_limit or limit + offset)
+                keys = _newest_of_groups(
+                    conn, scope, levels, query.group_limit or limit + offset, limit + offset
+                )
                 sql = _keys_sql(scope, clauses, bool(head))
                 rows = conn.execute(sql, [*head, dumps(keys), *args, limit, offset]).fetchall()
+                filtered = where.since is not None or where.until is not None or head
+                if filtered and len(rows) < limit:
+                    # The filters come after the index here: rank every match instead.
+                    rows = _ranked(
+                        conn,
+                        scope,
+                        f"{sessions}({match_of(query)})",
+                        clauses,
+                        args,
+                        where,
+                        limit,
+                        offset,
+                        -1,
+                    )
             else:
                 rows = _ranked(
                     conn,
@@ -240,43 +259,51 @@ def _own_text_match(group: SearchQuery, sessions: str) -> str | None:
 
 
 def _newest_of_groups(
-    conn: sqlite3.Connection, scope: str, groups: list[tuple[str, str | None]], group_limit: int
+    conn: sqlite3.Connection,
+    scope: str,
+    levels: list[list[tuple[str, str | None]]],
+    group_limit: int,
+    enough: int,
 ) -> list[int]:
-    """The rowids of each group's newest ``group_limit`` matches. A group with more
-    matches also gives its oldest ones (where an instruction that later turns
-    repeat was first given) and, first, the newest of its own-text matches (its
-    second expression)."""
+    """The rowids of each group's newest ``group_limit`` matches, level by level
+    until ``enough``. A group with more matches also gives its oldest ones and, first,
+    the newest of its own-text matches (its second expression)."""
     table = "message_parts_fts" if scope == "messages" else "summaries_fts"
     sql = f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid %s LIMIT ?"
-    keys: dict[int, None] = {}
-    for match, own_text in groups:
-        rows = conn.execute(sql % "DESC", (match, group_limit + 1)).fetchall()
-        if len(rows) > group_limit:
-            if own_text is not None:
-                keys.update(
-                    dict.fromkeys(r[0] for r in conn.execute(sql % "DESC", (own_text, group_limit)))
-                )
-            oldest = conn.execute(sql % "ASC", (match, max(1, group_limit // 2)))
-            keys.update(dict.fromkeys(r[0] for r in oldest))
-        keys.update(dict.fromkeys(r[0] for r in rows[:group_limit]))
-    return list(keys)
+
+    def rowids(match: str, direction: str, count: int) -> list[int]:
+        return [r[0] for r in conn.execute(sql % direction, (match, count))]
+
+    found = GroupMatches()
+    for groups in levels:
+        for match, own_text in groups:
+            newest = rowids(match, "DESC", group_limit + 1)
+            own: list[int] = []
+            oldest: list[int] = []
+            if len(newest) > group_limit:
+                if own_text is not None:
+                    own = rowids(own_text, "DESC", group_limit)
+                oldest = rowids(match, "ASC", max(1, group_limit // 2))
+            found.add_group(newest[:group_limit], own, oldest)
+        if found.end_level() >= enough:
+            break
+    return found.keys()
 
 
 def _keys_sql(scope: str, clauses: str, under_summary: bool) -> str:
-    """The rows of the given rowids that pass the filters, newest first, unranked."""
+    """The rows of the given rowids that pass the filters, in the given order."""
     if scope == "summaries":
         return (
             "SELECT s.rowid, NULL, s.id, s.session_id, s.content, NULL, s.created_at, 0.0, "
-            "NULL, NULL FROM summaries s WHERE s.rowid IN (SELECT value FROM json_each(?)) "
-            f"{clauses} ORDER BY s.rowid DESC LIMIT ? OFFSET ?"
+            "NULL, NULL FROM json_each(?) j JOIN summaries s ON s.rowid = j.value "
+            f"WHERE 1 = 1 {clauses} ORDER BY j.key LIMIT ? OFFSET ?"
         )
     return (
         f"{DOWN_CTE if under_summary else ''} "
         "SELECT p.rowid, p.id, p.message_id, p.session_id, p.text_content, m.role, "
-        "m.created_at, 0.0, p.tool_name, p.search_context FROM message_parts p "
-        "JOIN messages m ON m.id = p.message_id "
-        "WHERE p.rowid IN (SELECT value FROM json_each(?)) AND m.is_summary = 0 "
-        f"{clauses} ORDER BY p.rowid DESC LIMIT ? OFFSET ?"
+        "m.created_at, 0.0, p.tool_name, p.search_context FROM json_each(?) j "
+        "JOIN message_parts p ON p.rowid = j.value JOIN messages m ON m.id = p.message_id "
+        f"WHERE m.is_summary = 0 {clauses} ORDER BY j.key LIMIT ? OFFSET ?"
     )
 
 
@@ -284,7 +311,7 @@ def _sessions_are_a_small_share(conn: sqlite3.Connection, session_ids: Sequence[
     """True when the sessions hold under a quarter of all stored messages."""
     if len(session_ids) > 50:
         return False
-    total = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM messages").fetchone()[0]
+    total = int(conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM messages").fetchone()[0])
     if total < FTS_SESSION_TOKEN_MIN_MESSAGES:
         return False
     mine = 0

@@ -1,4 +1,5 @@
-"""A reduced run of ``benchmarks/bench_recall.py`` and the demo's ``port 8443`` check."""
+"""A reduced run of ``benchmarks/bench_recall.py`` and the demo's ``port 8443`` check, on
+both backends (the same candidate pool and re-ranker)."""
 
 from __future__ import annotations
 
@@ -16,21 +17,10 @@ from mnesis.retrieval.tools import execute_lcm_tool
 from mnesis.testing import DEMO
 from mnesis.testing.conversations import iter_turns
 
-_PG_RANKING_GAP = (
-    "PostgreSQL's ranking does not match SQLite's re-ranked quality yet (reduced recall@5 "
-    "0.64 vs >= 0.80; issue 16 stays open): strict, so it fails once the gap closes"
-)
-
-
-def _known_postgres_gap(request: pytest.FixtureRequest, backend: str) -> None:
-    if backend == "postgres":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=_PG_RANKING_GAP))
-
 
 async def test_conversational_recall_at_5_on_a_reduced_benchmark(
-    db_path: str, pool: StorePool, backend: str, request: pytest.FixtureRequest
+    db_path: str, pool: StorePool
 ) -> None:
-    _known_postgres_gap(request, backend)
     session = await MnesisSession.create(
         model="fake/m",
         db_path=db_path,
@@ -54,9 +44,8 @@ async def test_conversational_recall_at_5_on_a_reduced_benchmark(
 
 @pytest.mark.slow
 async def test_lcm_grep_port_8443_on_the_demo_returns_the_instruction_first(
-    db_path: str, pool: StorePool, backend: str, request: pytest.FixtureRequest
+    db_path: str, pool: StorePool
 ) -> None:
-    _known_postgres_gap(request, backend)
     session = await MnesisSession.create(
         model=DEMO_MODEL, config=demo_config(db_path), pool=pool, system_prompt=SYSTEM_PROMPT
     )

@@ -64,16 +64,21 @@ class NearDuplicates:
     def __init__(self) -> None:
         self._leaders: dict[str, list[tuple[frozenset[str], int]]] = {}
         self._exact: dict[tuple[str, str], int] = {}
+        self._same_text: dict[str, int] = {}
 
     def leader_of(self, text: str, index: int, group: str = "", *, new: bool = True) -> int:
         """The index of the earlier text of ``group`` that ``text`` duplicates, or
-        ``index`` if none (texts of different groups are never duplicates).
+        ``index`` if none (texts of different groups are only duplicates when they
+        are the same).
 
         With ``new=False`` a text that duplicates none is not kept (``-1``).
         """
         key = (group, " ".join(text.casefold().split()))
         if key in self._exact:
             return self._exact[key]
+        if key[1] in self._same_text:
+            # The same snippet is a duplicate whatever the texts behind it hold.
+            return self._same_text[key[1]]
         leaders = self._leaders.setdefault(group, [])
         if not leaders and not new:
             return -1
@@ -86,5 +91,6 @@ class NearDuplicates:
         if not new:
             return -1
         self._exact[key] = index
+        self._same_text.setdefault(key[1], index)
         leaders.append((words, index))
         return index

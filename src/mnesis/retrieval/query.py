@@ -6,7 +6,8 @@ nothing, and a stray quote or ``NEAR`` would be a syntax error. So:
 
 * quoted ``"phrases"`` are kept as required phrases;
 * other words lose stop words and become an OR of terms (see ``ranking``);
-* words with inner punctuation (``db-staging-7.internal``) become phrases;
+* words with inner punctuation (``db-staging-7.internal``) become phrases, but a
+  possessive ``'s`` is dropped (``Jonas's`` is ``Jonas``);
 * CJK words become phrases of the bigrams the store indexes;
 * the result is backend-neutral (:class:`~mnesis.store.search_query.SearchQuery`): each
   backend quotes every term, so no user input can form an operator.
@@ -93,6 +94,7 @@ _FORMS: dict[str, tuple[str, ...]] = {
     form: tuple(group.split()) for group in _IRREGULAR for form in group.split()
 }
 _PHRASE_RE = re.compile(r'"([^"]*)"')
+_POSSESSIVE_RE = re.compile(r"(?<=\w)['\u2019]s$", re.IGNORECASE)
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
@@ -152,7 +154,8 @@ def parse_query(text: str) -> ParsedQuery:
     terms: dict[Term, None] = {}
     stop_only: dict[Term, None] = {}
     for chunk in rest.split():
-        core = chunk.strip(".,;:!?()[]{}<>'`*")
+        # A possessive is the word itself: "Jonas's dog" is about "Jonas".
+        core = _POSSESSIVE_RE.sub("", chunk.strip(".,;:!?()[]{}<>'`*"))
         if not core:
             continue
         if _CJK_RE.search(core) or len(_WORD_RE.findall(core)) > 1:

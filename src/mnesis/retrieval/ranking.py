@@ -1,14 +1,16 @@
-"""Ranked full-text paging: a candidate pool from the index, re-ranked by coverage.
+"""Ranked full-text paging: a bounded candidate pool, re-ranked by coverage.
 
-The backend ranks by BM25 (SQLite) or ``ts_rank_cd`` (PostgreSQL) over a part's
-text, its tool input/output and, with a lower weight, its neighbour context. That
-order rewards the loudest text: a log that repeats one word beats the turn that
-says all of them once. So the best ``POOL`` candidates of the any-word query (plus
-the best all-word matches, which a common word could push out, and the best
-context-only matches, the replies to the turns holding the words) are re-ranked by
-graded coordination, the share of the query's terms a hit covers (in its own text,
-or at a discount in its context), then by the backend's score. Retrieval traces
-and the unanswered question are dropped, near-identical hits collapse into one.
+The index does not rank here: BM25 (``ts_rank_cd``) scores every match of a query,
+and on common words that is most of the history. Instead one store call walks the
+coordination levels (every term, all but one, ..., any term; see
+``SearchQuery.descending``) and returns, per combination of terms, its newest
+matches (with its own-text and oldest matches when it has many), until the pool
+holds ``POOL`` candidates. The replies of the candidate turns that ask a question
+join it (an answer seldom repeats its question's words). Python then scores each
+candidate by graded coordination: the share of the query's terms it covers, in its
+own text or, at a discount, in its neighbour context, each term weighted by its
+rarity in the pool. Retrieval traces and the unanswered question are dropped,
+near-identical hits collapse into one.
 
 The paging state is the number of (collapsed) hits already returned.
 """
@@ -27,16 +29,11 @@ from mnesis.store.search_query import SearchQuery, Term
 
 __all__ = ["POOL", "Ranked", "ranked_page"]
 
-POOL = 100
-"""Candidates per searched pool that graded coordination re-ranks."""
-_EXTRA_POOL = 30
-"""Candidates added from the all-words query and from the context-only query (the
-replies to the turns that hold the words, which text matches could crowd out)."""
-_BACKEND_SHARE = 0.15
-"""Weight of the backend's (normalised) score next to coverage (0..1)."""
-_MAX_LEAVE_ONE_OUT = 8
+POOL = 40
+"""Candidates that graded coordination re-ranks (more when paging further)."""
+_GROUP_LIMIT = 20
+"""Candidates per combination of terms of a coordination level."""
 _QUESTIONS = 10
-_CONTEXT_QUERY = True
 _ROLE_PRIOR = {"user": 0.05, "assistant": 0.0}
 _TOOL_PRIOR = -0.1
 _Pool = Literal["messages", "summaries"]
@@ -71,37 +68,25 @@ async def ranked_page(
     """Up to ``size`` hits after ``state``: the hits, the next state, whether more exist.
 
     ``context=False`` ignores neighbour context and ``graded=False`` keeps the
-    backend's order (both only to measure what each contributes).
+    pool's order (both only to measure what each contributes).
     """
     offset = state.get("offset", 0)
     if not required and not optional:
         return [], state, False
-    pool_size = max(POOL, offset + size + 1)
+    needed = max(POOL, offset + size + 1)
     candidates: dict[tuple[str, str], SearchHit] = {}
+
     for pool in pools:
-        queries = [
-            SearchQuery(all_of=tuple(required), any_of=tuple(optional), include_context=context)
-        ]
-        if len(optional) >= 2:
-            queries.append(
-                SearchQuery(all_of=tuple(required + optional), include_context=context)
-            )
-        if context and pool == "messages" and optional and _CONTEXT_QUERY:
-            # Replies whose previous turns hold all the words but (at most) one.
-            queries.append(
-                SearchQuery(
-                    all_of=tuple(required),
-                    any_of=tuple(optional),
-                    context_only=True,
-                    at_least=_all_but_one(len(optional)),
-                )
-            )
-        for number, query in enumerate(queries):
-            limit = pool_size if number == 0 else _EXTRA_POOL
-            for hit in await store.search_text(
-                query=query, scope=pool, where=where, limit=limit, offset=0
-            ):
-                candidates.setdefault((hit.kind, hit.part_id or hit.id), hit)
+        query = SearchQuery(
+            all_of=tuple(required),
+            any_of=tuple(optional),
+            include_context=context,
+            newest_first=True,
+            group_limit=_GROUP_LIMIT,
+            descending=True,
+        )
+        for hit in await store.search_text(query=query, scope=pool, where=where, limit=needed):
+            candidates.setdefault((hit.kind, hit.part_id or hit.id), hit)
     matcher = TermMatcher(required + optional)
     if context and "messages" in pools and where.under_summary is None:
         for reply in (await store.replies_to(_best_questions(candidates, matcher))).values():
@@ -137,11 +122,6 @@ def _in_time_range(hit: SearchHit, where: SearchFilter) -> bool:
     )
 
 
-def _all_but_one(count: int) -> int:
-    """All terms but one; all of them when more combinations would cost too much."""
-    return max(1, count - 1) if count <= _MAX_LEAVE_ONE_OUT else count
-
-
 def _admissible(hit: SearchHit, exclude_ids: set[str], include_traces: bool) -> bool:
     if hit.kind == "message" and hit.id in exclude_ids:
         return False
@@ -152,15 +132,13 @@ def _rerank(
     hits: list[SearchHit], matcher: TermMatcher, highlights: list[str], graded: bool, needed: int
 ) -> list[Ranked]:
     """The best ``needed`` distinct hits, each with the near-duplicates it stands for."""
-    best = min((h.rank for h in hits), default=0.0)
     coverages = [matcher.coverage(hit.text, hit.context) for hit in hits]
     if graded:
         matcher.grade(coverages)
     scored: list[Ranked] = []
     for hit, coverage in zip(hits, coverages, strict=True):
-        backend = hit.rank / best if best < 0 else 0.0
         prior = _TOOL_PRIOR if hit.tool_name else _ROLE_PRIOR.get(hit.role or "", 0.0)
-        score = coverage.score + _BACKEND_SHARE * backend + prior
+        score = coverage.score + prior
         scored.append(Ranked(hit, coverage, score, ""))
     scored.sort(key=lambda r: (-r.score, r.hit.rank, -r.hit.created_at, r.hit.key))
     out: list[Ranked] = []

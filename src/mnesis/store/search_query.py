@@ -8,12 +8,25 @@ backend applies its own stemming and quoting, so no input can form an operator.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import math
 from dataclasses import dataclass
 
 from mnesis.errors import InvalidArgumentError
 
-__all__ = ["Phrase", "SearchQuery", "Term"]
+__all__ = ["MAX_GROUPS", "SPEAKER_DATE_WORDS", "GroupMatches", "Phrase", "SearchQuery", "Term"]
+
+MAX_GROUPS = 12
+"""Most term combinations a coordination level of a ``descending`` query may take."""
+
+SPEAKER_DATE_WORDS = frozenset(
+    """user assistant system monday tuesday wednesday thursday friday saturday sunday
+    january february march april may june july august september october november
+    december""".split()
+)
+"""Words a part's neighbour context holds on its first line (speaker and date): a
+term made of them matches there, not in the part's own text."""
 
 Phrase = tuple[str, ...]
 """Consecutive words that must appear in this order (one word is a phrase of one)."""
@@ -67,6 +80,21 @@ class SearchQuery:
     at_least: int = 1
     """How many terms of ``any_of`` must match (graded coordination: "all but one"
     is an intersection, far cheaper than "any" over common words)."""
+    newest_first: bool = False
+    """Return the newest matches, unranked (``rank`` 0): the index stops after
+    ``limit`` matches, so this stays cheap however common the words are; ranking
+    scores every match (and, on SQLite, scans every term's postings for its IDF)."""
+    group_limit: int | None = None
+    """With ``newest_first``: the union of the newest ``group_limit`` matches of each
+    group of :meth:`any_groups` (see :meth:`per_group`), so the few matches of a
+    group holding a rare term are never crowded out by a common group's many. With
+    ``include_context``, a group with more matches first gives its newest matches
+    whose own text holds its terms (see :meth:`own_text_terms`), and then also its
+    oldest ones (where an instruction that later turns repeat was first given)."""
+    descending: bool = False
+    """With ``group_limit``: walk the coordination levels (see :meth:`levels`) from
+    every ``any_of`` term down to ``at_least``, best first, and stop after the level
+    that brings the matches to ``limit``: graded coordination in one call."""
 
     def __post_init__(self) -> None:
         if not self.all_of and not self.any_of:
@@ -75,6 +103,26 @@ class SearchQuery:
             raise InvalidArgumentError(
                 f"at_least must be between 1 and the number of any_of terms: {self.at_least}"
             )
+        if self.group_limit is not None and (not self.newest_first or self.group_limit < 1):
+            raise InvalidArgumentError(
+                f"group_limit needs newest_first and must be at least 1: {self.group_limit}"
+            )
+        if self.descending and self.group_limit is None:
+            raise InvalidArgumentError("descending needs group_limit")
+
+    def levels(self) -> list[SearchQuery]:
+        """The coordination levels of a ``descending`` query, best first: every
+        ``any_of`` term, then one fewer, down to ``at_least``; a level between the
+        first and one term is left out when it would take more than
+        ``MAX_GROUPS`` combinations. Just this query when not ``descending``."""
+        if not self.descending or len(self.any_of) <= 1:
+            return [self]
+        count = len(self.any_of)
+        return [
+            dataclasses.replace(self, at_least=k, descending=False)
+            for k in range(count, self.at_least - 1, -1)
+            if k in (1, count) or math.comb(count, k) <= MAX_GROUPS
+        ]
 
     def any_groups(self) -> list[tuple[Term, ...]]:
         """``any_of`` as alternatives that must each match in full: one term each,
@@ -82,6 +130,33 @@ class SearchQuery:
         if self.at_least <= 1:
             return [(t,) for t in self.any_of]
         return list(itertools.combinations(self.any_of, self.at_least))
+
+    def per_group(self) -> list[SearchQuery]:
+        """One query per group of :meth:`any_groups` (every term of the group
+        required); their union is this query's matches."""
+        if not self.any_of:
+            return [self]
+        return [
+            SearchQuery(
+                all_of=(*self.all_of, *group),
+                not_all_of=self.not_all_of,
+                include_context=self.include_context,
+                context_only=self.context_only,
+                newest_first=self.newest_first,
+            )
+            for group in self.any_groups()
+        ]
+
+    def planned_groups(self) -> list[list[SearchQuery]]:
+        """The groups to search, level by level (see :meth:`levels`)."""
+        return [level.per_group() for level in self.levels()]
+
+    def own_text_terms(self) -> tuple[tuple[Term, ...], tuple[Term, ...]]:
+        """For the own-text matches of a single-group query (see ``group_limit``):
+        the ``all_of`` terms its own text must hold, and its speaker/date terms, which
+        may match the context's first line instead."""
+        own = tuple(t for t in self.all_of if not _speaker_date(t))
+        return own, tuple(t for t in self.all_of if _speaker_date(t))
 
     def words(self) -> list[str]:
         """Every word the query mentions, first occurrence first (for highlighting)."""
@@ -91,3 +166,35 @@ class SearchQuery:
                 for word in phrase:
                     seen.setdefault(word, None)
         return list(seen)
+
+
+def _speaker_date(term: Term) -> bool:
+    return all(len(p) == 1 and p[0] in SPEAKER_DATE_WORDS for p in term.alternatives)
+
+
+class GroupMatches:
+    """Collects the keys of each group's matches in the order a ``newest_first``
+    search returns them: level by level; within a level the groups' own-text
+    matches first, then newest and oldest matches, the groups taking turns."""
+
+    def __init__(self) -> None:
+        self._keys: dict[int, None] = {}
+        self._level: list[list[int]] = []
+        self._own: list[list[int]] = []
+
+    def add_group(self, newest: list[int], own_text: list[int], oldest: list[int]) -> None:
+        """One group of the current level."""
+        self._own.append(own_text)
+        self._level.append(newest + oldest)
+
+    def end_level(self) -> int:
+        """Close the current level; the number of distinct keys so far."""
+        for lists in (self._own, self._level):
+            for round_ in itertools.zip_longest(*lists):
+                self._keys.update(dict.fromkeys(k for k in round_ if k is not None))
+        self._level, self._own = [], []
+        return len(self._keys)
+
+    def keys(self) -> list[int]:
+        """Every key, best first."""
+        return list(self._keys)

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from mnesis.store.base import SearchFilter, SearchHit
 from mnesis.store.codec import dumps
-from mnesis.store.search_query import SearchQuery, Term
+from mnesis.store.search_query import GroupMatches, SearchQuery, Term
 from mnesis.store.shared.sql import DOWN_CTE
 from mnesis.store.sqlite.rows import SQLiteStoreBase
 
@@ -21,6 +21,7 @@ _TOOL_WEIGHT = 0.35
 """BM25 weight of tool input/output relative to conversation text."""
 _CONTEXT_WEIGHT = 0.3
 """BM25 weight of a part's neighbour context (speaker, date, previous turns)."""
+_BM25 = f"bm25(message_parts_fts, 1.0, {_TOOL_WEIGHT}, {_CONTEXT_WEIGHT}, 0.0)"
 
 
 class SearchMixin(SQLiteStoreBase):
@@ -35,76 +36,88 @@ class SearchMixin(SQLiteStoreBase):
         limit: int,
         offset: int = 0,
     ) -> list[SearchHit]:
-        fts_query = render_fts5(query)
+        if where.session_ids is not None and not where.session_ids:
+            return []
         column = "search_text"
         if scope == "messages":
+            # With the context, every column but the session ID's: no column filter
+            # at all, which spares the index reading positions to check columns (the
+            # session column holds one token, the session ID without its prefix).
             column = (
                 "context"
                 if query.context_only
-                else "{text_content tool_content context}"
+                else ""
                 if query.include_context
                 else "{text_content tool_content}"
             )
-        match = f"{column} : ({fts_query})"
-        clauses, args = _filter_sql(where, scope)
-        if where.session_ids is not None:
-            if not where.session_ids:
-                return []
-            if await self._sessions_are_a_small_share(where.session_ids):
-                # Intersect posting lists: cheap when the sessions are a small part of
-                # the index.
+        kind: Literal["message", "summary"] = "message" if scope == "messages" else "summary"
+        # Rank inside the index first and join only the best candidates; a filter that
+        # rejects too many of them falls back to joining every match (below).
+        candidates = (limit + offset) * 4 + 64
+
+        def _search(conn: sqlite3.Connection) -> list[SearchHit]:
+            def match_of(q: SearchQuery) -> str:
+                return f"{column} : ({render_fts5(q)})" if column else render_fts5(q)
+
+            clauses, args = _filter_sql(where, scope)
+            sessions = ""
+            if where.session_ids is not None:
                 tokens = " OR ".join(
                     '"' + sid[5:].replace('"', '""') + '"' for sid in where.session_ids
                 )
-                match = f"session_id : ({tokens}) AND {match}"
+                if query.newest_first or _sessions_are_a_small_share(conn, where.session_ids):
+                    # Intersect posting lists: cheap when the sessions are a small part
+                    # of the index, or when the index stops at the first matches.
+                    sessions = f"session_id : ({tokens}) AND "
+                else:
+                    # Intersecting with a posting list that covers most of the index
+                    # costs more than filtering the joined rows.
+                    alias = "p" if scope == "messages" else "s"
+                    clauses += f" AND {alias}.session_id IN (SELECT value FROM json_each(?))"
+                    args = [*args, dumps(list(where.session_ids))]
+            if query.newest_first:
+                head = [where.under_summary] if where.under_summary and scope == "messages" else []
+                levels = [
+                    [
+                        (
+                            f"{sessions}({match_of(q)})",
+                            _own_text_match(q, sessions) if scope == "messages" else None,
+                        )
+                        for q in groups
+                    ]
+                    for groups in query.planned_groups()
+                ]
+                keys = _newest_of_groups(
+                    conn, scope, levels, query.group_limit or limit + offset, limit + offset
+                )
+                sql = _keys_sql(scope, clauses, bool(head))
+                rows = conn.execute(sql, [*head, dumps(keys), *args, limit, offset]).fetchall()
+                filtered = where.since is not None or where.until is not None or head
+                if filtered and len(rows) < limit:
+                    # The filters come after the index here: rank every match instead.
+                    rows = _ranked(
+                        conn,
+                        scope,
+                        f"{sessions}({match_of(query)})",
+                        clauses,
+                        args,
+                        where,
+                        limit,
+                        offset,
+                        -1,
+                    )
             else:
-                # Intersecting with a posting list that covers most of the index costs
-                # more than filtering the joined rows.
-                alias = "p" if scope == "messages" else "s"
-                clauses += f" AND {alias}.session_id IN (SELECT value FROM json_each(?))"
-                args = [*args, dumps(list(where.session_ids))]
-        wanted = limit + offset
-        # Rank inside the index first and join only the best candidates; a filter that
-        # rejects too many of them falls back to joining every match (below).
-        candidates = wanted * 4 + 64
-        if scope == "messages":
-            sql = (
-                f"{DOWN_CTE if where.under_summary else ''} "
-                "SELECT p.rowid, p.id, p.message_id, p.session_id, p.text_content, m.role, "
-                "m.created_at, f.score, p.tool_name, p.search_context FROM (SELECT rowid, "
-                f"bm25(message_parts_fts, 1.0, {_TOOL_WEIGHT}, {_CONTEXT_WEIGHT}, 0.0) AS score "
-                "FROM message_parts_fts WHERE message_parts_fts MATCH ? "
-                "ORDER BY score LIMIT ?) f "
-                "JOIN message_parts p ON p.rowid = f.rowid "
-                "JOIN messages m ON m.id = p.message_id "
-                f"WHERE m.is_summary = 0 {clauses} "
-                "ORDER BY f.score LIMIT ? OFFSET ?"
-            )
-        else:
-            sql = (
-                "SELECT s.rowid, NULL, s.id, s.session_id, s.content, NULL, s.created_at, f.rank, "
-                "NULL, NULL "
-                "FROM summaries_fts f JOIN summaries s ON s.rowid = f.rowid "
-                f"WHERE summaries_fts MATCH ? {clauses} ORDER BY f.rank LIMIT ? OFFSET ?"
-            )
-
-        def params(inner_limit: int) -> list[Any]:
-            out: list[Any] = []
-            if where.under_summary and scope == "messages":
-                out.append(where.under_summary)
-            out.append(match)
-            if scope == "messages":
-                out.append(inner_limit)
-            return [*out, *args, limit, offset]
-
-        kind: Literal["message", "summary"] = "message" if scope == "messages" else "summary"
-
-        def _search(conn: sqlite3.Connection) -> list[SearchHit]:
-            rows = conn.execute(sql, params(candidates)).fetchall()
-            if scope == "messages" and len(rows) < limit:
-                # Fewer hits than asked: either there are no more, or the filters
-                # rejected ranked candidates; rank every match to be sure.
-                rows = conn.execute(sql, params(-1)).fetchall()
+                rows = _ranked(
+                    conn,
+                    scope,
+                    f"{sessions}({match_of(query)})",
+                    clauses,
+                    args,
+                    where,
+                    limit,
+                    offset,
+                    candidates,
+                )
             return [
                 SearchHit(
                     kind, r[2], r[3], r[4] or "", r[6], r[1], r[5], float(r[7]), r[0], r[8], r[9]
@@ -113,24 +126,6 @@ class SearchMixin(SQLiteStoreBase):
             ]
 
         return await self.db.read(_search)
-
-    async def _sessions_are_a_small_share(self, session_ids: Sequence[str]) -> bool:
-        """True when the sessions hold under a quarter of all stored messages."""
-
-        def _share(conn: sqlite3.Connection) -> bool:
-            total = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM messages").fetchone()[0]
-            if total < FTS_SESSION_TOKEN_MIN_MESSAGES:
-                return False
-            mine = 0
-            for sid in session_ids[:50]:
-                # One index probe per session (MAX over the (session_id, seq) index).
-                row = conn.execute(
-                    "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?", (sid,)
-                ).fetchone()
-                mine += int(row[0])
-            return len(session_ids) <= 50 and mine * 4 < total
-
-        return await self.db.read(_share)
 
     async def scan_text(
         self,
@@ -210,6 +205,123 @@ class SearchMixin(SQLiteStoreBase):
             }
 
         return await self.db.read(_replies)
+
+
+def _ranked(
+    conn: sqlite3.Connection,
+    scope: str,
+    match: str,
+    clauses: str,
+    args: list[Any],
+    where: SearchFilter,
+    limit: int,
+    offset: int,
+    candidates: int,
+) -> list[Any]:
+    """Best ``bm25`` first: the index ranks, the best ``candidates`` are joined."""
+    if scope == "summaries":
+        sql = (
+            "SELECT s.rowid, NULL, s.id, s.session_id, s.content, NULL, s.created_at, f.rank, "
+            "NULL, NULL FROM summaries_fts f JOIN summaries s ON s.rowid = f.rowid "
+            f"WHERE summaries_fts MATCH ? {clauses} ORDER BY f.rank LIMIT ? OFFSET ?"
+        )
+        return conn.execute(sql, [match, *args, limit, offset]).fetchall()
+    sql = (
+        f"{DOWN_CTE if where.under_summary else ''} "
+        "SELECT p.rowid, p.id, p.message_id, p.session_id, p.text_content, m.role, "
+        "m.created_at, f.score, p.tool_name, p.search_context, f.returned FROM "
+        "(SELECT rowid, score, count(*) OVER () AS returned FROM ("
+        f"SELECT rowid, {_BM25} AS score FROM message_parts_fts "
+        "WHERE message_parts_fts MATCH ? ORDER BY score LIMIT ?)) f "
+        "JOIN message_parts p ON p.rowid = f.rowid "
+        "JOIN messages m ON m.id = p.message_id "
+        f"WHERE m.is_summary = 0 {clauses} ORDER BY f.score LIMIT ? OFFSET ?"
+    )
+    head = [where.under_summary] if where.under_summary else []
+    rows = conn.execute(sql, [*head, match, candidates, *args, limit, offset]).fetchall()
+    returned = rows[0][-1] if rows else candidates
+    if len(rows) < limit and len(rows) + offset < returned:
+        # The filters rejected some of the index's candidates, maybe the best ones:
+        # rank every match.
+        rows = conn.execute(sql, [*head, match, -1, *args, limit, offset]).fetchall()
+    return rows
+
+
+def _own_text_match(group: SearchQuery, sessions: str) -> str | None:
+    """The match expression of a group's own-text matches (see ``group_limit``)."""
+    own, speaker_date = group.own_text_terms()
+    if not group.include_context or group.context_only or not own:
+        return None
+    expression = f"{{text_content tool_content}} : ({render_fts5(SearchQuery(all_of=own))})"
+    if speaker_date:
+        expression += f" AND ({render_fts5(SearchQuery(all_of=speaker_date))})"
+    return f"{sessions}({expression})"
+
+
+def _newest_of_groups(
+    conn: sqlite3.Connection,
+    scope: str,
+    levels: list[list[tuple[str, str | None]]],
+    group_limit: int,
+    enough: int,
+) -> list[int]:
+    """The rowids of each group's newest ``group_limit`` matches, level by level
+    until ``enough``. A group with more matches also gives its oldest ones and, first,
+    the newest of its own-text matches (its second expression)."""
+    table = "message_parts_fts" if scope == "messages" else "summaries_fts"
+    sql = f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid %s LIMIT ?"
+
+    def rowids(match: str, direction: str, count: int) -> list[int]:
+        return [r[0] for r in conn.execute(sql % direction, (match, count))]
+
+    found = GroupMatches()
+    for groups in levels:
+        for match, own_text in groups:
+            newest = rowids(match, "DESC", group_limit + 1)
+            own: list[int] = []
+            oldest: list[int] = []
+            if len(newest) > group_limit:
+                if own_text is not None:
+                    own = rowids(own_text, "DESC", group_limit)
+                oldest = rowids(match, "ASC", max(1, group_limit // 2))
+            found.add_group(newest[:group_limit], own, oldest)
+        if found.end_level() >= enough:
+            break
+    return found.keys()
+
+
+def _keys_sql(scope: str, clauses: str, under_summary: bool) -> str:
+    """The rows of the given rowids that pass the filters, in the given order."""
+    if scope == "summaries":
+        return (
+            "SELECT s.rowid, NULL, s.id, s.session_id, s.content, NULL, s.created_at, 0.0, "
+            "NULL, NULL FROM json_each(?) j JOIN summaries s ON s.rowid = j.value "
+            f"WHERE 1 = 1 {clauses} ORDER BY j.key LIMIT ? OFFSET ?"
+        )
+    return (
+        f"{DOWN_CTE if under_summary else ''} "
+        "SELECT p.rowid, p.id, p.message_id, p.session_id, p.text_content, m.role, "
+        "m.created_at, 0.0, p.tool_name, p.search_context FROM json_each(?) j "
+        "JOIN message_parts p ON p.rowid = j.value JOIN messages m ON m.id = p.message_id "
+        f"WHERE m.is_summary = 0 {clauses} ORDER BY j.key LIMIT ? OFFSET ?"
+    )
+
+
+def _sessions_are_a_small_share(conn: sqlite3.Connection, session_ids: Sequence[str]) -> bool:
+    """True when the sessions hold under a quarter of all stored messages."""
+    if len(session_ids) > 50:
+        return False
+    total = int(conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM messages").fetchone()[0])
+    if total < FTS_SESSION_TOKEN_MIN_MESSAGES:
+        return False
+    mine = 0
+    for sid in session_ids:
+        # One index probe per session (MAX over the (session_id, seq) index).
+        row = conn.execute(
+            "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?", (sid,)
+        ).fetchone()
+        mine += int(row[0])
+    return mine * 4 < total
 
 
 def _filter_sql(where: SearchFilter, scope: str) -> tuple[str, list[Any]]:

@@ -35,6 +35,9 @@ class PendingText:
     created_at: int
     text: str
     part_id: str | None = None
+    context: str | None = None
+    """A part's ``search_context``: speaker and date, then the previous turns
+    (``role: text``, newest first), one per line."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from typing import Literal
 from mnesis.config import RetrievalConfig
 from mnesis.models.parts import TextPart
 from mnesis.retrieval.hygiene import NearDuplicates
-from mnesis.retrieval.matching import Coverage
+from mnesis.retrieval.matching import TermMatcher
 from mnesis.retrieval.query import ParsedQuery
 from mnesis.retrieval.ranking import Ranked, ranked_page
 from mnesis.retrieval.render import snippet
@@ -88,7 +88,8 @@ async def hybrid_page(
     fused = _fuse(lexical, dense_rank)
     seen = {(f.item.hit.kind, f.item.hit.id) for f in fused}
     missing = [h for h in dense if (h.kind, h.id) not in seen]
-    fused.extend(await _dense_only(store, missing, dense_rank, parsed.highlights))
+    matcher = TermMatcher(parsed.required + parsed.optional)
+    fused.extend(await _dense_only(store, missing, dense_rank, matcher, parsed.highlights))
     fused.sort(key=lambda f: -f.item.score)
     fused = _collapse(fused)
     page = fused[offset : offset + size]
@@ -150,9 +151,11 @@ async def _dense_only(
     store: ImmutableStore,
     hits: list[DenseHit],
     ranks: dict[tuple[str, str], int],
+    matcher: TermMatcher,
     highlights: list[str],
 ) -> list[HybridHit]:
-    """Dense hits the lexical list lacks, as ranked hits (text read from the store)."""
+    """Dense hits the lexical list lacks, as ranked hits (text read from the store), with
+    the query terms their text holds (``matched_terms``)."""
     out: list[HybridHit] = []
     texts = await _texts(store, hits)
     for hit in hits:
@@ -160,7 +163,8 @@ async def _dense_only(
         if found is None:
             continue
         score = SEMANTIC_WEIGHT / (RRF_K + ranks[(hit.kind, hit.id)])
-        item = Ranked(found, Coverage(), score, snippet(found.text, highlights))
+        coverage = matcher.coverage(found.text, None)
+        item = Ranked(found, coverage, score, snippet(found.text, highlights))
         out.append(HybridHit(item, "semantic"))
     return out
 
@@ -196,14 +200,19 @@ async def _texts(store: ImmutableStore, hits: list[DenseHit]) -> dict[tuple[str,
 
 
 def _collapse(fused: list[HybridHit]) -> list[HybridHit]:
-    """Near-identical dense-only hits collapse into the best one (lexical hits arrive
-    collapsed, and texts holding different query terms are never duplicates)."""
+    """A dense-only hit collapses into an earlier near-identical hit that holds the same
+    query terms ("Greta's leave" is not a duplicate of "Viktor's leave"). Lexical hits
+    arrive collapsed and are never folded into another hit."""
     groups = NearDuplicates()
     leaders: dict[int, HybridHit] = {}
     out: list[HybridHit] = []
     for index, hit in enumerate(fused):
-        group = "\n".join(hit.item.coverage.own) if hit.found_by != "semantic" else ""
+        group = "\n".join(hit.item.coverage.own)
         leader = groups.leader_of(hit.item.snippet, index, group)
+        if hit.found_by != "semantic":
+            leaders.setdefault(leader, hit)
+            out.append(hit)
+            continue
         if leader != index:
             leaders[leader].item.duplicates.append(hit.item.hit.id)
             continue

@@ -4,7 +4,8 @@ Nothing is embedded on the append path. ``grep`` (with ``RetrievalConfig.semanti
 first catches up for the sessions it searches, for at most
 ``semantic_index_seconds``, and :meth:`~mnesis.retrieval.RetrievalEngine.index_semantic`
 runs a full pass (after an import, or as a background task of the caller's). Texts
-are read in batches, embedded in a worker thread (CPU work never runs on the event
+are read in batches (a reply to a question is embedded with its question, see
+:func:`embedded_text`), embedded in a worker thread (CPU work never runs on the event
 loop) and written in one transaction per batch; an interrupted pass loses nothing
 already written. A session whose message count has not changed since its last
 complete pass is skipped without a query.
@@ -20,7 +21,7 @@ from mnesis.retrieval.semantic.model import Embedder
 from mnesis.store.immutable import ImmutableStore
 from mnesis.store.vectors import PendingText, VectorKind, VectorStore
 
-__all__ = ["IndexReport", "index_pending"]
+__all__ = ["IndexReport", "embedded_text", "index_pending"]
 
 _READ = 128
 """Texts read (and embedded in one worker-thread call) per batch."""
@@ -88,6 +89,14 @@ async def _index_session(
     return True
 
 
+def embedded_text(text: PendingText) -> str:
+    """What is embedded for a text: the text itself, followed by the previous turn
+    when that turn asked a question (an answer seldom repeats its question's words)."""
+    lines = (text.context or "").split("\n")
+    previous = lines[1].split(": ", 1)[-1] if len(lines) > 1 else ""
+    return f"{text.text}\n{previous}" if "?" in previous else text.text
+
+
 async def _embed(embedder: Embedder, batch: list[PendingText]) -> list[tuple[PendingText, bytes]]:
-    matrix = await asyncio.to_thread(embedder.embed, [t.text for t in batch])
+    matrix = await asyncio.to_thread(embedder.embed, [embedded_text(t) for t in batch])
     return [(text, row.astype("<f4").tobytes()) for text, row in zip(batch, matrix, strict=True)]

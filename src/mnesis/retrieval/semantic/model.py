@@ -38,7 +38,14 @@ _loaded: Embedder | None = None
 
 def available() -> bool:
     """Whether the ``semantic`` extra is installed (checked without importing it)."""
-    return all(importlib.util.find_spec(name) is not None for name in _REQUIRED)
+    return all(_installed(name) for name in _REQUIRED)
+
+
+def _installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 class Embedder:

@@ -23,14 +23,15 @@ MAX_TIME = 2**63 - 1
 
 PENDING: dict[VectorKind, str] = {
     "message": (
-        "SELECT p.message_id, p.session_id, m.created_at, p.text_content, p.id "
+        "SELECT p.message_id, p.session_id, m.created_at, p.text_content, p.id, "
+        "p.search_context "
         "FROM message_parts p JOIN messages m ON m.id = p.message_id "
         "LEFT JOIN part_vectors v ON v.part_id = p.id AND v.model = ? "
         "WHERE p.session_id = ? AND p.part_type = 'text' AND p.text_content IS NOT NULL "
         "AND NOT m.is_summary AND v.part_id IS NULL ORDER BY m.seq, p.ordinal LIMIT ?"
     ),
     "summary": (
-        "SELECT s.id, s.session_id, s.created_at, s.content, NULL "
+        "SELECT s.id, s.session_id, s.created_at, s.content, NULL, NULL "
         "FROM summaries s LEFT JOIN summary_vectors v ON v.summary_id = s.id AND v.model = ? "
         "WHERE s.session_id = ? AND v.summary_id IS NULL ORDER BY s.created_at, s.id LIMIT ?"
     ),
@@ -67,7 +68,7 @@ SCAN: dict[VectorKind, str] = {
 
 def pending_text(kind: VectorKind, row: tuple[Any, ...]) -> PendingText:
     """A ``PENDING`` row as a :class:`PendingText`."""
-    return PendingText(kind, row[0], row[1], int(row[2]), row[3], row[4])
+    return PendingText(kind, row[0], row[1], int(row[2]), row[3], row[4], row[5])
 
 
 def put_row(model: str, text: PendingText, vector: bytes) -> tuple[Any, ...]:

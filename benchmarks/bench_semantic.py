@@ -31,7 +31,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_recall import Scores, _pct, build
-
 from mnesis import MnesisConfig, MnesisSession, StorePool
 from mnesis.config import CompactionConfig, RetrievalConfig
 from mnesis.retrieval import RetrievalEngine

@@ -56,7 +56,13 @@ def rankers(session: MnesisSession) -> dict[str, Ranker]:
     async def by_dense(query: str) -> list[str]:
         vector = (await asyncio.to_thread(embedder.embed, [query]))[0]
         hits = await dense_search(
-            vectors, embedder.model_id, vector, [session.id], ["message"], 10
+            vectors,
+            embedder.model_id,
+            vector,
+            [session.id],
+            ["message"],
+            10,
+            location=session.store.location,
         )
         return [h.id for h in hits]
 

@@ -71,6 +71,10 @@ class VectorStore(ABC):
         """Store (or replace) the vector of each text, in one transaction."""
 
     @abstractmethod
+    async def count(self, session_id: str, model: str, kind: VectorKind) -> int:
+        """How many vectors from ``model`` the session holds."""
+
+    @abstractmethod
     async def scan(
         self,
         session_id: str,

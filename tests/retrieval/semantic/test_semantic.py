@@ -208,12 +208,14 @@ async def test_pages_of_a_hybrid_grep_do_not_repeat_hits(db_path: str, pool: Sto
     await session.close()
 
 
-async def test_dense_search_keeps_the_best_k_over_several_chunks(
-    db_path: str, pool: StorePool, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("cache_bytes", [0, 2**20], ids=["streamed", "cached"])
+async def test_dense_search_is_the_same_streamed_in_chunks_or_cached_and_refreshed(
+    db_path: str, pool: StorePool, monkeypatch: pytest.MonkeyPatch, cache_bytes: int
 ) -> None:
     from mnesis.retrieval.semantic import search
 
     monkeypatch.setattr(search, "CHUNK", 7)
+    monkeypatch.setattr(search, "CACHE_BYTES", cache_bytes)
     session = await _session(db_path, pool)
     fact = await session.record(FACT, "Noted, thanks.")
     for text in FILLER * 4:
@@ -221,10 +223,21 @@ async def test_dense_search_keeps_the_best_k_over_several_chunks(
     embedder = load_embedder()
     vectors = _vectors(session.store)
     await index_pending(session.store, vectors, embedder, [session.id])
-    query = embedder.embed([QUESTION])[0]
-    hits = await dense_search(vectors, MODEL_ID, query, [session.id], ["message"], 3)
+    where = session.store.location
+
+    async def top(query: str, k: int) -> list[search.DenseHit]:
+        vector = embedder.embed([query])[0]
+        return await dense_search(
+            vectors, MODEL_ID, vector, [session.id], ["message"], k, location=where
+        )
+
+    hits = await top(QUESTION, 3)
     assert len(hits) == 3 and hits[0].id == fact.user_message_id
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    # Vectors stored after the first search are found by the next one.
+    later = await session.record("Omar bought a used Volvo estate for the commute", "nice")
+    await index_pending(session.store, vectors, embedder, [session.id])
+    assert (await top("what car did Omar purchase", 1))[0].id == later.user_message_id
     await session.close()
 
 

@@ -17,7 +17,6 @@ from typing import Literal
 
 from mnesis.config import RetrievalConfig
 from mnesis.models.parts import TextPart
-from mnesis.retrieval.hygiene import NearDuplicates
 from mnesis.retrieval.matching import TermMatcher
 from mnesis.retrieval.query import ParsedQuery
 from mnesis.retrieval.ranking import Ranked, ranked_page
@@ -130,6 +129,7 @@ async def _dense(
         since=where.since,
         until=where.until,
         exclude_ids=exclude_ids,
+        location=store.location,
     )
     return [h for h in hits if h.score >= MIN_SIMILARITY]
 
@@ -200,22 +200,17 @@ async def _texts(store: ImmutableStore, hits: list[DenseHit]) -> dict[tuple[str,
 
 
 def _collapse(fused: list[HybridHit]) -> list[HybridHit]:
-    """A dense-only hit collapses into an earlier near-identical hit that holds the same
-    query terms ("Greta's leave" is not a duplicate of "Viktor's leave"). Lexical hits
-    arrive collapsed and are never folded into another hit."""
-    groups = NearDuplicates()
-    leaders: dict[int, HybridHit] = {}
+    """A dense-only hit whose snippet repeats an earlier hit's (case and spacing aside)
+    collapses into it. Only exact repeats: dense hits that differ in a name ("Greta is
+    on leave" / "Viktor is on leave") are different facts. Lexical hits arrive
+    collapsed and are never folded into another hit."""
+    leaders: dict[str, HybridHit] = {}
     out: list[HybridHit] = []
-    for index, hit in enumerate(fused):
-        group = "\n".join(hit.item.coverage.own)
-        leader = groups.leader_of(hit.item.snippet, index, group)
-        if hit.found_by != "semantic":
-            leaders.setdefault(leader, hit)
-            out.append(hit)
+    for hit in fused:
+        key = " ".join(hit.item.snippet.casefold().split())
+        leader = leaders.setdefault(key, hit)
+        if leader is not hit and hit.found_by == "semantic":
+            leader.item.duplicates.append(hit.item.hit.id)
             continue
-        if leader != index:
-            leaders[leader].item.duplicates.append(hit.item.hit.id)
-            continue
-        leaders[index] = hit
         out.append(hit)
     return out

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mnesis.store.postgres.db import Conn, PostgresDatabase
-from mnesis.store.postgres.rows import execute_many, fetch
+from mnesis.store.postgres.rows import execute_many, fetch, fetch_one
 from mnesis.store.shared.sql import pg
 from mnesis.store.shared.vectors import (
+    COUNT,
     PENDING,
     PUT,
     SCAN,
@@ -46,6 +47,13 @@ class PostgresVectorStore(VectorStore):
                 await execute_many(conn, pg(PUT[kind]), batch)
 
         await self._db.write(_write)
+
+    async def count(self, session_id: str, model: str, kind: VectorKind) -> int:
+        async def _read(conn: Conn) -> int:
+            row = await fetch_one(conn, pg(COUNT[kind]), (session_id, model))
+            return 0 if row is None else int(row[0])
+
+        return await self._db.read(_read)
 
     async def scan(
         self,

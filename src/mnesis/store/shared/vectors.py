@@ -7,6 +7,7 @@ from typing import Any
 from mnesis.store.vectors import PendingText, StoredVector, VectorKind
 
 __all__ = [
+    "COUNT",
     "MAX_TIME",
     "MIN_TIME",
     "PENDING",
@@ -49,6 +50,11 @@ PUT: dict[VectorKind, str] = {
         "VALUES (?, ?, ?, ?, ?) ON CONFLICT (summary_id) DO UPDATE SET "
         "model = excluded.model, vector = excluded.vector"
     ),
+}
+
+COUNT: dict[VectorKind, str] = {
+    "message": "SELECT count(*) FROM part_vectors WHERE session_id = ? AND model = ?",
+    "summary": "SELECT count(*) FROM summary_vectors WHERE session_id = ? AND model = ?",
 }
 
 SCAN: dict[VectorKind, str] = {

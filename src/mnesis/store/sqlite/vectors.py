@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from mnesis.store.shared.vectors import (
+    COUNT,
     PENDING,
     PUT,
     SCAN,
@@ -46,6 +47,12 @@ class SQLiteVectorStore(VectorStore):
                     conn.executemany(PUT[kind], batch)
 
         await self._db.write(_write)
+
+    async def count(self, session_id: str, model: str, kind: VectorKind) -> int:
+        def _read(conn: sqlite3.Connection) -> int:
+            return int(conn.execute(COUNT[kind], (session_id, model)).fetchone()[0])
+
+        return await self._db.read(_read)
 
     async def scan(
         self,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 
+import pytest
 from benchmarks.bench_recall import Question, build
 
 from mnesis import MnesisConfig, MnesisSession, StorePool
@@ -22,6 +23,7 @@ async def _recall_at_5(engine: RetrievalEngine, questions: list[Question]) -> di
     return {kind: statistics.mean(values) for kind, values in shares.items()}
 
 
+@pytest.mark.slow
 async def test_hybrid_grep_beats_lexical_on_paraphrases_and_keeps_the_rest(
     db_path: str, pool: StorePool
 ) -> None:

@@ -3,6 +3,7 @@
     python -m benchmarks.bench_semantic                  # 10k messages
     python -m benchmarks.bench_semantic --sizes 10000 100000
     python -m benchmarks.bench_semantic --quick          # 2k messages
+    python -m benchmarks.bench_semantic --latency 100000 # query latency only (random vectors)
 
 Runs on the corpus and the 300 questions of ``bench_recall`` (six kinds, 50 each).
 For each ranking it reports evidence recall@1/5/10, per-kind recall@5 and the
@@ -14,6 +15,10 @@ latency p50/p95 of a ``grep`` call (query embedding and vector scan included):
 
 The index cost is the time of one full ``RetrievalEngine.index_semantic`` pass over
 the session, per embedded text and per stored message. Needs the ``semantic`` extra.
+
+``--latency N`` skips the model for the corpus: it stores random unit vectors for
+every text (recall is then meaningless) and reports only the latency of the dense
+search (cached and streamed) and of hybrid ``grep`` at that size.
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ from benchmarks.bench_recall import Scores, _pct, build
 from mnesis import MnesisConfig, MnesisSession, StorePool
 from mnesis.config import CompactionConfig, RetrievalConfig
 from mnesis.retrieval import RetrievalEngine
-from mnesis.retrieval.semantic.model import load_embedder
+from mnesis.retrieval.semantic import search
+from mnesis.retrieval.semantic.model import DIM, MODEL_ID, load_embedder
 from mnesis.retrieval.semantic.search import dense_search
 
 Ranker = Callable[[str], Awaitable[list[str]]]
@@ -136,13 +142,69 @@ def report(total: int, results: dict[str, Scores], costs: dict[str, float]) -> N
         print(f"| {name} | " + " | ".join(cells) + " |")
 
 
+async def latency(path: str, total: int) -> None:
+    """Dense and hybrid query latency over ``total`` messages with random vectors."""
+    import numpy as np
+
+    pool = StorePool()
+    session = await MnesisSession.create(
+        model="fake/bench",
+        db_path=path,
+        pool=pool,
+        config=MnesisConfig(compaction=CompactionConfig(auto=False)),
+    )
+    corpus = build(session.id, total)
+    for index in range(0, len(corpus.messages), 2_000):
+        await session.store.append_messages(corpus.messages[index : index + 2_000])
+    vectors = session.store.vectors
+    assert vectors is not None
+    rng = np.random.default_rng(7)
+    stored = 0
+    while batch := await vectors.pending(session.id, MODEL_ID, "message", 5_000):
+        matrix = rng.standard_normal((len(batch), DIM)).astype(np.float32)
+        matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+        await vectors.put(MODEL_ID, [(t, row.tobytes()) for t, row in zip(batch, matrix, strict=True)])
+        stored += len(batch)
+    embedder = load_embedder()
+    hybrid = RetrievalEngine(session.store, session.id, config=RetrievalConfig(semantic=True))
+    await hybrid.index_semantic()
+    questions = corpus.questions[::3]
+    timings: dict[str, list[float]] = {"embed query": [], "dense cached": [], "dense streamed": []}
+    timings["hybrid grep"] = []
+    where = session.store.location
+    for question in questions:
+        t = time.perf_counter()
+        vector = (await asyncio.to_thread(embedder.embed, [question.text]))[0]
+        timings["embed query"].append((time.perf_counter() - t) * 1000)
+        for name, location in (("dense cached", where), ("dense streamed", None)):
+            t = time.perf_counter()
+            await dense_search(
+                vectors, MODEL_ID, vector, [session.id], ["message"], 50, location=location
+            )
+            timings[name].append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        await hybrid.grep(question.text, scope="messages", limit=10)
+        timings["hybrid grep"].append((time.perf_counter() - t) * 1000)
+    cache = search.CACHE_BYTES >> 20
+    print(f"\n## {total:,} messages, {stored:,} random vectors (cache {cache} MB)\n")
+    print("| step | p50 ms | p95 ms |\n|---|---|---|")
+    for name, values in timings.items():
+        print(f"| {name} | {_pct(values, 0.5):.1f} | {_pct(values, 0.95):.1f} |")
+    await session.close()
+    await pool.close_all()
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000])
     parser.add_argument("--quick", action="store_true", help="2k messages only")
+    parser.add_argument("--latency", type=int, help="latency only, random vectors")
     args = parser.parse_args()
     sizes = [2_000] if args.quick else args.sizes
     with tempfile.TemporaryDirectory() as tmp:
+        if args.latency:
+            await latency(os.path.join(tmp, "latency.db"), args.latency)
+            return
         for total in sizes:
             results, costs = await evaluate(os.path.join(tmp, f"semantic-{total}.db"), total)
             report(total, results, costs)

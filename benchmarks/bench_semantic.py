@@ -163,7 +163,8 @@ async def latency(path: str, total: int) -> None:
     while batch := await vectors.pending(session.id, MODEL_ID, "message", 5_000):
         matrix = rng.standard_normal((len(batch), DIM)).astype(np.float32)
         matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-        await vectors.put(MODEL_ID, [(t, row.tobytes()) for t, row in zip(batch, matrix, strict=True)])
+        rows = [(t, row.tobytes()) for t, row in zip(batch, matrix, strict=True)]
+        await vectors.put(MODEL_ID, rows)
         stored += len(batch)
     embedder = load_embedder()
     hybrid = RetrievalEngine(session.store, session.id, config=RetrievalConfig(semantic=True))

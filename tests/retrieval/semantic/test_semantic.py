@@ -8,13 +8,14 @@ import numpy as np
 import pytest
 
 from mnesis import MnesisConfig, MnesisSession, StorePool, ToolPart
-from mnesis.config import RetrievalConfig
+from mnesis.config import RetrievalConfig, StoreConfig
 from mnesis.retrieval import RetrievalEngine
 from mnesis.retrieval.semantic import MODEL_ID, available
 from mnesis.retrieval.semantic.index import index_pending
 from mnesis.retrieval.semantic.model import DIM, load_embedder
 from mnesis.retrieval.semantic.search import dense_search
 from mnesis.store.immutable import ImmutableStore
+from mnesis.store.readonly import open_read_only
 from mnesis.store.vectors import VectorStore
 from tests.store.contract.helpers import append_text, make_commit, new_session
 
@@ -257,4 +258,19 @@ async def test_a_purge_removes_the_vectors_of_texts_and_summaries(
     await store.purge_session(doomed)
     assert await _stored(store, doomed) == {"message": 0, "summary": 0}
     assert await _stored(store, kept) == {"message": 4, "summary": 1}
+    await store.close()
+
+
+async def test_a_read_only_store_searches_the_vectors_it_has(db_path: str, pool: StorePool) -> None:
+    session = await _session(db_path, pool)
+    fact = await session.record(FACT, "Noted, thanks.")
+    await RetrievalEngine(session.store, session.id).index_semantic()
+    await session.record("Omar bought a used Volvo estate for the commute", "nice")
+    await session.close()
+    await pool.close_all()
+    store = await open_read_only(StoreConfig(db_path=db_path))
+    engine = RetrievalEngine(store, session.id, config=RetrievalConfig(semantic=True))
+    found = await engine.grep(QUESTION)
+    assert found.matches[0].id == fact.user_message_id
+    assert found.matches[0].found_by in ("semantic", "both")
     await store.close()

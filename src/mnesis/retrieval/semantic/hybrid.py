@@ -12,10 +12,12 @@ embedded for at most ``RetrievalConfig.semantic_index_seconds`` (see ``index``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass
 from typing import Literal
 
 from mnesis.config import RetrievalConfig
+from mnesis.errors import StoreReadOnlyError
 from mnesis.models.parts import TextPart
 from mnesis.retrieval.matching import TermMatcher
 from mnesis.retrieval.query import ParsedQuery
@@ -114,9 +116,10 @@ async def _dense(
         if where.session_ids is not None
         else await store.list_session_ids()
     )
-    await index_pending(
-        store, vectors, embedder, sessions, budget_seconds=config.semantic_index_seconds
-    )
+    with contextlib.suppress(StoreReadOnlyError):  # a read-only store searches what it has
+        await index_pending(
+            store, vectors, embedder, sessions, budget_seconds=config.semantic_index_seconds
+        )
     vector = (await asyncio.to_thread(embedder.embed, [query]))[0]
     kinds: list[VectorKind] = ["message" if p == "messages" else "summary" for p in pools]
     hits = await dense_search(

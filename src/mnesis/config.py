@@ -190,6 +190,12 @@ class RetrievalConfig(_Config):
     grep_default_limit: int = Field(default=20, ge=1)
     grep_max_limit: int = Field(default=500, ge=1)
     regex_timeout_seconds: float = Field(default=2.0, gt=0)
+    semantic: bool = False
+    """Fuse dense (embedding) recall into full-text ``grep`` (reciprocal rank fusion).
+    Needs the ``semantic`` extra (``MissingDependencyError`` at the first grep without it)."""
+    semantic_index_seconds: float = Field(default=1.0, ge=0)
+    """How long a ``grep`` may spend embedding texts that have no vector yet, before it
+    searches (the rest waits for the next grep or ``RetrievalEngine.index_semantic``)."""
 
 
 class MnesisConfig(_Config):

@@ -11,6 +11,7 @@ caller may reach is decided by :class:`~mnesis.retrieval.scope.RetrievalScope`.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -25,6 +26,8 @@ from mnesis.retrieval.grep import GrepMode, GrepScope
 from mnesis.retrieval.grep import grep as _grep
 from mnesis.retrieval.results import DescribeResult, ExpandResult, GrepResult
 from mnesis.retrieval.scope import RetrievalScope
+from mnesis.retrieval.semantic.index import index_pending
+from mnesis.retrieval.semantic.model import load_embedder
 from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import TokenEstimator
 
@@ -127,6 +130,31 @@ class RetrievalEngine:
             )
         finally:
             self._observe("grep", started)
+
+    async def index_semantic(
+        self,
+        *,
+        session_ids: Sequence[str] | None = None,
+        budget_seconds: float | None = None,
+    ) -> int:
+        """Embed the texts and summaries that have no vector yet; return how many.
+
+        Covers this engine's session (or ``session_ids``, within its grant) until
+        done or out of ``budget_seconds``. ``grep`` with ``RetrievalConfig.semantic``
+        catches up by itself, for at most ``semantic_index_seconds`` per call; call
+        this after an import or as a background task to keep grep fast. The model
+        runs in a worker thread. Raises ``MissingDependencyError`` without the
+        ``semantic`` extra; returns 0 on a backend that keeps no vectors.
+        """
+        vectors = self.store.vectors
+        if vectors is None:
+            return 0
+        sessions = self._scope.sessions_for(session_ids, False) or [self.session_id]
+        embedder = await asyncio.to_thread(load_embedder)
+        report = await index_pending(
+            self.store, vectors, embedder, sessions, budget_seconds=budget_seconds
+        )
+        return report.embedded
 
     async def expand(
         self,

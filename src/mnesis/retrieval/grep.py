@@ -22,6 +22,7 @@ from mnesis.retrieval.regex_scan import compile_pattern, scan_page
 from mnesis.retrieval.render import snippet
 from mnesis.retrieval.results import GrepMatch, GrepResult
 from mnesis.retrieval.scope import RetrievalScope
+from mnesis.retrieval.semantic.hybrid import FoundBy, hybrid_page
 from mnesis.store.base import SearchFilter, SearchHit
 from mnesis.store.immutable import ImmutableStore
 
@@ -52,8 +53,10 @@ async def grep(
     """Search stored messages and/or summaries (``target``) within ``scope``.
 
     ``full_text`` ranks a candidate pool by graded coordination, then BM25 (see
-    ``ranking``), with quoted phrases required; ``regex`` scans newest first and stops at
-    ``config.regex_timeout_seconds`` with ``timed_out=True`` and a cursor.
+    ``ranking``), with quoted phrases required; with ``config.semantic`` (and no
+    ``summary_id``) that ranking is fused with dense recall (``semantic.hybrid``);
+    ``regex`` scans newest first and stops at ``config.regex_timeout_seconds`` with
+    ``timed_out=True`` and a cursor.
 
     The ``lcm_*`` tools' own inputs and outputs are left out unless
     ``include_lcm_tools``; the unanswered newest user turn is never a hit.
@@ -92,20 +95,35 @@ async def grep(
     )
     if mode == "full_text":
         parsed = parse_query(query)
-        ranked, state, truncated = await ranked_page(
-            store,
-            parsed.required,
-            parsed.optional,
-            parsed.highlights,
-            pools,
-            where,
-            size,
-            state,
-            exclude_ids=exclude,
-            include_traces=include_lcm_tools,
-        )
         timed_out = False
-        matches = [_ranked_match(r) for r in ranked]
+        if config.semantic and summary_id is None:
+            fused, state, truncated = await hybrid_page(
+                store,
+                config,
+                parsed,
+                query,
+                pools,
+                where,
+                size,
+                state,
+                exclude_ids=exclude,
+                include_traces=include_lcm_tools,
+            )
+            matches = [_ranked_match(f.item, f.found_by) for f in fused]
+        else:
+            ranked, state, truncated = await ranked_page(
+                store,
+                parsed.required,
+                parsed.optional,
+                parsed.highlights,
+                pools,
+                where,
+                size,
+                state,
+                exclude_ids=exclude,
+                include_traces=include_lcm_tools,
+            )
+            matches = [_ranked_match(r) for r in ranked]
     else:
         pattern = compile_pattern(query)
         found, state, truncated, timed_out = await scan_page(
@@ -136,7 +154,7 @@ async def grep(
 
 
 def _match(
-    hit: SearchHit, text: str, terms: list[str], found_by: Literal["lexical", "regex"]
+    hit: SearchHit, text: str, terms: list[str], found_by: FoundBy | Literal["regex"]
 ) -> GrepMatch:
     return GrepMatch(
         kind=hit.kind,
@@ -152,8 +170,8 @@ def _match(
     )
 
 
-def _ranked_match(item: Ranked) -> GrepMatch:
-    match = _match(item.hit, item.snippet, item.coverage.own, "lexical")
+def _ranked_match(item: Ranked, found_by: FoundBy = "lexical") -> GrepMatch:
+    match = _match(item.hit, item.snippet, item.coverage.own, found_by)
     match.rank = -item.score
     match.context_terms = item.coverage.context
     match.context_from = item.coverage.neighbour

@@ -108,7 +108,9 @@ class GrepMatch(BaseModel):
     """How many near-identical hits were collapsed into this one."""
     duplicate_ids: list[str] = Field(default_factory=list)
     """IDs of the collapsed hits (at most ten)."""
-    found_by: Literal["lexical", "regex"] = "lexical"
+    found_by: Literal["lexical", "semantic", "both", "regex"] = "lexical"
+    """Which path found it: the lexical ranking, the dense (embedding) search of the
+    ``semantic`` extra, both of them, or a regex scan."""
 
 
 class GrepResult(BaseModel):

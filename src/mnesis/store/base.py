@@ -51,6 +51,7 @@ from mnesis.store.records import (
     TextSearch,
 )
 from mnesis.store.session_stats import SessionStats
+from mnesis.store.vectors import VectorStore
 
 __all__ = [
     "AppendedMessage",
@@ -84,6 +85,11 @@ class StoreBackend(ABC):
     @abstractmethod
     def map_runs(self) -> MapRunStore:
         """The resumable run state of :class:`~mnesis.operators.AgenticMap`."""
+
+    @property
+    def vectors(self) -> VectorStore | None:
+        """Embedding vectors of texts and summaries (None: this backend keeps none)."""
+        return None
 
     @abstractmethod
     async def close(self) -> None:

@@ -86,6 +86,7 @@ from mnesis.store.records import (
     TextSearch,
 )
 from mnesis.store.session_stats import SessionStats
+from mnesis.store.vectors import VectorStore
 
 if TYPE_CHECKING:
     from mnesis.store.pool import StorePool
@@ -193,6 +194,11 @@ class ImmutableStore(SummaryFacade):
     @property
     def map_runs(self) -> MapRunStore:
         return self.backend.map_runs
+
+    @property
+    def vectors(self) -> VectorStore | None:
+        """Stored embedding vectors (``mnesis.retrieval.semantic``); None if not kept."""
+        return self.backend.vectors
 
     async def close(self) -> None:
         if self._backend is not None:

@@ -263,6 +263,9 @@ EXPECTED_TABLES = {
                   "session_id", "updated_at"],
     "import_sources": ["source_key", "format", "path", "session_id", "byte_offset", "lines",
                        "fingerprint", "messages", "state", "updated_at"],
+    "part_vectors": ["id", "part_id", "message_id", "session_id", "created_at", "model",
+                     "vector"],
+    "summary_vectors": ["id", "summary_id", "session_id", "created_at", "model", "vector"],
 }  # fmt: skip
 
 
@@ -324,6 +327,8 @@ class TestSchema:
             ("map_items", "run_id", "map_runs"),
             ("map_items", "session_id", "sessions"),
             ("import_sources", "session_id", "sessions"),
+            ("part_vectors", "part_id", "message_parts"),
+            ("summary_vectors", "summary_id", "summaries"),
         }
 
     async def test_full_text_columns_have_gin_indexes(self, raw: psycopg.Connection) -> None:

@@ -38,6 +38,9 @@ EXPECTED_TABLES = {
     "map_items",
     "import_sources",
     "purge_grants",
+    # embedding vectors of the semantic extra (m007)
+    "part_vectors",
+    "summary_vectors",
     # FTS5 external-content indexes and their shadow tables
     "message_parts_fts",
     "message_parts_fts_config",
@@ -58,11 +61,13 @@ EXPECTED_INDEXES = {
     "map_items_state_idx",
     "message_parts_session_idx",
     "message_parts_tool_call_idx",
+    "part_vectors_scan_idx",
     "sessions_created_idx",
     "sessions_parent_idx",
     "summaries_session_idx",
     "summary_messages_message_idx",
     "summary_parents_parent_idx",
+    "summary_vectors_scan_idx",
 }
 
 EXPECTED_TRIGGERS = {

@@ -32,9 +32,11 @@ from mnesis.store.postgres.rows import (
 from mnesis.store.postgres.search import SearchMixin
 from mnesis.store.postgres.stats import StatsMixin
 from mnesis.store.postgres.summaries import SummariesMixin
+from mnesis.store.postgres.vectors import PostgresVectorStore
 from mnesis.store.shared import sessions as shared
 from mnesis.store.shared.purge import SESSION_EXISTS
 from mnesis.store.shared.sql import pg
+from mnesis.store.vectors import VectorStore
 
 __all__ = ["PostgresStore"]
 
@@ -61,6 +63,7 @@ class PostgresStore(
         self.pool_key = pool_key
         self._released = False
         self._map_runs = PostgresMapRunStore(db)
+        self._vectors = PostgresVectorStore(db)
 
     @property
     def location(self) -> str:
@@ -69,6 +72,10 @@ class PostgresStore(
     @property
     def map_runs(self) -> MapRunStore:
         return self._map_runs
+
+    @property
+    def vectors(self) -> VectorStore:
+        return self._vectors
 
     async def close(self) -> None:
         if self._released:

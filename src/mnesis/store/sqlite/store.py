@@ -28,6 +28,8 @@ from mnesis.store.sqlite.rows import _get_file
 from mnesis.store.sqlite.search import SearchMixin
 from mnesis.store.sqlite.stats import StatsMixin
 from mnesis.store.sqlite.summaries import SummariesMixin
+from mnesis.store.sqlite.vectors import SQLiteVectorStore
+from mnesis.store.vectors import VectorStore
 
 if TYPE_CHECKING:
     from mnesis.store.pool import StorePool
@@ -66,6 +68,10 @@ class SQLiteStore(
     @property
     def map_runs(self) -> MapRunStore:
         return SQLiteMapRunStore(self.db)
+
+    @property
+    def vectors(self) -> VectorStore:
+        return SQLiteVectorStore(self.db)
 
     async def close(self) -> None:
         if self._released:

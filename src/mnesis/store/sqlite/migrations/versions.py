@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mnesis.store.sqlite.migrations import m004_search_context
+from mnesis.store.sqlite.migrations import m004_search_context, m007_vectors
 
 __all__ = ["MIGRATIONS"]
 
@@ -324,4 +324,5 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("m002_map_runs", M002_MAP_RUNS),
     ("m003_purge_imports", M003_PURGE_IMPORTS),
     ("m004_search_context", m004_search_context.SQL),
+    ("m007_vectors", m007_vectors.SQL),
 ]

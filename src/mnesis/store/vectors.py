@@ -1,0 +1,90 @@
+"""Embedding vectors stored next to the rows they embed: the interface backends implement.
+
+Two tables (migration ``m007_vectors`` on both backends) hold derived data only:
+
+* ``part_vectors``: one row per embedded text part, keyed by ``part_id``;
+* ``summary_vectors``: one row per embedded summary, keyed by ``summary_id``.
+
+Each row carries its session, the ``created_at`` of its message or summary (so scans
+filter by time without a join), the model that produced it and the vector as a
+float32 blob (little-endian). A row is replaced when a different model re-embeds it.
+Rows go with their part or summary (``ON DELETE CASCADE``), so a purge removes them.
+Nothing here knows how vectors are made: see :mod:`mnesis.retrieval.semantic`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["PendingText", "StoredVector", "VectorStore"]
+
+VectorKind = Literal["message", "summary"]
+
+
+@dataclass(frozen=True, slots=True)
+class PendingText:
+    """A text with no vector yet for the asked model."""
+
+    kind: VectorKind
+    id: str
+    """Message ID or summary ID."""
+    session_id: str
+    created_at: int
+    text: str
+    part_id: str | None = None
+    context: str | None = None
+    """A part's ``search_context``: speaker and date, then the previous turns
+    (``role: text``, newest first), one per line."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredVector:
+    """One stored vector (``key`` orders a scan and resumes it)."""
+
+    kind: VectorKind
+    key: int
+    id: str
+    """Message ID or summary ID."""
+    session_id: str
+    created_at: int
+    vector: bytes
+    part_id: str | None = None
+
+
+class VectorStore(ABC):
+    """Reads and writes ``part_vectors`` / ``summary_vectors`` (``store.vectors``)."""
+
+    @abstractmethod
+    async def pending(
+        self, session_id: str, model: str, kind: VectorKind, limit: int
+    ) -> list[PendingText]:
+        """Up to ``limit`` texts of the session with no vector from ``model``, oldest first.
+
+        Messages give their text parts (not tool output, not summary messages);
+        summaries give their content."""
+
+    @abstractmethod
+    async def put(self, model: str, rows: Sequence[tuple[PendingText, bytes]]) -> None:
+        """Store (or replace) the vector of each text, in one transaction."""
+
+    @abstractmethod
+    async def count(self, session_id: str, model: str, kind: VectorKind) -> int:
+        """How many vectors from ``model`` the session holds."""
+
+    @abstractmethod
+    async def scan(
+        self,
+        session_id: str,
+        model: str,
+        kind: VectorKind,
+        *,
+        after_key: int,
+        limit: int,
+        since: int | None = None,
+        until: int | None = None,
+    ) -> list[StoredVector]:
+        """Up to ``limit`` vectors of the session from ``model`` with a key above
+        ``after_key``, in key order, created at or after ``since`` and before ``until``."""

@@ -22,26 +22,15 @@ import threading
 import time
 from typing import Any, Literal
 
-import regex
-
-from mnesis.errors import InvalidArgumentError
 from mnesis.retrieval.hygiene import is_retrieval_trace
 from mnesis.store.base import SearchFilter, SearchHit
 from mnesis.store.immutable import ImmutableStore
 from mnesis.store.search_text import original_text
 
-__all__ = ["compile_pattern", "scan_page"]
+__all__ = ["scan_page"]
 
 _SCAN_PAGE = 500
 _Pool = Literal["messages", "summaries"]
-
-
-def compile_pattern(pattern: str) -> Any:
-    """Compile a user's regular expression; ``InvalidArgumentError`` if it is not one."""
-    try:
-        return regex.compile(pattern, regex.MULTILINE)
-    except (regex.error, ValueError, OverflowError, RecursionError) as exc:
-        raise InvalidArgumentError(f"invalid regular expression {pattern[:80]!r}: {exc}") from None
 
 
 class _Progress:
@@ -74,7 +63,7 @@ def _match_page(
                 return True
             try:
                 match = pattern.search(original_text(text), timeout=remaining)
-            except TimeoutError:
+            except (TimeoutError, MemoryError):
                 return True
             if match is not None:
                 progress.found.append((index, match.start(), match.group(0)[:80]))
@@ -121,7 +110,7 @@ async def scan_page(
     where: SearchFilter,
     size: int,
     state: dict[str, int],
-    timeout_seconds: float,
+    deadline: float,
     *,
     exclude_ids: set[str] | None = None,
     include_traces: bool = False,
@@ -129,9 +118,8 @@ async def scan_page(
     """Up to ``size`` ``(hit, match start, matched text)`` triples after ``state``.
 
     Returns the hits, the next state, whether more may exist and whether the scan
-    stopped at ``timeout_seconds``.
+    stopped at the ``deadline`` (a ``time.monotonic()`` value).
     """
-    deadline = time.monotonic() + timeout_seconds
     skip = exclude_ids or set()
     out: list[tuple[SearchHit, int, str]] = []
     seen: set[tuple[str, str]] = set()

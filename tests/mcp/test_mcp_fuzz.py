@@ -24,7 +24,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mnesis import MnesisConfig
@@ -220,7 +220,6 @@ def _well_formed(name: str, result: Any) -> None:
     assert len(result.content) == 1 and result.content[0].type == "text"
     text = result.content[0].text
     assert isinstance(text, str) and text
-    event("isError" if result.is_error else f"{name} answered")
     if result.is_error:
         assert "\n" not in text and "Traceback" not in text, text
         assert result.structured_content is None

@@ -21,6 +21,7 @@ from mnesis import MnesisConfig, MnesisSession, StorePool
 from mnesis.config import RetrievalConfig
 from mnesis.errors import InvalidArgumentError
 from mnesis.retrieval.regex_pattern import MAX_PATTERN_CHARS
+from mnesis.retrieval.regex_scan import OVERLAP_CHARS, WINDOW_CHARS
 
 CALLS = [
     "(?R)",
@@ -150,6 +151,31 @@ class TestSnippetsFromTheScan:
         await session.close()
 
 
+class TestLongTexts:
+    async def test_matches_at_window_edges_are_found_and_anchors_stay_exact(
+        self, db_path: str, pool: StorePool
+    ) -> None:
+        session = await _session(db_path, pool, bound=20.0)
+        edge = WINDOW_CHARS - 3
+        text = "x" * edge + "abc" + "y" * (WINDOW_CHARS + OVERLAP_CHARS) + "tail\nlast"
+        turn = await session.record(text, "ok")
+        for pattern, found in [
+            ("abc", True),
+            ("abc$", False),
+            (r"\Aabc", False),
+            ("^x", True),
+            ("^last$", True),
+            ("y{5000}tail", True),
+            (r"(?<=x)abc(?=y)", True),
+        ]:
+            result = await session.grep(pattern, mode="regex", scope="messages")
+            ids = [m.id for m in result.matches]
+            assert (turn.user_message_id in ids) is found, pattern
+        hit = await session.grep("abc", mode="regex", scope="messages")
+        assert "abc" in hit.matches[0].snippet
+        await session.close()
+
+
 _MEMORY_PROBE = textwrap.dedent(
     """
     import asyncio, resource, sys
@@ -164,6 +190,8 @@ _MEMORY_PROBE = textwrap.dedent(
             model="fake/m", db_path=db_path, pool=pool, config=config
         )
         await session.record("hello world " + "a" * 40 + "b", "ok")
+        letters = "".join(chr(97 + i * 7919 % 26) for i in range(2_000_000))
+        await session.record(letters + "Q", "ok")
         for pattern in patterns:
             try:
                 await session.grep(pattern, mode="regex")
@@ -180,7 +208,8 @@ _MEMORY_PROBE = textwrap.dedent(
 
 
 def test_peak_memory_stays_bounded_during_hostile_regex_greps(tmp_path: Path) -> None:
-    patterns = ["(?R)", "(?0)|(?R)", "((x?){1000}){1000}y", "(a|aa)+$"]
+    # (.)*Q keeps a capture per character it reads: 330 MB over the whole 2 MB text.
+    patterns = ["(?R)", "(?0)|(?R)", "((x?){1000}){1000}y", "(a|aa)+$", "(.)*Q", r"(\w)+Q"]
     probe = subprocess.run(
         [sys.executable, "-c", _MEMORY_PROBE, str(tmp_path / "m.db"), *patterns],
         capture_output=True,
@@ -190,5 +219,5 @@ def test_peak_memory_stays_bounded_during_hostile_regex_greps(tmp_path: Path) ->
     )
     assert probe.returncode == 0, probe.stderr[-2000:]
     peak_mb = int(probe.stdout.split()[-1])
-    # A plain search peaks near 52 MB; recursion reached 590 MB, the repeats 1 GB.
+    # A plain search peaks near 85 MB; recursion reached 590 MB, the repeats 1 GB.
     assert peak_mb < 250, f"peak RSS {peak_mb} MB"

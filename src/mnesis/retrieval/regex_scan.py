@@ -31,6 +31,14 @@ __all__ = ["scan_page"]
 
 _SCAN_PAGE = 500
 _Pool = Literal["messages", "summaries"]
+WINDOW_CHARS = 100_000
+"""A longer text is matched in windows of this many characters (``pos``/``endpos``):
+the engine's memory grows with the span it matches (it keeps every capture of a
+repeated group: ~115 bytes per character for ``(.)*z``)."""
+OVERLAP_CHARS = 10_000
+"""How much consecutive windows share. A match that starts in a window's last
+``OVERLAP_CHARS`` is left to the next window, so only a match (with what its
+lookarounds read) longer than this can differ from matching the whole text."""
 
 
 class _Progress:
@@ -62,7 +70,7 @@ def _match_page(
             if remaining <= 0 or progress.stop.is_set():
                 return True
             try:
-                match = pattern.search(original_text(text), timeout=remaining)
+                match = _search(pattern, original_text(text), deadline)
             except (TimeoutError, MemoryError):
                 return True
             if match is not None:
@@ -71,6 +79,21 @@ def _match_page(
         if len(progress.found) >= wanted:
             return False
     return False
+
+
+def _search(pattern: Any, text: str, deadline: float) -> Any:
+    """The first match of ``pattern`` in ``text``, window by window (see
+    ``WINDOW_CHARS``); ``TimeoutError`` at the ``deadline``."""
+    start = 0
+    while True:
+        end = min(start + WINDOW_CHARS, len(text))
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("regex scan reached its bound")
+        match = pattern.search(text, start, end, timeout=remaining)
+        if end == len(text) or (match is not None and match.start() < end - OVERLAP_CHARS):
+            return match
+        start = end - OVERLAP_CHARS
 
 
 async def _match_within(

@@ -7,6 +7,7 @@ in the context (the one to expand to read it again).
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Literal
@@ -18,7 +19,8 @@ from mnesis.retrieval.cursor import decode_cursor, encode_cursor
 from mnesis.retrieval.hygiene import NearDuplicates, unanswered_questions
 from mnesis.retrieval.query import parse_query
 from mnesis.retrieval.ranking import Ranked, ranked_page
-from mnesis.retrieval.regex_scan import compile_pattern, scan_page
+from mnesis.retrieval.regex_pattern import compile_pattern
+from mnesis.retrieval.regex_scan import scan_page
 from mnesis.retrieval.render import snippet
 from mnesis.retrieval.results import GrepMatch, GrepResult
 from mnesis.retrieval.scope import RetrievalScope
@@ -55,12 +57,14 @@ async def grep(
     ``full_text`` ranks a candidate pool by graded coordination, then BM25 (see
     ``ranking``), with quoted phrases required; with ``config.semantic`` (and no
     ``summary_id``) that ranking is fused with dense recall (``semantic.hybrid``);
-    ``regex`` scans newest first and stops at ``config.regex_timeout_seconds`` with
-    ``timed_out=True`` and a cursor.
+    ``regex`` (a pattern within the limits of ``regex_pattern``) scans newest first and
+    stops ``config.regex_timeout_seconds`` after the call began, with ``timed_out=True``
+    and a cursor; its snippets are cut at the spans the scan found, never matched again.
 
     The ``lcm_*`` tools' own inputs and outputs are left out unless
     ``include_lcm_tools``; the unanswered newest user turn is never a hit.
     """
+    started = time.monotonic()
     if not isinstance(query, str) or not query.strip():
         raise InvalidArgumentError("query must be a non-empty string")
     if len(query) > _MAX_QUERY_CHARS:
@@ -133,7 +137,7 @@ async def grep(
             where,
             size,
             state,
-            config.regex_timeout_seconds,
+            started + config.regex_timeout_seconds,
             exclude_ids=exclude,
             include_traces=include_lcm_tools,
         )

@@ -22,26 +22,23 @@ import threading
 import time
 from typing import Any, Literal
 
-import regex
-
-from mnesis.errors import InvalidArgumentError
 from mnesis.retrieval.hygiene import is_retrieval_trace
 from mnesis.store.base import SearchFilter, SearchHit
 from mnesis.store.immutable import ImmutableStore
 from mnesis.store.search_text import original_text
 
-__all__ = ["compile_pattern", "scan_page"]
+__all__ = ["scan_page"]
 
 _SCAN_PAGE = 500
 _Pool = Literal["messages", "summaries"]
-
-
-def compile_pattern(pattern: str) -> Any:
-    """Compile a user's regular expression; ``InvalidArgumentError`` if it is not one."""
-    try:
-        return regex.compile(pattern, regex.MULTILINE)
-    except (regex.error, ValueError, OverflowError, RecursionError) as exc:
-        raise InvalidArgumentError(f"invalid regular expression {pattern[:80]!r}: {exc}") from None
+WINDOW_CHARS = 100_000
+"""A longer text is matched in windows of this many characters (``pos``/``endpos``):
+the engine's memory grows with the span it matches (it keeps every capture of a
+repeated group: ~115 bytes per character for ``(.)*z``)."""
+OVERLAP_CHARS = 10_000
+"""How much consecutive windows share. A match that starts in a window's last
+``OVERLAP_CHARS`` is left to the next window, so only a match (with what its
+lookarounds read) longer than this can differ from matching the whole text."""
 
 
 class _Progress:
@@ -73,8 +70,8 @@ def _match_page(
             if remaining <= 0 or progress.stop.is_set():
                 return True
             try:
-                match = pattern.search(original_text(text), timeout=remaining)
-            except TimeoutError:
+                match = _search(pattern, original_text(text), deadline)
+            except (TimeoutError, MemoryError):
                 return True
             if match is not None:
                 progress.found.append((index, match.start(), match.group(0)[:80]))
@@ -82,6 +79,21 @@ def _match_page(
         if len(progress.found) >= wanted:
             return False
     return False
+
+
+def _search(pattern: Any, text: str, deadline: float) -> Any:
+    """The first match of ``pattern`` in ``text``, window by window (see
+    ``WINDOW_CHARS``); ``TimeoutError`` at the ``deadline``."""
+    start = 0
+    while True:
+        end = min(start + WINDOW_CHARS, len(text))
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("regex scan reached its bound")
+        match = pattern.search(text, start, end, timeout=remaining)
+        if end == len(text) or (match is not None and match.start() < end - OVERLAP_CHARS):
+            return match
+        start = end - OVERLAP_CHARS
 
 
 async def _match_within(
@@ -121,7 +133,7 @@ async def scan_page(
     where: SearchFilter,
     size: int,
     state: dict[str, int],
-    timeout_seconds: float,
+    deadline: float,
     *,
     exclude_ids: set[str] | None = None,
     include_traces: bool = False,
@@ -129,9 +141,8 @@ async def scan_page(
     """Up to ``size`` ``(hit, match start, matched text)`` triples after ``state``.
 
     Returns the hits, the next state, whether more may exist and whether the scan
-    stopped at ``timeout_seconds``.
+    stopped at the ``deadline`` (a ``time.monotonic()`` value).
     """
-    deadline = time.monotonic() + timeout_seconds
     skip = exclude_ids or set()
     out: list[tuple[SearchHit, int, str]] = []
     seen: set[tuple[str, str]] = set()

@@ -7,7 +7,6 @@ context are rendered with their original output.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from mnesis.models.message import MessageWithParts
 from mnesis.models.parts import ToolPart
@@ -19,18 +18,15 @@ __all__ = ["full_message_text", "snippet", "uncompacted"]
 SNIPPET_CHARS = 240
 
 
-def snippet(text: str, needles: Sequence[str], pattern: Any = None, start: int = -1) -> str:
+def snippet(text: str, needles: Sequence[str], start: int = -1) -> str:
     """About ``SNIPPET_CHARS`` of ``text`` around the first match.
 
-    The match is at ``start`` if given, else the regex ``pattern``'s if given, else
-    the earliest of ``needles`` (case-insensitive); without one the snippet is the
-    start of the text.
+    The match is at ``start`` if given (a regex scan passes the span it found: a
+    pattern is never matched again here), else the earliest of ``needles``
+    (case-insensitive); without one the snippet is the start of the text.
     """
     body = original_text(text)
-    if start < 0 and pattern is not None:
-        found = pattern.search(body, timeout=0.05)
-        start = found.start() if found else -1
-    elif start < 0:
+    if start < 0:
         lowered = body.casefold()
         for needle in needles:
             pos = lowered.find(needle.casefold())

@@ -33,14 +33,23 @@ from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
 
 __all__ = ["RepairAction", "RepairOutcome", "RepairPlan", "apply_repairs", "plan_repairs"]
 
-# Repaired by rebuilding the session's context view; the other two have their own actions.
-_CONTEXT_KINDS = REPAIRABLE - {ViolationKind.SUMMARY_WITHOUT_SOURCE, ViolationKind.TOKEN_MISMATCH}
+_Action = Literal["rebuild_context", "relink_summary", "rederive_tokens"]
+_OWN_ACTIONS: dict[ViolationKind, tuple[_Action, str | None]] = {
+    ViolationKind.SUMMARY_WITHOUT_SOURCE: (
+        "relink_summary",
+        "re-link the summary to the messages of its recorded span",
+    ),
+    ViolationKind.TOKEN_MISMATCH: ("rederive_tokens", None),  # the reason: the violation's detail
+}
+"""Kinds with an action of their own, one per violation."""
+# Repaired by rebuilding the session's context view.
+_CONTEXT_KINDS = REPAIRABLE - frozenset(_OWN_ACTIONS)
 
 
 class RepairAction(BaseModel):
     """One step of a plan."""
 
-    action: Literal["rebuild_context", "relink_summary", "rederive_tokens"]
+    action: _Action
     session_id: str
     target_id: str
     reason: str
@@ -69,22 +78,14 @@ def plan_repairs(report: IntegrityReport) -> RepairPlan:
     for v in report.violations:
         if v.kind in _CONTEXT_KINDS:
             rebuild.setdefault(v.session_id, v.kind.value)
-        elif v.kind == ViolationKind.SUMMARY_WITHOUT_SOURCE:
+        elif v.kind in _OWN_ACTIONS:
+            action, reason = _OWN_ACTIONS[v.kind]
             plan.actions.append(
                 RepairAction(
-                    action="relink_summary",
+                    action=action,
                     session_id=v.session_id,
                     target_id=v.object_id,
-                    reason="re-link the summary to the messages of its recorded span",
-                )
-            )
-        elif v.kind == ViolationKind.TOKEN_MISMATCH:
-            plan.actions.append(
-                RepairAction(
-                    action="rederive_tokens",
-                    session_id=v.session_id,
-                    target_id=v.object_id,
-                    reason=v.detail,
+                    reason=reason or v.detail,
                 )
             )
         else:

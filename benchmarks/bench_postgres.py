@@ -21,7 +21,6 @@ import json
 import os
 import time
 import uuid
-from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,6 +28,14 @@ from typing import Any
 
 import psycopg
 
+from benchmarks._floor import (
+    FloorSession,
+    floor_connect,
+    floor_context,
+    floor_turn,
+    pg_floor_context,
+    pg_floor_turn,
+)
 from benchmarks._pg import Cluster, with_database
 from benchmarks.bench_session import (
     MODEL,
@@ -36,12 +43,7 @@ from benchmarks.bench_session import (
     Report,
     SessionCache,
     Workload,
-    _floor_render,
-    _floor_turn,
-    _FloorSession,
     build_history,
-    floor_connect,
-    floor_context,
     fmt_ms,
     fmt_us,
     median,
@@ -78,129 +80,6 @@ def _new_database(dsn: str) -> str:
     return with_database(dsn, name)
 
 
-# -- the raw psycopg floor ------------------------------------------------------------
-_PG_MSG = (
-    "INSERT INTO messages (id, session_id, seq, role, created_at, agent, model_id, "
-    "provider_id, parent_id, tokens_input, tokens_output, tokens_total, finish_reason, "
-    "token_estimate) VALUES (%s, %s, %s, %s, %s, 'default', %s, %s, %s, %s, %s, %s, %s, %s)"
-)
-_PG_PART = (
-    "INSERT INTO message_parts (id, message_id, session_id, ordinal, part_type, content, "
-    "text_content, tool_name, tool_call_id, tool_state, started_at, completed_at, "
-    "token_estimate, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, "
-    "%s, %s)"
-)
-_PG_CONTEXT = (
-    "INSERT INTO context_items (session_id, position, item_type, message_id, tokens, "
-    "created_at) VALUES (%s, %s, 'message', %s, %s, %s)"
-)
-
-
-@dataclass(slots=True)
-class _PgFloor:
-    conn: psycopg.Connection[Any]
-    session_id: str
-    seq: int = 0
-    position: int = 0
-
-
-def _rid(prefix: str) -> str:
-    return f"{prefix}_{os.urandom(13).hex()}"
-
-
-def _pg_floor_turn(fs: _PgFloor, workload: Workload, turn: int) -> None:
-    """One turn by hand: the rows mnesis writes, one transaction."""
-    now = int(time.time() * 1000)
-    user_text = workload.user_text(turn)
-    reply = workload.reply_texts[turn % len(workload.reply_texts)]
-    call = workload.tool_call(turn)
-    user_id, assistant_id = _rid("msg"), _rid("msg")
-    user_parts = [("text", json.dumps({"type": "text", "text": user_text}), user_text, None)]
-    assistant_parts: list[tuple[str, str, str, dict[str, Any] | None]] = [
-        ("text", json.dumps({"type": "text", "text": reply}), reply, None)
-    ]
-    if call is not None:
-        content = json.dumps(
-            {"type": "tool", **call, "status": {"state": "completed", "started_at": now}}
-        )
-        searchable = f"{call['tool_name']}\n{json.dumps(call['input'])}\n{call['output']}"
-        assistant_parts.append(("tool", content, searchable, call))
-    with fs.conn.transaction(), fs.conn.cursor() as cur:
-        for message_id, role, parent, parts in (
-            (user_id, "user", None, user_parts),
-            (assistant_id, "assistant", user_id, assistant_parts),
-        ):
-            tokens = sum(len(p[2]) for p in parts) // 4 + 4
-            fs.seq += 1
-            assistant = role == "assistant"
-            cur.execute(
-                _PG_MSG,
-                (message_id, fs.session_id, fs.seq, role, now, "bench" if assistant else None,
-                 "fake" if assistant else None, parent, tokens, tokens, 2 * tokens,
-                 "stop" if assistant else None, tokens),
-            )  # fmt: skip
-            cur.executemany(
-                _PG_PART,
-                [
-                    (_rid("part"), message_id, fs.session_id, ordinal, kind, content, text,
-                     None if tool is None else tool["tool_name"],
-                     None if tool is None else tool["tool_call_id"],
-                     None if tool is None else "completed",
-                     None if tool is None else now, None if tool is None else now,
-                     len(text) // 4, now)
-                    for ordinal, (kind, content, text, tool) in enumerate(parts)
-                ],
-            )  # fmt: skip
-            fs.position += 1
-            cur.execute(_PG_CONTEXT, (fs.session_id, fs.position, message_id, tokens, now))
-
-
-def pg_floor_context(
-    conn: psycopg.Connection[Any], session_id: str, budget: int
-) -> list[dict[str, Any]]:
-    """The SQLite floor's context assembly, in PostgreSQL's SQL."""
-    summaries = conn.execute(
-        "SELECT ci.tokens, s.content FROM context_items ci JOIN summaries s "
-        "ON s.id = ci.summary_id WHERE ci.session_id = %s AND ci.item_type = 'summary' "
-        "ORDER BY ci.position",
-        (session_id,),
-    ).fetchall()
-    remaining = budget - sum(row[0] for row in summaries)
-    chosen: list[str] = []
-    with conn.cursor(name="floor_tail") as cursor:
-        cursor.itersize = 500
-        cursor.execute(
-            "SELECT message_id, tokens FROM context_items WHERE session_id = %s "
-            "AND item_type = 'message' ORDER BY position DESC",
-            (session_id,),
-        )
-        for message_id, tokens in cursor:
-            if tokens > remaining:
-                break
-            remaining -= tokens
-            chosen.append(message_id)
-    conn.commit()
-    chosen.reverse()
-    roles = dict(
-        conn.execute(
-            "SELECT id, role::text FROM messages WHERE id = ANY(%s)", (chosen,)
-        ).fetchall()
-    )
-    texts: dict[str, list[str]] = defaultdict(list)
-    for message_id, content, compacted_at in conn.execute(
-        "SELECT message_id, content, compacted_at FROM message_parts WHERE message_id = "
-        "ANY(%s) ORDER BY message_id, ordinal",
-        (chosen,),
-    ):
-        piece = _floor_render(json.loads(content), compacted_at)
-        if piece:
-            texts[message_id].append(piece)
-    out: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT}]
-    out.extend({"role": "user", "content": content} for _, content in summaries)
-    out.extend({"role": roles[m], "content": "\n\n".join(texts[m])} for m in chosen)
-    return out
-
-
 # -- 1. record() ------------------------------------------------------------------------
 async def _session(location: str, pool: StorePool) -> MnesisSession:
     return await MnesisSession.create(
@@ -220,10 +99,10 @@ async def _bench_record(dsn: str, workdir: str, quick: bool) -> Report:
         pg = await _session(pg_url, pool)
         lite = await _session(sqlite_path, pool)
         other = await _session(floor_url, pool)
-        pg_floor = _PgFloor(psycopg.connect(floor_url), other.id)
+        pg_floor = FloorSession(psycopg.connect(floor_url), other.id)
         await other.close()
         other = await _session(sqlite_floor_path, pool)
-        lite_floor = _FloorSession(floor_connect(sqlite_floor_path), other.id)
+        lite_floor = FloorSession(floor_connect(sqlite_floor_path), other.id)
         await other.close()
         turn = 0
 
@@ -239,13 +118,13 @@ async def _bench_record(dsn: str, workdir: str, quick: bool) -> Report:
                     turn += 1
             for _ in range(count):
                 started = time.perf_counter()
-                _pg_floor_turn(pg_floor, workload, turn)
+                pg_floor_turn(pg_floor, workload, turn)
                 if keep:
                     samples["pg_floor"].append(time.perf_counter() - started)
                 turn += 1
             for _ in range(count):
                 started = time.perf_counter()
-                _floor_turn(lite_floor, workload, turn)
+                floor_turn(lite_floor, workload, turn)
                 if keep:
                     samples["lite_floor"].append(time.perf_counter() - started)
                 turn += 1
@@ -348,7 +227,7 @@ async def _bench_context(dsn: str, cache: SessionCache, quick: bool) -> Report:
                 run.ours.append(time.perf_counter() - started)
                 started = time.perf_counter()
                 if run.backend == "PostgreSQL":
-                    pg_floor_context(run.floor, run.session_id, run.budget)
+                    pg_floor_context(run.floor, run.session_id, run.budget, SYSTEM_PROMPT)
                 else:
                     floor_context(run.floor, run.session_id, run.budget, SYSTEM_PROMPT)
                 run.floors.append(time.perf_counter() - started)
@@ -457,9 +336,7 @@ async def _bench_grep(dsn: str, quick: bool) -> Report:
         ["query", "matches", "p50 ms", "p95 ms"],
     )
     for q in queries:
-        report.rows.append(
-            [q, str(found[q]), fmt_ms(median(samples[q])), fmt_ms(p95(samples[q]))]
-        )
+        report.rows.append([q, str(found[q]), fmt_ms(median(samples[q])), fmt_ms(p95(samples[q]))])
     report.notes.append(
         f"{total:,} messages in {sessions} sessions (~250 characters each, one text part) "
         f"bulk-loaded with COPY into messages/message_parts in {built:.0f}s (tsvector "

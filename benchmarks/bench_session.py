@@ -13,18 +13,17 @@ deterministic workload, the bulk builder of long sessions, percentiles and the
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import os
 import random
 import sqlite3
 import time
-from collections import defaultdict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchmarks._floor import FloorSession, floor_connect, floor_context, floor_turn
 from mnesis import (
     CompactionConfig,
     FakeLLM,
@@ -52,8 +51,6 @@ __all__ = [
     "bench_record",
     "build_history",
     "copy_file",
-    "floor_connect",
-    "floor_context",
     "fmt_ms",
     "fmt_us",
     "median",
@@ -296,122 +293,6 @@ def no_auto_config() -> MnesisConfig:
     return MnesisConfig(compaction=CompactionConfig(auto=False))
 
 
-# -- the raw sqlite3 floor ------------------------------------------------------
-def floor_connect(path: str) -> sqlite3.Connection:
-    """A plain connection with the pragmas mnesis uses (WAL, synchronous=NORMAL)."""
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA busy_timeout = 30000")
-    conn.execute("PRAGMA foreign_keys = ON")
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute("PRAGMA temp_store = MEMORY")
-    return conn
-
-
-@dataclass(slots=True)
-class _FloorSession:
-    conn: sqlite3.Connection
-    session_id: str
-    seq: int = 0
-    position: int = 0
-
-
-_MSG_INSERT = (
-    "INSERT INTO messages (id, session_id, seq, role, created_at, agent, model_id, provider_id, "
-    "parent_id, tokens_input, tokens_output, tokens_total, finish_reason, token_estimate) "
-    "VALUES (?, ?, ?, ?, ?, 'default', ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_PART_INSERT = (
-    "INSERT INTO message_parts (id, message_id, session_id, ordinal, part_type, content, "
-    "text_content, tool_name, tool_call_id, tool_state, started_at, completed_at, "
-    "token_estimate, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_CONTEXT_INSERT = (
-    "INSERT INTO context_items (session_id, position, item_type, message_id, tokens, created_at) "
-    "VALUES (?, ?, 'message', ?, ?, ?)"
-)
-
-
-def _rid(prefix: str) -> str:
-    return f"{prefix}_{os.urandom(13).hex()}"
-
-
-def _floor_turn(fs: _FloorSession, workload: Workload, turn: int) -> None:
-    """One turn as a hand-written application would store it: one transaction, the
-    same rows mnesis writes (two messages, three parts, two context items)."""
-    now = int(time.time() * 1000)
-    conn = fs.conn
-    user_text = workload.user_text(turn)
-    reply = workload.reply_texts[turn % len(workload.reply_texts)]
-    call = workload.tool_call(turn)
-    user_id = _rid("msg")
-    assistant_id = _rid("msg")
-    user_parts = [("text", json.dumps({"type": "text", "text": user_text}), user_text, None)]
-    assistant_parts: list[tuple[str, str, str, dict[str, Any] | None]] = [
-        ("text", json.dumps({"type": "text", "text": reply}), reply, None)
-    ]
-    if call is not None:
-        content = json.dumps(
-            {"type": "tool", **call, "status": {"state": "completed", "started_at": now}}
-        )
-        searchable = f"{call['tool_name']}\n{json.dumps(call['input'])}\n{call['output']}"
-        assistant_parts.append(("tool", content, searchable, call))
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        for message_id, role, parent, parts in (
-            (user_id, "user", None, user_parts),
-            (assistant_id, "assistant", user_id, assistant_parts),
-        ):
-            tokens = sum(len(p[2]) for p in parts) // 4 + 4
-            fs.seq += 1
-            conn.execute(
-                _MSG_INSERT,
-                (
-                    message_id,
-                    fs.session_id,
-                    fs.seq,
-                    role,
-                    now,
-                    "bench" if role == "assistant" else None,
-                    "fake" if role == "assistant" else None,
-                    parent,
-                    tokens,
-                    tokens,
-                    2 * tokens,
-                    "stop" if role == "assistant" else None,
-                    tokens,
-                ),
-            )
-            conn.executemany(
-                _PART_INSERT,
-                [
-                    (
-                        _rid("part"),
-                        message_id,
-                        fs.session_id,
-                        ordinal,
-                        kind,
-                        content,
-                        searchable,
-                        None if tool is None else tool["tool_name"],
-                        None if tool is None else tool["tool_call_id"],
-                        None if tool is None else "completed",
-                        None if tool is None else now,
-                        None if tool is None else now,
-                        len(searchable) // 4,
-                        now,
-                    )
-                    for ordinal, (kind, content, searchable, tool) in enumerate(parts)
-                ],
-            )
-            fs.position += 1
-            conn.execute(_CONTEXT_INSERT, (fs.session_id, fs.position, message_id, tokens, now))
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-
-
 # -- 1. record() throughput -------------------------------------------------------
 async def _new_session(path: str, config: MnesisConfig, pool: StorePool) -> MnesisSession:
     return await MnesisSession.create(
@@ -432,11 +313,11 @@ async def bench_record(workdir: str, *, quick: bool) -> Report:
     loop = asyncio.get_running_loop()
     try:
         session = await _new_session(os.path.join(workdir, "record.db"), no_auto_config(), pool)
-        floors: list[_FloorSession] = []
+        floors: list[FloorSession] = []
         for name in ("floor-main.db", "floor-thread.db"):
             path = os.path.join(workdir, name)
             other = await _new_session(path, no_auto_config(), pool)
-            floors.append(_FloorSession(floor_connect(path), other.id))
+            floors.append(FloorSession(floor_connect(path), other.id))
             await other.close()
         floor_main, floor_thread = floors
         samples: dict[str, list[float]] = {"mnesis": [], "main": [], "thread": []}
@@ -455,13 +336,13 @@ async def bench_record(workdir: str, *, quick: bool) -> Report:
                 turn += 1
             for _ in range(count):
                 started = time.perf_counter()
-                _floor_turn(floor_main, workload, turn)
+                floor_turn(floor_main, workload, turn)
                 if keep:
                     samples["main"].append(time.perf_counter() - started)
                 turn += 1
             for _ in range(count):
                 started = time.perf_counter()
-                await loop.run_in_executor(executor, _floor_turn, floor_thread, workload, turn)
+                await loop.run_in_executor(executor, floor_turn, floor_thread, workload, turn)
                 if keep:
                     samples["thread"].append(time.perf_counter() - started)
                 turn += 1
@@ -507,74 +388,6 @@ async def bench_record(workdir: str, *, quick: bool) -> Report:
 
 
 # -- 2. context_for_next_turn() latency ---------------------------------------------
-def _floor_render(part: dict[str, Any], compacted_at: int | None) -> str | None:
-    kind = part.get("type")
-    if kind == "text":
-        return None if part.get("ignored") else str(part["text"])
-    if kind == "tool":
-        if compacted_at is not None:
-            return f"[Tool '{part['tool_name']}' output compacted at {compacted_at}]"
-        args = json.dumps(part.get("input", {}), ensure_ascii=False, sort_keys=True)
-        return (
-            f"[Tool: {part['tool_name']}] id={part['tool_call_id']}\nInput: {args}\n"
-            f"Output:\n{part.get('output') or ''}\n[/Tool]"
-        )
-    return None
-
-
-_FLOOR_SUMMARIES = (
-    "SELECT ci.tokens, s.content FROM context_items ci {hint}"
-    "JOIN summaries s ON s.id = ci.summary_id "
-    "WHERE ci.session_id = ? AND ci.item_type = 'summary' ORDER BY ci.position"
-)
-
-
-def floor_context(
-    conn: sqlite3.Connection, session_id: str, budget: int, system_prompt: str
-) -> list[dict[str, Any]]:
-    """The same context assembled with plain SQL: summaries, then the newest
-    messages that fit ``budget``, their parts decoded and joined."""
-    try:
-        summaries = conn.execute(
-            _FLOOR_SUMMARIES.format(hint="INDEXED BY context_items_summary_idx "), (session_id,)
-        ).fetchall()
-    except sqlite3.OperationalError:  # the partial index was renamed or dropped
-        summaries = conn.execute(_FLOOR_SUMMARIES.format(hint=""), (session_id,)).fetchall()
-    remaining = budget - sum(row[0] for row in summaries)
-    chosen: list[str] = []
-    cursor = conn.execute(
-        "SELECT message_id, tokens FROM context_items WHERE session_id = ? "
-        "AND item_type = 'message' ORDER BY position DESC",
-        (session_id,),
-    )
-    for message_id, tokens in cursor:
-        if tokens > remaining:
-            break
-        remaining -= tokens
-        chosen.append(message_id)
-    cursor.close()
-    chosen.reverse()
-    ids = json.dumps(chosen)
-    roles = dict(
-        conn.execute(
-            "SELECT id, role FROM messages WHERE id IN (SELECT value FROM json_each(?))", (ids,)
-        ).fetchall()
-    )
-    texts: dict[str, list[str]] = defaultdict(list)
-    for message_id, content, compacted_at in conn.execute(
-        "SELECT message_id, content, compacted_at FROM message_parts WHERE message_id IN "
-        "(SELECT value FROM json_each(?)) ORDER BY message_id, ordinal",
-        (ids,),
-    ):
-        piece = _floor_render(json.loads(content), compacted_at)
-        if piece:
-            texts[message_id].append(piece)
-    out: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}]
-    out.extend({"role": "user", "content": content} for _, content in summaries)
-    out.extend({"role": roles[m], "content": "\n\n".join(texts[m])} for m in chosen)
-    return out
-
-
 @dataclass(slots=True)
 class _ContextRun:
     """One session length under measurement (all lengths are measured in turn)."""

@@ -21,35 +21,29 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Literal, overload
+from typing import Any
 
 from mnesis._session.lifecycle import WriteTracker, close_session, open_new, open_stored
 from mnesis._session.opening import StoredSession
 from mnesis._session.tools import ToolLoop, lcm_tool_definitions
 from mnesis._session.turns import PartCallback as PartCallback  # re-exported
+from mnesis._session.view import SessionView
 from mnesis._session.wiring import wire
-from mnesis.compaction.engine import CompactionEngine
 from mnesis.config import MnesisConfig
-from mnesis.context.builder import BuiltContext, ContextFormat
-from mnesis.errors import InvalidArgumentError
-from mnesis.events.bus import EventBus, EventHandler, MnesisEvent
+from mnesis.events.bus import EventBus, MnesisEvent
 from mnesis.files import FileHandleResult
 from mnesis.llm import ClientLike, LLMClient
 from mnesis.models.message import (
     CompactionResult,
     FinishReason,
-    MessageWithParts,
     RecordResult,
     TextDelta,
     TurnComplete,
     TurnResult,
-    TurnSnapshot,
 )
-from mnesis.models.model_info import ModelInfo
 from mnesis.models.parts import MessagePart
 from mnesis.models.tokens import TokenUsage
-from mnesis.retrieval.engine import RetrievalEngine
-from mnesis.retrieval.results import DescribeResult, ExpandQueryResult, ExpandResult, GrepResult
+from mnesis.retrieval.results import ExpandQueryResult
 from mnesis.store.base import SessionRecord
 from mnesis.store.immutable import ImmutableStore
 from mnesis.store.pool import StorePool
@@ -57,10 +51,12 @@ from mnesis.store.pool import StorePool
 __all__ = ["MnesisSession", "PartCallback"]
 
 
-class MnesisSession:
+class MnesisSession(SessionView):
     """A long-running conversation whose context mnesis manages.
 
-    Create one with :meth:`create` / :meth:`open`, or reopen it with :meth:`load`.
+    Create one with :meth:`create` / :meth:`open`, or reopen it with :meth:`load`. What
+    it is and holds (``id``, ``model``, ``token_usage``, ``messages()``, ...) comes from
+    :class:`~mnesis._session.view.SessionView`.
     """
 
     def __init__(
@@ -76,24 +72,22 @@ class MnesisSession:
         db_path: str,
         event_bus: EventBus | None = None,
     ) -> None:
-        self._record = record
-        self._store = store
-        self._config = config
-        self._llm = llm
-        self._pool = pool
-        self._db_path = db_path
-        self._bus = event_bus if event_bus is not None else EventBus()
-        self._writes = WriteTracker(record.id)
-        self._wiring = wire(
+        bus = event_bus if event_bus is not None else EventBus()
+        wiring = wire(
             record=record,
             store=store,
             config=config,
             llm=llm,
-            bus=self._bus,
+            bus=bus,
             context_tokens=context_tokens,
             token_usage=token_usage,
             spawn=self._spawn_sub_agent,
         )
+        super().__init__(record=record, store=store, config=config, bus=bus, wiring=wiring)
+        self._llm = llm
+        self._pool = pool
+        self._db_path = db_path
+        self._writes = WriteTracker(record.id)
 
     # -- construction -------------------------------------------------------
     @classmethod
@@ -200,71 +194,6 @@ class MnesisSession:
             llm=self._llm,
         )
 
-    # -- properties ---------------------------------------------------------
-    @property
-    def id(self) -> str:
-        """The session ID (``sess_...``)."""
-        return self._record.id
-
-    @property
-    def model(self) -> str:
-        """The model string the session was created with."""
-        return self._record.model
-
-    @property
-    def model_info(self) -> ModelInfo:
-        """Limits of the session's model."""
-        return self._wiring.model_info
-
-    @property
-    def config(self) -> MnesisConfig:
-        """The session's configuration."""
-        return self._config
-
-    @property
-    def store(self) -> ImmutableStore:
-        """The store holding this session."""
-        return self._store
-
-    @property
-    def token_usage(self) -> TokenUsage:
-        """Cumulative model token usage of the session."""
-        return self._wiring.turns.token_usage
-
-    @property
-    def context_tokens(self) -> int:
-        """Estimated tokens of everything currently in the context view."""
-        return self._wiring.meter.tokens
-
-    @property
-    def compaction_in_progress(self) -> bool:
-        """True while a compaction task runs."""
-        return self._wiring.engine.in_progress
-
-    @property
-    def event_bus(self) -> EventBus:
-        """The session's event bus."""
-        return self._bus
-
-    @property
-    def compaction_engine(self) -> CompactionEngine:
-        """The session's compaction engine."""
-        return self._wiring.engine
-
-    @property
-    def closed(self) -> bool:
-        """True once :meth:`close` was called."""
-        return self._wiring.state.closed
-
-    @property
-    def retrieval(self) -> RetrievalEngine:
-        """The session's retrieval engine (describe / grep / expand)."""
-        return self._wiring.retrieval
-
-    def subscribe(self, event: MnesisEvent | None, handler: EventHandler) -> None:
-        """Call ``handler(event, payload)`` for ``event`` (``None``: all events)."""
-        self._bus.subscribe(event, handler)
-
     # -- turns --------------------------------------------------------------
     async def send(
         self,
@@ -329,112 +258,14 @@ class MnesisSession:
         """Store the result of a tool call the model asked for (``pending`` → done)."""
         await self._wiring.turns.complete_tool_call(tool_call_id, output=output, error=error)
 
-    def history(self) -> list[TurnSnapshot]:
-        """Snapshots of the recent turns made through this session object, oldest first.
-
-        At most the last 1,000 turns (``mnesis._session.turns.HISTORY_WINDOW``) are kept,
-        so a long-running session's memory does not grow with its length; ``turn_index``
-        keeps counting from the first turn of this object. Every turn stays in the
-        store: :meth:`messages` returns them all.
-        """
-        return list(self._wiring.turns.snapshots)
-
-    # -- context and compaction ---------------------------------------------
-    @overload
-    async def context_for_next_turn(
-        self,
-        system_prompt: str | None = None,
-        *,
-        format: Literal["openai", "text"] = "openai",
-        cache_control: Literal[False] = False,
-    ) -> list[dict[str, Any]]: ...
-
-    @overload
-    async def context_for_next_turn(
-        self,
-        system_prompt: str | None = None,
-        *,
-        format: Literal["anthropic"],
-        cache_control: bool = False,
-    ) -> dict[str, Any]: ...
-
-    async def context_for_next_turn(
-        self,
-        system_prompt: str | None = None,
-        *,
-        format: ContextFormat = "openai",
-        cache_control: bool = False,
-    ) -> list[dict[str, Any]] | dict[str, Any]:
-        """The context the next model call would receive, in a provider's wire format.
-
-        * ``"openai"`` (the default): OpenAI chat messages, system prompt first;
-          assistant turns carry ``tool_calls`` and each result follows as a
-          ``role: "tool"`` message with its ``tool_call_id``. It is the default because
-          it is what ``send`` itself sends (through litellm, which translates it for
-          every provider) and what the OpenAI SDK and every OpenAI-compatible server
-          (vLLM, Ollama, LM Studio, ...) take as they are; without tool calls it is
-          exactly the plain-text rendering.
-        * ``"anthropic"``: ``{"system": ..., "messages": [...]}`` for the Messages API:
-          ``tool_use`` / ``tool_result`` blocks (``is_error`` for failed tools), roles
-          alternating. ``cache_control=True`` adds prompt-caching breakpoints after the
-          system prompt, after the summaries and at the end.
-        * ``"text"``: ``{"role", "content"}`` strings, tool calls written out as text.
-
-        A tool call and its result are sent together or not at all; the only call sent
-        without a result is a pending one in the last message. Summaries are user
-        messages annotated with their IDs.
-        """
-        built = await self.build_context(system_prompt)
-        return built.render(format, cache_control=cache_control)
-
-    async def build_context(self, system_prompt: str | None = None) -> BuiltContext:
-        """The assembled context of the next turn, with its token breakdown."""
-        self._wiring.state.check_open()
-        if system_prompt is not None and not isinstance(system_prompt, str):
-            raise InvalidArgumentError("system_prompt must be a string")
-        prompt = self._record.system_prompt if system_prompt is None else system_prompt
-        wiring = self._wiring
-        return await wiring.builder.build(self.id, wiring.model_info, prompt, self._config)
-
+    # -- compaction ---------------------------------------------------------
     async def compact(self) -> CompactionResult:
         """Compact now (waits for a running compaction first). Never raises for model
         failures: the result says what happened."""
         self._wiring.state.check_open()
         return await self._wiring.gate.compact_now()
 
-    async def messages(self) -> list[MessageWithParts]:
-        """Every stored message of the session, summaries included, in order."""
-        return await self._store.get_messages(self.id, include_summaries=True)
-
-    async def conversation_messages(self) -> list[MessageWithParts]:
-        """The stored conversation without summary messages, in order."""
-        return await self._store.get_messages(self.id, include_summaries=False)
-
-    # -- retrieval and files ------------------------------------------------
-    async def describe(self, object_id: str) -> DescribeResult:
-        """Describe a summary, message or file ID (see :meth:`RetrievalEngine.describe`)."""
-        self._wiring.state.check_open()
-        return await self._wiring.retrieval.describe(object_id)
-
-    async def grep(self, query: str, **kwargs: Any) -> GrepResult:
-        """Search this session's history (see :meth:`RetrievalEngine.grep`)."""
-        self._wiring.state.check_open()
-        return await self._wiring.retrieval.grep(query, **kwargs)
-
-    async def expand(
-        self,
-        summary_id: str,
-        *,
-        depth: int = 1,
-        include_messages: bool = True,
-        token_cap: int | None = None,
-    ) -> ExpandResult:
-        """Open a summary (see :meth:`RetrievalEngine.expand`)."""
-        self._wiring.state.check_open()
-        return await self._wiring.retrieval.expand(
-            summary_id, depth=depth, include_messages=include_messages, token_cap=token_cap
-        )
-
+    # -- sub-agent and files ------------------------------------------------
     async def expand_query(
         self,
         prompt: str,

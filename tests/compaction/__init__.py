@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, TypeVar
 
-from mnesis import MnesisConfig, MnesisSession, StorePool
-from mnesis.config import CompactionConfig
+from benchmarks.crash_trials import campaign_config as small_window_config
+
+from mnesis import MnesisSession, StorePool
 from mnesis.llm import FakeLLM, LLMClient
 from mnesis.store.base import ContextItem
 from mnesis.store.dag import SummaryDAGStore
@@ -33,21 +34,6 @@ from mnesis.testing import SESSIONS, ReplayResult, generate, replay
 from tests.backends import fetch
 
 T = TypeVar("T")
-
-
-def small_window_config(**compaction: Any) -> MnesisConfig:
-    """The ``small_config`` of ``tests/conftest.py`` (32k window, 26,000 usable tokens),
-    with compaction settings overridden by keyword."""
-    settings: dict[str, Any] = {
-        "compaction_output_budget": 4_000,
-        "prune_protect_tokens": 4_000,
-        "prune_minimum_tokens": 2_000,
-    }
-    settings.update(compaction)
-    return MnesisConfig(
-        model_overrides={"context_limit": 32_000, "max_output_tokens": 2_000},
-        compaction=CompactionConfig(**settings),
-    )
 
 
 async def seed_session(

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from benchmarks.crash_trials import integrity_check
 
 from mnesis import CompactionResult, MnesisSession, StorePool
 from mnesis.context.builder import ContextBudget
@@ -58,16 +59,6 @@ def _child(stderr: Path, *args: str) -> subprocess.Popen[str]:
             stderr=err,
             text=True,
         )
-
-
-def _integrity(db_path: str) -> tuple[list[str], list[tuple[object, ...]]]:
-    conn = sqlite3.connect(db_path, timeout=30)
-    try:
-        integrity = [r[0] for r in conn.execute("PRAGMA integrity_check")]
-        foreign = conn.execute("PRAGMA foreign_key_check").fetchall()
-    finally:
-        conn.close()
-    return integrity, foreign
 
 
 async def _assert_consistent(db_path: str, pool: StorePool, session_id: str) -> list[str]:
@@ -290,7 +281,7 @@ class TestKilledCompactor:
         finished = run.returncode == 0 and run.lines[-1:] == ["done"]
         assert run.returncode == -signal.SIGKILL or finished, (how, run.returncode, run.stderr)
 
-        integrity, foreign = _integrity(run.db_path)
+        integrity, foreign = integrity_check(run.db_path)
         assert integrity == ["ok"], how
         assert foreign == [], how
         ids = await _assert_consistent(run.db_path, pool, template.session_id)

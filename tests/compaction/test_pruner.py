@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import AsyncIterator
 from typing import Any
+
+import pytest
 
 from mnesis import MnesisEvent, MnesisSession, StorePool, TextPart, TokenEstimator, ToolPart
 from mnesis.compaction.pruner import ToolOutputPruner
@@ -83,48 +86,44 @@ class PrunerSession:
     async def tombstoned(self) -> list[list[bool]]:
         return [[p.compacted_at is not None for p in t] for t in await self.stored_tools()]
 
+    async def bash_turns(self, count: int, lines: int = 60) -> None:
+        """``count`` turns with one completed ``bash`` call each."""
+        for turn in range(count):
+            await self.turn(_bash(turn, lines=lines))
+
     def cost(self, turn: int, index: int = 0) -> int:
         return ESTIMATOR.estimate_part(self.turn_parts[turn][index])
 
 
+@pytest.fixture
+async def s(db_path: str, pool: StorePool) -> AsyncIterator[PrunerSession]:
+    session = await PrunerSession.create(db_path, pool)
+    yield session
+    await session.session.close()
+
+
 class TestProtection:
-    async def test_the_last_two_user_turns_are_never_pruned(
-        self, db_path: str, pool: StorePool
-    ) -> None:
-        s = await PrunerSession.create(db_path, pool)
-        for turn in range(6):
-            await s.turn(_bash(turn))
+    async def test_the_last_two_user_turns_are_never_pruned(self, s: PrunerSession) -> None:
+        await s.bash_turns(6)
         result = await s.prune(protect=0, minimum=0)
         assert await s.tombstoned() == [[True], [True], [True], [True], [False], [False]]
         assert result.pruned_count == 4
-        await s.session.close()
 
-    async def test_outputs_inside_the_protect_window_are_kept(
-        self, db_path: str, pool: StorePool
-    ) -> None:
-        s = await PrunerSession.create(db_path, pool)
-        for turn in range(7):
-            await s.turn(_bash(turn))
+    async def test_outputs_inside_the_protect_window_are_kept(self, s: PrunerSession) -> None:
+        await s.bash_turns(7)
         # Turns 5 and 6 are the protected user turns; turns 4 and 3 fill the window exactly.
         window = s.cost(4) + s.cost(3)
         await s.prune(protect=window, minimum=0)
         assert await s.tombstoned() == [[True], [True], [True], [False], [False], [False], [False]]
-        await s.session.close()
 
     async def test_one_token_less_of_window_pushes_the_oldest_windowed_output_out(
-        self, db_path: str, pool: StorePool
+        self, s: PrunerSession
     ) -> None:
-        s = await PrunerSession.create(db_path, pool)
-        for turn in range(7):
-            await s.turn(_bash(turn))
+        await s.bash_turns(7)
         await s.prune(protect=s.cost(4) + s.cost(3) - 1, minimum=0)
         assert await s.tombstoned() == [[True], [True], [True], [True], [False], [False], [False]]
-        await s.session.close()
 
-    async def test_the_skill_tool_is_never_pruned_nor_counted(
-        self, db_path: str, pool: StorePool
-    ) -> None:
-        s = await PrunerSession.create(db_path, pool)
+    async def test_the_skill_tool_is_never_pruned_nor_counted(self, s: PrunerSession) -> None:
         await s.turn(_bash(0), _bash(0, name="skill"))
         await s.turn(_bash(1, name="skill", lines=400))
         await s.turn(_bash(2))
@@ -134,23 +133,15 @@ class TestProtection:
         result = await s.prune(protect=s.cost(2), minimum=0)
         assert await s.tombstoned() == [[True, False], [False], [False], [False], [False]]
         assert result.pruned_count == 1
-        await s.session.close()
 
-    async def test_the_protected_tool_list_is_configurable(
-        self, db_path: str, pool: StorePool
-    ) -> None:
-        s = await PrunerSession.create(db_path, pool)
+    async def test_the_protected_tool_list_is_configurable(self, s: PrunerSession) -> None:
         await s.turn(_bash(0, name="grep"), _bash(0))
         await s.turn(_bash(1))
         await s.turn(_bash(2))
         await s.prune(protect=0, minimum=0, protected=["grep"])
         assert await s.tombstoned() == [[False, True], [False], [False]]
-        await s.session.close()
 
-    async def test_only_completed_tool_calls_are_pruned(
-        self, db_path: str, pool: StorePool
-    ) -> None:
-        s = await PrunerSession.create(db_path, pool)
+    async def test_only_completed_tool_calls_are_pruned(self, s: PrunerSession) -> None:
         await s.turn(
             _bash(0, state="error"),
             _bash(0, state="pending"),
@@ -161,16 +152,13 @@ class TestProtection:
         await s.turn(_bash(2))
         await s.prune(protect=0, minimum=0)
         assert await s.tombstoned() == [[False, False, False, True], [False], [False]]
-        await s.session.close()
 
 
 class TestMinimumGate:
     async def test_nothing_is_written_when_candidates_do_not_exceed_the_minimum(
-        self, db_path: str, pool: StorePool
+        self, s: PrunerSession
     ) -> None:
-        s = await PrunerSession.create(db_path, pool)
-        for turn in range(5):
-            await s.turn(_bash(turn))
+        await s.bash_turns(5)
         prunable = s.cost(0) + s.cost(1) + s.cost(2)
         before = await s.session.store.context_token_total(s.session.id)
         result = await s.prune(protect=0, minimum=prunable)
@@ -178,28 +166,22 @@ class TestMinimumGate:
         assert result.pruned_count == 0
         assert await s.tombstoned() == [[False]] * 5
         assert await s.session.store.context_token_total(s.session.id) == before
-        await s.session.close()
 
     async def test_one_token_over_the_minimum_prunes_every_candidate(
-        self, db_path: str, pool: StorePool
+        self, s: PrunerSession
     ) -> None:
-        s = await PrunerSession.create(db_path, pool)
-        for turn in range(5):
-            await s.turn(_bash(turn))
+        await s.bash_turns(5)
         prunable = s.cost(0) + s.cost(1) + s.cost(2)
         result = await s.prune(protect=0, minimum=prunable - 1)
         assert result.pruned_count == 3
         assert await s.tombstoned() == [[True], [True], [True], [False], [False]]
-        await s.session.close()
 
 
 class TestTombstones:
     async def test_a_tombstone_sets_compacted_at_and_keeps_the_output_in_the_store(
-        self, db_path: str, pool: StorePool
+        self, s: PrunerSession, db_path: str
     ) -> None:
-        s = await PrunerSession.create(db_path, pool)
-        for turn in range(4):
-            await s.turn(_bash(turn))
+        await s.bash_turns(4)
         await s.prune(protect=0, minimum=0)
         stored = await s.stored_tools()
         assert stored[0][0].compacted_at is not None
@@ -213,14 +195,9 @@ class TestTombstones:
         ((content, compacted_at),) = rows
         assert compacted_at == stored[0][0].compacted_at
         assert json.loads(content)["output"] == _output(0)
-        await s.session.close()
 
-    async def test_the_builder_renders_a_one_line_tombstone(
-        self, db_path: str, pool: StorePool
-    ) -> None:
-        s = await PrunerSession.create(db_path, pool)
-        for turn in range(4):
-            await s.turn(_bash(turn))
+    async def test_the_builder_renders_a_one_line_tombstone(self, s: PrunerSession) -> None:
+        await s.bash_turns(4)
         await s.session.build_context()  # warm the builder's render cache
         await s.prune(protect=0, minimum=0)
         built = await s.session.build_context()
@@ -233,42 +210,31 @@ class TestTombstones:
         for turn in (2, 3):
             assert _output(turn) in text
         assert len(re.findall(r"\[Tool 'bash' output compacted at \d+\]", text)) == 2
-        await s.session.close()
 
     async def test_pruning_lowers_the_context_size_by_what_it_reports(
-        self, db_path: str, pool: StorePool
+        self, s: PrunerSession
     ) -> None:
-        s = await PrunerSession.create(db_path, pool)
-        for turn in range(5):
-            await s.turn(_bash(turn))
+        await s.bash_turns(5)
         before = await s.session.store.context_token_total(s.session.id)
         result = await s.prune(protect=0, minimum=0)
         after = await s.session.store.context_token_total(s.session.id)
         assert result.pruned_tokens > 0
         assert before - after == result.pruned_tokens
-        await s.session.close()
 
-    async def test_a_second_pass_without_new_output_writes_nothing(
-        self, db_path: str, pool: StorePool
-    ) -> None:
-        s = await PrunerSession.create(db_path, pool)
-        for turn in range(5):
-            await s.turn(_bash(turn))
+    async def test_a_second_pass_without_new_output_writes_nothing(self, s: PrunerSession) -> None:
+        await s.bash_turns(5)
         first = await s.prune(protect=0, minimum=0)
         marks = [p.compacted_at for t in await s.stored_tools() for p in t]
         second = await s.prune(protect=0, minimum=0)
         assert first.pruned_count == 3 and second.pruned_count == 0
         assert [p.compacted_at for t in await s.stored_tools() for p in t] == marks
-        await s.session.close()
 
 
 class TestPruningInsideCompaction:
     async def test_compaction_prunes_first_and_publishes_prune_completed(
-        self, db_path: str, pool: StorePool
+        self, s: PrunerSession, db_path: str, pool: StorePool
     ) -> None:
-        s = await PrunerSession.create(db_path, pool)
-        for turn in range(12):
-            await s.turn(_bash(turn, lines=200))
+        await s.bash_turns(12, lines=200)
         session = await MnesisSession.load(
             s.session.id,
             config=small_window_config(prune_protect_tokens=0, prune_minimum_tokens=0),

@@ -164,13 +164,13 @@ class TestReadTimeout:
         self, store: ImmutableStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         release = threading.Event()
-        scan = handler_module._scan
+        scan = handler_module.scan_file
 
         def stalled(*args: object) -> object:
             release.wait()  # a read stuck on a stalled file system
             return scan(*args)  # type: ignore[arg-type]
 
-        monkeypatch.setattr(handler_module, "_scan", stalled)
+        monkeypatch.setattr(handler_module, "scan_file", stalled)
         (tmp_path / "slow.py").write_text(BIG)
         handler = make(store, read_timeout=0.05)
         try:

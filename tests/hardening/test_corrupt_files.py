@@ -119,8 +119,10 @@ class TestTheEnginesOwnCheck:
         store = await pool.acquire(db_path=db_path)
         report = await IntegrityChecker(store, engine_check=True).run()
         assert report.ok
-        assert await store.engine_check() == []
-        assert await store.engine_check(full=True) == []
+        assert report.engine_checks == ["PRAGMA quick_check"]
+        assert report.engine_checks_unavailable == []
+        assert (await store.engine_check()).problems == []
+        assert (await store.engine_check(full=True)).ran == ["PRAGMA integrity_check"]
 
 
 class TestCliOutput:

@@ -10,6 +10,7 @@ import os
 import sqlite3
 
 import psycopg
+from benchmarks.crash_trials import integrity_check
 
 __all__ = [
     "HISTORY_TABLES",
@@ -127,12 +128,3 @@ def lineage_rows(db_path: str) -> set[tuple[object, ...]]:
     return {(table, *row) for table in LINEAGE_TABLES for row in table_rows(db_path, table)}
 
 
-def integrity_check(db_path: str) -> tuple[list[str], list[tuple[object, ...]]]:
-    """``PRAGMA integrity_check`` and ``PRAGMA foreign_key_check`` results."""
-    conn = sqlite3.connect(db_path, timeout=30)
-    try:
-        integrity = [r[0] for r in conn.execute("PRAGMA integrity_check")]
-        foreign = conn.execute("PRAGMA foreign_key_check").fetchall()
-    finally:
-        conn.close()
-    return integrity, foreign

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from dataclasses import dataclass
+
+from benchmarks.crash_trials import copy_database
 
 from mnesis import MnesisSession, StorePool
 from mnesis.llm import FakeLLM
@@ -51,11 +51,3 @@ def build_template(db_path: str) -> Template:
             await pool.close_all()
 
     return run_in_fresh_loop(build)
-
-
-def copy_database(source: str, target: str) -> str:
-    """Copy a closed database file (and any WAL files) to ``target``."""
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(source + suffix):
-            shutil.copyfile(source + suffix, target + suffix)
-    return target

@@ -53,17 +53,6 @@ NO_AUTO = MnesisConfig(compaction=CompactionConfig(auto=False))
 
 REPAIRABLE_FAULTS = [f for f in FAULTS if f.repairable]
 UNREPAIRABLE_FAULTS = [f for f in FAULTS if not f.repairable]
-REPAIR_GAPS = {
-    "a message under two summaries in context": "the repair plan leaves the message under "
-    "both summaries (one double_counted violation is left after the repair)",
-}
-"""Faults of repairable kinds the repair does not fix yet: strict xfails, so a fix shows."""
-REPAIR_CASES = [
-    pytest.param(f, marks=pytest.mark.xfail(strict=True, reason=REPAIR_GAPS[f.name]))
-    if f.name in REPAIR_GAPS
-    else f
-    for f in REPAIRABLE_FAULTS
-]
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +80,7 @@ class TestEveryRepairableKindIsRepaired:
     def test_every_repairable_kind_has_a_scenario(self) -> None:
         assert {k for s in REPAIRABLE_FAULTS for k in s.kinds} == set(REPAIRABLE)
 
-    @pytest.mark.parametrize("scenario", REPAIR_CASES, ids=lambda s: s.name)
+    @pytest.mark.parametrize("scenario", REPAIRABLE_FAULTS, ids=lambda s: s.name)
     async def test_the_repair_leaves_a_clean_store_a_backup_and_history_untouched(
         self, template: Template, tmp_path: Path, pool: StorePool, scenario: Fault
     ) -> None:

@@ -8,18 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from mnesis import MnesisConfig, MnesisSession, StorePool, TextPart, ToolPart
-from mnesis.config import CompactionConfig
-
-CONFIG = MnesisConfig(
-    model_overrides={"context_limit": 32_000, "max_output_tokens": 2_000},
-    compaction=CompactionConfig(
-        compaction_output_budget=4_000,
-        compaction_model="extractive",
-        prune_protect_tokens=4_000,
-        prune_minimum_tokens=2_000,
-    ),
-)
+from mnesis import MnesisSession, StorePool
+from tests.compacted import EXTRACTIVE_32K, compact_now, record_steps
 
 
 @dataclass(frozen=True)
@@ -41,19 +31,11 @@ class Stored:
 async def _build(db_path: str) -> Stored:
     pool = StorePool()
     alpha = await MnesisSession.create(
-        model="fake/m", agent="alpha", db_path=db_path, pool=pool, config=CONFIG
+        model="fake/m", agent="alpha", db_path=db_path, pool=pool, config=EXTRACTIVE_32K
     )
     first = await alpha.record("step 0: deploy the billing service", "ok")
-    for i in range(1, 60):
-        await alpha.record(
-            f"step {i}: the build number is {1000 + i}",
-            [
-                TextPart(text=f"running step {i} of the migration plan"),
-                ToolPart(tool_name="bash", tool_call_id=f"c{i}", output="ok line\n" * 300),
-            ],
-        )
-    await alpha.compaction_engine.wait_for_pending()
-    await alpha.compact()
+    await record_steps(alpha, range(1, 60))
+    await compact_now(alpha)
     store = alpha.store
     items = await store.get_context_items(alpha.id, item_type="summary")
     summaries = await store.get_summaries([i.item_id for i in items])

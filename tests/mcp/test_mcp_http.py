@@ -12,7 +12,8 @@ import pytest
 from mnesis import MnesisConfig, MnesisSession, StorePool
 from mnesis.cli import run
 from mnesis.errors import InvalidArgumentError
-from tests.mcp.conftest import CONFIG, Stored
+from tests.compacted import EXTRACTIVE_32K
+from tests.mcp.conftest import Stored
 
 mcp = pytest.importorskip("mcp")
 prometheus_client = pytest.importorskip("prometheus_client")
@@ -89,7 +90,7 @@ class TestOverHttp:
         # A run in this process: its compactions land in the same registry.
         pool = StorePool()
         session = await MnesisSession.create(
-            model="fake/m", db_path=f"{tmp_path}/run.db", pool=pool, config=CONFIG
+            model="fake/m", db_path=f"{tmp_path}/run.db", pool=pool, config=EXTRACTIVE_32K
         )
         metrics.attach(session)
         for i in range(40):

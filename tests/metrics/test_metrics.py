@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mnesis import MnesisConfig, MnesisSession, StorePool, TextPart, ToolPart
-from mnesis.config import CompactionConfig
+from mnesis import MnesisSession, StorePool
 from mnesis.integrity import IntegrityChecker
+from tests.compacted import EXTRACTIVE_32K, compact_now, record_steps
 
 prometheus_client = pytest.importorskip("prometheus_client")
 
@@ -24,30 +24,19 @@ class TestPrometheusMetrics:
     async def test_series_follow_turns_compactions_retrieval_and_checks(self, db_path: str) -> None:
         registry = CollectorRegistry()
         metrics = PrometheusMetrics(registry)
-        config = MnesisConfig(
-            model_overrides={"context_limit": 32_000, "max_output_tokens": 2_000},
-            compaction=CompactionConfig(
-                compaction_output_budget=4_000,
-                compaction_model="extractive",
-                prune_protect_tokens=4_000,
-                prune_minimum_tokens=2_000,
-            ),
-        )
         pool = StorePool()
         session = await MnesisSession.create(
-            model="fake/m", db_path=db_path, pool=pool, config=config
+            model="fake/m", db_path=db_path, pool=pool, config=EXTRACTIVE_32K
         )
         metrics.attach(session)
-        for i in range(60):
-            await session.record(
-                f"step {i}: the port is 8443",
-                [
-                    TextPart(text=f"running {i}"),
-                    ToolPart(tool_name="bash", tool_call_id=f"c{i}", output="ok\n" * 400),
-                ],
-            )
-        await session.compaction_engine.wait_for_pending()
-        await session.compact()
+        await record_steps(
+            session,
+            range(60),
+            user=lambda i: f"step {i}: the port is 8443",
+            reply=lambda i: f"running {i}",
+            output="ok\n" * 400,
+        )
+        await compact_now(session)
         await session.grep("which port?")
         summary = (await session.store.get_context_items(session.id, item_type="summary"))[0]
         await session.expand(summary.item_id)

@@ -15,36 +15,18 @@ from pathlib import Path
 
 import pytest
 
-from mnesis import MnesisConfig, MnesisSession, StorePool, TextPart, ToolPart
+from mnesis import MnesisSession, StorePool
 from mnesis.cli import run
-from mnesis.config import CompactionConfig
-
-CONFIG = MnesisConfig(
-    model_overrides={"context_limit": 32_000, "max_output_tokens": 2_000},
-    compaction=CompactionConfig(
-        compaction_output_budget=4_000,
-        compaction_model="extractive",
-        prune_protect_tokens=4_000,
-        prune_minimum_tokens=2_000,
-    ),
-)
+from tests.compacted import EXTRACTIVE_32K, compact_now, record_steps
 
 
 async def _session(db_path: str) -> tuple[str, int]:
     pool = StorePool()
     session = await MnesisSession.create(
-        model="fake/m", db_path=db_path, pool=pool, config=CONFIG
+        model="fake/m", db_path=db_path, pool=pool, config=EXTRACTIVE_32K
     )
-    for i in range(70):
-        await session.record(
-            f"step {i}: the build number is {1000 + i}",
-            [
-                TextPart(text=f"running step {i} of the migration plan"),
-                ToolPart(tool_name="bash", tool_call_id=f"c{i}", output="ok line\n" * 300),
-            ],
-        )
-    await session.compaction_engine.wait_for_pending()
-    await session.compact()
+    await record_steps(session, range(70))
+    await compact_now(session)
     snapshot = await session.store.integrity_snapshot(session.id)
     await session.close()
     await pool.close_all()
@@ -122,17 +104,13 @@ def _png_pixels(data: bytes) -> tuple[int, int, list[tuple[int, int, int]]]:
                 line[i] = (line[i] + pred) & 0xFF
         rows.append(line)
         previous = line
-    pixels = [
-        (row[x], row[x + 1], row[x + 2]) for row in rows for x in range(0, stride, channels)
-    ]
+    pixels = [(row[x], row[x + 1], row[x + 2]) for row in rows for x in range(0, stride, channels)]
     return width, height, pixels
 
 
 def _near(pixels: list[tuple[int, int, int]], color: str, tolerance: int = 40) -> int:
     r, g, b = (int(color[i : i + 2], 16) for i in (1, 3, 5))
-    return sum(
-        1 for p in pixels if abs(p[0] - r) + abs(p[1] - g) + abs(p[2] - b) <= tolerance
-    )
+    return sum(1 for p in pixels if abs(p[0] - r) + abs(p[1] - g) + abs(p[2] - b) <= tolerance)
 
 
 class TestReportFile:

@@ -12,6 +12,7 @@
 * :mod:`.expansion`: sub-agent expansion (``lcm_expand_query``)
 * :mod:`.opening`: creating and reading back the stored session row
 * :mod:`.wiring`: the one place all of these are built and connected
+* :mod:`.view`: the read side of the facade (its base class), over the wiring
 
 Nothing here imports :mod:`mnesis.session` (the facade).
 """

@@ -6,9 +6,10 @@ exactly as a program would, and prints what they return. It never writes unless
 ``--repair`` is given; a repair first writes a backup of the whole database (a copy
 of a SQLite file; for PostgreSQL a JSON-lines dump of every table, read in one
 snapshot, to ``<database>.before-repair-<time>.jsonl`` unless ``--backup`` names a file).
-The database engine's own check runs first (SQLite ``PRAGMA quick_check``); ``--deep``
-makes it ``integrity_check`` and decodes every stored row, reporting damage as violations
-(on PostgreSQL only the decode pass runs).
+The database engine's own check runs first (SQLite ``PRAGMA quick_check``; PostgreSQL:
+index validity, page-checksum failures and, where installed and granted, ``amcheck``);
+``--deep`` makes it the thorough variant and decodes every stored row, reporting damage
+as violations. An engine check that cannot run here is printed as not available.
 
 Exit codes: 0 when no violation is found (with ``--repair``: none is left after the
 repair), 1 when violations are found (or remain), 1 with a one-line message for a
@@ -144,7 +145,8 @@ def check_command(
         bool,
         typer.Option(
             "--deep",
-            help="Run SQLite's full integrity_check and decode every stored row (slower).",
+            help="Run the engine's thorough check (SQLite integrity_check; amcheck "
+            "heapallindexed on PostgreSQL) and decode every stored row (slower).",
         ),
     ] = False,
     plan: Annotated[
@@ -212,6 +214,8 @@ def _report_json(report: IntegrityReport) -> dict[str, Any]:
         "sessions_per_second": round(report.sessions_per_second, 1),
         "by_kind": report.by_kind(),
         "violations": [v.model_dump(mode="json") for v in report.violations],
+        "engine_checks": report.engine_checks,
+        "engine_checks_unavailable": report.engine_checks_unavailable,
     }
 
 
@@ -271,6 +275,10 @@ def _violations_table(report: IntegrityReport, title: str) -> Table:
 def _print_report(path: str, report: IntegrityReport, *, title: str) -> None:
     console = stdout_console()
     console.print(_summary_line(path, report))
+    if report.engine_checks:
+        console.print(f"Engine checks run: {escape(', '.join(report.engine_checks))}")
+    for item in report.engine_checks_unavailable:
+        console.print(f"[yellow]engine check not available:[/] {escape(item)}")
     if report.ok:
         console.print("[green]✓ no violations[/]")
         return

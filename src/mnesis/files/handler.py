@@ -5,9 +5,9 @@ Invariants this module keeps:
 * mnesis never stores a file's content. The ``file_references`` row holds its
   path, its sha256 (``content_id``), its size, a token estimate and the
   exploration summary; the caller owns the file on disk.
-* Files are read in 1 MB chunks. Only a file small enough to be inlined
-  (at most :data:`INLINE_MAX_BYTES`) is ever held in memory whole; the token count
-  of a larger one is estimated from evenly spaced samples.
+* Files are read in 1 MB chunks (:mod:`mnesis.files.scan`). Only a file small enough
+  to be inlined (at most :data:`INLINE_MAX_BYTES`) is ever held in memory whole; the
+  token count of a larger one is estimated from evenly spaced samples.
 * The same content is explored once. ``file_id`` is derived from the sha256, so
   it is stable across processes and databases, and the exploration is cached in
   ``file_references`` under ``content_id``.
@@ -29,7 +29,6 @@ Errors (all :class:`~mnesis.errors.MnesisError`)::
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import os
 import weakref
@@ -44,12 +43,11 @@ from mnesis.errors import (
     FileMissingError,
     FileReferenceNotFoundError,
     InvalidArgumentError,
-    MnesisError,
-    OutOfScopeError,
 )
-from mnesis.files.access import check_path, confine, open_regular, run_bounded
-from mnesis.files.detect import HEAD_BYTES, detect_file_type, is_binary_data
+from mnesis.files.access import check_path, confine, run_bounded
+from mnesis.files.detect import detect_file_type, is_binary_data
 from mnesis.files.explorers import explore
+from mnesis.files.scan import INLINE_MAX_BYTES, Scan, Unsteady, read_any, sample_tokens, scan_file
 from mnesis.models.parts import FileRefPart, TextPart
 from mnesis.store.base import FileReference
 from mnesis.store.immutable import ImmutableStore
@@ -70,13 +68,8 @@ logger = logging.getLogger("mnesis.files")
 
 MAX_SUMMARY_TOKENS = 2_000
 """An exploration summary is cut to this many tokens."""
-INLINE_MAX_BYTES = 8 * 1024 * 1024
-"""A file larger than this is never inlined, whatever ``inline_threshold`` says."""
 _EXACT_TOKEN_BYTES = 1024 * 1024
 """Files up to this size have their tokens counted on the whole text."""
-_CHUNK = 1024 * 1024
-_SAMPLE_WINDOWS = 16
-_SAMPLE_WINDOW_BYTES = 64 * 1024
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _HEX = frozenset("0123456789abcdef")
 T = TypeVar("T")
@@ -117,26 +110,6 @@ def file_id_for(content_id: str) -> str:
         chars.append(_ALPHABET[value & 31])
         value >>= 5
     return "file_" + "".join(reversed(chars))
-
-
-@dataclass(slots=True)
-class _Scan:
-    """One pass over a file: its hash, size, first bytes, and content if it is small."""
-
-    path: str
-    """The absolute path as given (stored in the reference)."""
-    opened: str
-    """The path actually read: ``path`` resolved when ``allowed_roots`` is set."""
-    size: int
-    content_id: str
-    head: bytes
-    data: bytes | None
-    stamp: tuple[int, int]
-    """``(size, mtime_ns)`` when the scan started, to notice a file changing under us."""
-
-
-class _Unsteady(Exception):
-    """The file changed while it was being handled; start again."""
 
 
 _ATTEMPTS = 3
@@ -191,7 +164,7 @@ class LargeFileHandler:
         for _ in range(_ATTEMPTS):
             try:
                 return await self._handle_once(absolute, session_id)
-            except _Unsteady:
+            except Unsteady:
                 logger.debug("%s changed while it was handled; starting again", absolute)
         raise FileAccessError(
             absolute,
@@ -204,7 +177,7 @@ class LargeFileHandler:
     async def _handle_once(self, path: str, session_id: str | None) -> FileHandleResult:
         opened = confine(path, self.config.allowed_roots)
         confined = self.config.allowed_roots is not None
-        scan = await self._bounded(lambda: _scan(path, opened, confined), path)
+        scan = await self._bounded(lambda: scan_file(path, opened, confined), path)
         absolute = scan.path
         binary = is_binary_data(scan.head)
         tokens: int | None = None
@@ -222,7 +195,7 @@ class LargeFileHandler:
                     file_ref=_part(cached, absolute), token_count=cached.token_count, cache_hit=True
                 )
             if tokens is None:
-                tokens = await self._bounded(lambda: _sample_tokens(scan, self.estimator), path)
+                tokens = await self._bounded(lambda: sample_tokens(scan, self.estimator), path)
             file_type, summary = await self._bounded(lambda: self._explore(scan), path)
             self.exploration_count += 1
             stored = await self.store.store_file_reference(
@@ -242,19 +215,19 @@ class LargeFileHandler:
         )
         return FileHandleResult(file_ref=_part(stored, absolute), token_count=stored.token_count)
 
-    def _inline_text(self, scan: _Scan) -> tuple[str | None, int]:
+    def _inline_text(self, scan: Scan) -> tuple[str | None, int]:
         """``(text, tokens)`` if the file goes inline, else ``(None, estimated tokens)``."""
         assert scan.data is not None
         threshold = self.config.inline_threshold
         if scan.size > _EXACT_TOKEN_BYTES:
-            estimate = _sample_tokens(scan, self.estimator)
+            estimate = sample_tokens(scan, self.estimator)
             if estimate >= threshold:
                 return None, estimate
         text = scan.data.decode("utf-8", errors="replace")
         tokens = self.estimator.estimate(text)
         return (text if tokens < threshold else None), tokens
 
-    def _explore(self, scan: _Scan) -> tuple[str, str]:
+    def _explore(self, scan: Scan) -> tuple[str, str]:
         """``(file_type, bounded summary)``; runs in a worker thread."""
         try:
             detected = detect_file_type(scan.path, scan.head)
@@ -269,7 +242,7 @@ class LargeFileHandler:
         except OSError as exc:
             raise FileAccessError(scan.path, exc.strerror or str(exc)) from exc
         if (after.st_size, after.st_mtime_ns) != scan.stamp:
-            raise _Unsteady
+            raise Unsteady
         if detected.mime and detected.file_type in ("binary", "unknown"):
             summary = f"MIME type: {detected.mime}\n{summary}"
         return detected.file_type, self._bound(summary)
@@ -343,7 +316,7 @@ class LargeFileHandler:
         others = [p for p in self._seen_paths.get(ref.content_id, []) if p != ref.path]
         roots = self.config.allowed_roots
         return await self._bounded(
-            lambda: _read_any(ref, [ref.path, *others], roots, start_line, end_line), ref.path
+            lambda: read_any(ref, [ref.path, *others], roots, start_line, end_line), ref.path
         )
 
 
@@ -363,130 +336,3 @@ def _part(ref: FileReference, path: str) -> FileRefPart:
         token_count=ref.token_count,
         exploration_summary=ref.exploration_summary,
     )
-
-
-def _scan(path: str, opened: str, confined: bool) -> _Scan:
-    """Hash the file ``opened`` in chunks; keep its bytes only if small enough to inline.
-
-    ``path`` (absolute, as stored in the reference) names it in errors; ``confined``
-    (``allowed_roots`` set) refuses a symlink swapped in at ``opened``.
-    """
-    with os.fdopen(open_regular(opened, nofollow=confined), "rb") as handle:
-        before = os.fstat(handle.fileno())
-        stamp = (before.st_size, before.st_mtime_ns)
-        keep = before.st_size <= INLINE_MAX_BYTES
-        hasher = hashlib.sha256()
-        kept: list[bytes] = []
-        head = b""
-        size = 0
-        try:
-            while chunk := handle.read(_CHUNK):
-                hasher.update(chunk)
-                if size == 0:
-                    head = chunk[:HEAD_BYTES]
-                size += len(chunk)
-                if keep:
-                    kept.append(chunk)
-                    keep = size <= INLINE_MAX_BYTES
-            after = os.fstat(handle.fileno())
-        except OSError as exc:
-            raise FileAccessError(path, exc.strerror or str(exc)) from exc
-    if size != stamp[0] or (after.st_size, after.st_mtime_ns) != stamp:
-        raise _Unsteady  # written to while it was hashed
-    data = b"".join(kept) if keep else None
-    return _Scan(path, opened, size, hasher.hexdigest(), head, data, stamp)
-
-
-def _sample_tokens(scan: _Scan, estimator: TokenEstimator) -> int:
-    """Estimate a file's tokens from up to 16 evenly spaced 64 KB windows."""
-    if scan.size == 0:
-        return 0
-    windows = min(_SAMPLE_WINDOWS, -(-scan.size // _SAMPLE_WINDOW_BYTES))
-    step = (scan.size - _SAMPLE_WINDOW_BYTES) / max(1, windows - 1)
-    tokens = sampled = 0
-    with os.fdopen(open_regular(scan.opened), "rb") as handle:
-        for index in range(windows):
-            offset = max(0, int(index * step))
-            if scan.data is not None:
-                raw = scan.data[offset : offset + _SAMPLE_WINDOW_BYTES]
-            else:
-                handle.seek(offset)
-                raw = handle.read(_SAMPLE_WINDOW_BYTES)
-            # A character cut at a window edge becomes one U+FFFD: noise, not bias.
-            tokens += estimator.estimate(raw.decode("utf-8", errors="replace"))
-            sampled += len(raw)
-    return max(1, round(tokens * scan.size / sampled)) if sampled else 0
-
-
-def _read_any(
-    ref: FileReference,
-    paths: list[str],
-    roots: list[str] | None,
-    start: int | None,
-    end: int | None,
-) -> str:
-    """Read from the first of ``paths`` whose content still matches; else raise for the first."""
-    first_error: MnesisError | None = None
-    for path in paths:
-        try:
-            return _read_verified(path, confine(path, roots), roots is not None, ref, start, end)
-        except (FileAccessError, FileChangedError, InvalidArgumentError, OutOfScopeError) as exc:
-            first_error = first_error or exc
-    assert first_error is not None
-    raise first_error
-
-
-def _read_verified(
-    path: str,
-    opened: str,
-    confined: bool,
-    ref: FileReference,
-    start: int | None,
-    end: int | None,
-) -> str:
-    first = start or 1
-    whole = first == 1 and end is None
-    out = bytearray()
-    hasher = hashlib.sha256()
-    line = 1  # the line the current position is on
-    try:
-        fd = open_regular(opened, nofollow=confined)
-    except FileMissingError:
-        raise FileMissingError(path, ref.file_id) from None
-    with os.fdopen(fd, "rb") as handle:
-        try:
-            while chunk := handle.read(_CHUNK):
-                hasher.update(chunk)
-                if whole:
-                    out += chunk
-                elif end is None or line <= end:
-                    line = _take_lines(chunk, line, first, end, out)
-        except OSError as exc:
-            raise FileAccessError(path, exc.strerror or str(exc)) from exc
-    actual = hasher.hexdigest()
-    if actual != ref.content_id:
-        raise FileChangedError(path, ref.content_id, actual)
-    return out.decode("utf-8", errors="replace")
-
-
-def _take_lines(chunk: bytes, line: int, first: int, end: int | None, out: bytearray) -> int:
-    """Append the part of ``chunk`` on lines ``first..end`` to ``out``.
-
-    ``line`` is the line the chunk starts on; returns the line it ends on. Every
-    search moves forward, so a chunk costs O(its length) whatever the range.
-    """
-    last = line + chunk.count(b"\n")
-    if last < first:
-        return last
-    pos = 0
-    for _ in range(first - line):  # skip to the start of line ``first``
-        pos = chunk.index(b"\n", pos) + 1
-    line = max(line, first)
-    if end is None or last <= end:
-        out += chunk[pos:]
-        return last
-    stop = pos
-    for _ in range(end - line + 1):  # through the newline that ends line ``end``
-        stop = chunk.index(b"\n", stop) + 1
-    out += chunk[pos:stop]
-    return last

@@ -15,7 +15,7 @@ from enum import StrEnum
 from pydantic import BaseModel, Field
 
 from mnesis.errors import InvalidArgumentError, StoreCorruptError
-from mnesis.integrity.deep import Finding, decode_findings, engine_findings
+from mnesis.integrity.deep import Finding, decode_findings, engine_damage, engine_findings
 from mnesis.models.ids import is_valid_id
 from mnesis.store.base import IntegritySnapshot
 from mnesis.store.immutable import ImmutableStore
@@ -38,7 +38,8 @@ class ViolationKind(StrEnum):
     TOKEN_MISMATCH = "token_mismatch"
     MISSING_FILE_REFERENCE = "missing_file_reference"
     ENGINE_INTEGRITY = "engine_integrity"
-    """The database engine's own check (SQLite ``quick_check``) found damage."""
+    """The database engine's own check (SQLite ``quick_check``, PostgreSQL index
+    validity, checksum counters and ``amcheck``) found damage."""
     UNDECODABLE_ROW = "undecodable_row"
     """A stored row no longer decodes (a damaged file)."""
 
@@ -74,6 +75,11 @@ class IntegrityReport(BaseModel):
     messages_checked: int = 0
     violations: list[Violation] = Field(default_factory=list)
     elapsed_ms: float = 0.0
+    engine_checks: list[str] = Field(default_factory=list)
+    """The database engine's own checks that ran (with ``engine_check`` or ``deep``)."""
+    engine_checks_unavailable: list[str] = Field(default_factory=list)
+    """The engine's checks that could not run here, each with the reason: not passed,
+    not failed (e.g. PostgreSQL without the ``amcheck`` extension)."""
 
     @property
     def ok(self) -> bool:
@@ -99,9 +105,12 @@ class IntegrityChecker:
     ``check_tokens`` re-estimates each message (loads all parts: slower) and flags
     stored estimates that differ by more than ``token_tolerance`` (relative) plus
     ``token_slack`` (absolute). ``engine_check`` first runs the database engine's own
-    check (SQLite ``PRAGMA quick_check``) over the whole database; ``deep`` makes that
-    the thorough ``integrity_check`` and also decodes every stored row of each checked
-    session. Damage found this way is reported as violations, never raised.
+    check over the whole database (SQLite ``PRAGMA quick_check``; on PostgreSQL index
+    validity, checksum counters and ``amcheck`` where installed); ``deep`` makes that the
+    thorough variant (``integrity_check``; ``heapallindexed`` and ``verify_heapam``) and
+    also decodes every stored row of each checked session. Damage found this way is
+    reported as violations, never raised; what the engine could not check is listed in
+    :attr:`IntegrityReport.engine_checks_unavailable`.
     """
 
     def __init__(
@@ -135,7 +144,10 @@ class IntegrityChecker:
             ids = [session_id]
         report = IntegrityReport()
         if self.engine_check or self.deep:
-            findings = await engine_findings(self.store, full=self.deep)
+            engine = await engine_findings(self.store, full=self.deep)
+            report.engine_checks = engine.ran
+            report.engine_checks_unavailable = engine.unavailable
+            findings = engine_damage(engine)
             report.violations.extend(_damage(ViolationKind.ENGINE_INTEGRITY, "", findings))
         for sid in ids:
             report.sessions_checked += 1

@@ -4,16 +4,18 @@ and, with ``deep``, decoding every stored row.
 Both find damage below the level of lineage (a flipped bit in a page, an index that
 disagrees with its table, a JSON column that no longer parses). They return
 ``(object_id, detail)`` pairs; the checker turns them into violations. On PostgreSQL
-only the decode pass runs: the server has no online equivalent of SQLite's
-``integrity_check`` (page checksums, where enabled, are verified on every read).
+the engine's part is what an ordinary role may run (index validity, page-checksum
+failures, ``amcheck`` where installed and granted); what cannot run is reported as
+unavailable, not as passed.
 """
 
 from __future__ import annotations
 
 from mnesis.errors import MnesisStoreError, StoreCorruptError
 from mnesis.store.immutable import ImmutableStore
+from mnesis.store.records import EngineCheck
 
-__all__ = ["Finding", "decode_findings", "engine_findings"]
+__all__ = ["Finding", "decode_findings", "engine_damage", "engine_findings"]
 
 Finding = tuple[str, str]
 """``(object_id, detail)`` of one piece of damage."""
@@ -22,14 +24,18 @@ DATABASE = "database"
 """The object ID of a finding about the database as a whole."""
 
 
-async def engine_findings(store: ImmutableStore, *, full: bool) -> list[Finding]:
+async def engine_findings(store: ImmutableStore, *, full: bool) -> EngineCheck:
     """What the engine's consistency check (SQLite ``quick_check``/``integrity_check``)
-    reports, one finding per line; a check that cannot run is itself a finding."""
+    ran and found; a check that fails to run is itself a problem."""
     try:
-        lines = await store.engine_check(full=full)
+        return await store.engine_check(full=full)
     except MnesisStoreError as exc:
-        return [(DATABASE, f"the database engine's check failed: {exc}")]
-    return [(DATABASE, line) for line in lines]
+        return EngineCheck(problems=[f"the database engine's check failed: {exc}"])
+
+
+def engine_damage(check: EngineCheck) -> list[Finding]:
+    """The problems of ``check`` as findings about the whole database."""
+    return [(DATABASE, line) for line in check.problems]
 
 
 async def decode_findings(

@@ -9,6 +9,7 @@ only the context view, lineage links that were missing, and token estimates.
 
 from __future__ import annotations
 
+import heapq
 import os
 import time
 from collections import defaultdict
@@ -26,19 +27,29 @@ from mnesis.integrity.checker import (
     descendants,
 )
 from mnesis.models.render import render_summary_record
+from mnesis.models.summary import SummaryRecord
 from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
 
 __all__ = ["RepairAction", "RepairOutcome", "RepairPlan", "apply_repairs", "plan_repairs"]
 
-# Repaired by rebuilding the session's context view; the other two have their own actions.
-_CONTEXT_KINDS = REPAIRABLE - {ViolationKind.SUMMARY_WITHOUT_SOURCE, ViolationKind.TOKEN_MISMATCH}
+_Action = Literal["rebuild_context", "relink_summary", "rederive_tokens"]
+_OWN_ACTIONS: dict[ViolationKind, tuple[_Action, str | None]] = {
+    ViolationKind.SUMMARY_WITHOUT_SOURCE: (
+        "relink_summary",
+        "re-link the summary to the messages of its recorded span",
+    ),
+    ViolationKind.TOKEN_MISMATCH: ("rederive_tokens", None),  # the reason: the violation's detail
+}
+"""Kinds with an action of their own, one per violation."""
+# Repaired by rebuilding the session's context view.
+_CONTEXT_KINDS = REPAIRABLE - frozenset(_OWN_ACTIONS)
 
 
 class RepairAction(BaseModel):
     """One step of a plan."""
 
-    action: Literal["rebuild_context", "relink_summary", "rederive_tokens"]
+    action: _Action
     session_id: str
     target_id: str
     reason: str
@@ -67,22 +78,14 @@ def plan_repairs(report: IntegrityReport) -> RepairPlan:
     for v in report.violations:
         if v.kind in _CONTEXT_KINDS:
             rebuild.setdefault(v.session_id, v.kind.value)
-        elif v.kind == ViolationKind.SUMMARY_WITHOUT_SOURCE:
+        elif v.kind in _OWN_ACTIONS:
+            action, reason = _OWN_ACTIONS[v.kind]
             plan.actions.append(
                 RepairAction(
-                    action="relink_summary",
+                    action=action,
                     session_id=v.session_id,
                     target_id=v.object_id,
-                    reason="re-link the summary to the messages of its recorded span",
-                )
-            )
-        elif v.kind == ViolationKind.TOKEN_MISMATCH:
-            plan.actions.append(
-                RepairAction(
-                    action="rederive_tokens",
-                    session_id=v.session_id,
-                    target_id=v.object_id,
-                    reason=v.detail,
+                    reason=reason or v.detail,
                 )
             )
         else:
@@ -167,7 +170,7 @@ async def _relink(store: ImmutableStore, session_id: str, summary_id: str) -> No
 async def _rebuild_context(
     store: ImmutableStore, session_id: str, estimator: TokenEstimator
 ) -> None:
-    """Context = the topmost summaries, each at its first message, plus uncovered messages."""
+    """Context = disjoint topmost summaries, each at its first message, plus uncovered messages."""
     snap = await store.integrity_snapshot(session_id)
     children: dict[str, list[str]] = defaultdict(list)
     merged: set[str] = set()
@@ -177,17 +180,15 @@ async def _rebuild_context(
     sources: dict[str, list[str]] = defaultdict(list)
     for edge_summary, edge_message in snap.summary_messages:
         sources[edge_summary].append(edge_message)
+    created = {row[0]: index for index, row in enumerate(snap.summaries)}
     roots = [row[0] for row in snap.summaries if row[0] not in merged]
-    records = {s.id: s for s in await store.get_summaries(roots)}
+    records: dict[str, SummaryRecord] = {}
     roles = {m[0]: m[2] for m in snap.messages}
     unrolled: set[str] = set()
     while True:
-        owner: dict[str, str] = {}
-        # Later roots win overlaps: they were built from the newer context.
-        for root in roots:
-            if root not in unrolled:
-                for covered_id in descendants(root, children, sources)[1]:
-                    owner[covered_id] = root
+        owner = _owners(roots, children, sources, created, unrolled)
+        wanted = sorted(set(owner.values()) - records.keys())
+        records.update((s.id, s) for s in await store.get_summaries(wanted))
         items: list[tuple[str, str, int]] = []
         emitted: set[str] = set()
         for message_id, _seq, _role, is_summary, tokens in snap.messages:
@@ -198,8 +199,7 @@ async def _rebuild_context(
                 items.append(("message", message_id, tokens))
             elif owning not in emitted and owning in records:
                 emitted.add(owning)
-                s = records[owning]
-                text = render_summary_record(s)
+                text = render_summary_record(records[owning])
                 tokens = estimator.estimate(text) + MESSAGE_OVERHEAD_TOKENS
                 items.append(("summary", owning, tokens))
         # A tool result must follow a raw message: show the summary before it raw.
@@ -212,3 +212,37 @@ async def _rebuild_context(
             break
         unrolled |= separating
     await store.replace_context_items(session_id, items)
+
+
+def _owners(
+    roots: list[str],
+    children: dict[str, list[str]],
+    sources: dict[str, list[str]],
+    created: dict[str, int],
+    unrolled: set[str],
+) -> dict[str, str]:
+    """Message ID → the one summary that shows it: summaries with disjoint coverage.
+
+    The summary covering the most messages wins an overlap (ties: the newer one); a
+    summary that loses is replaced by the summaries it merged, so what it alone covered
+    comes back raw. ``unrolled`` summaries show nothing: their messages come back raw.
+    """
+    covering = {s: descendants(s, children, sources)[1] for s in roots}
+    heap = [(-len(covering[s]), -created.get(s, 0), s) for s in roots]
+    heapq.heapify(heap)
+    queued = set(roots)
+    owner: dict[str, str] = {}
+    while heap:
+        _size, _newer, summary_id = heapq.heappop(heap)
+        if summary_id in unrolled:
+            continue
+        under = covering[summary_id]
+        if not under & owner.keys():
+            owner.update(dict.fromkeys(under, summary_id))
+            continue
+        for child in children.get(summary_id, ()):
+            if child not in queued:
+                queued.add(child)
+                covering[child] = descendants(child, children, sources)[1]
+                heapq.heappush(heap, (-len(covering[child]), -created.get(child, 0), child))
+    return owner

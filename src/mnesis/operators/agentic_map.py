@@ -21,7 +21,6 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
@@ -41,7 +40,7 @@ from mnesis.operators.agentic_plan import (
 from mnesis.operators.checks import check_event_bus, operator_config
 from mnesis.operators.concurrency import iterate
 from mnesis.operators.results import AgentMapBatch, AgentMapResult
-from mnesis.operators.runner import MapRun, ms_since
+from mnesis.operators.runner import MapRun, collect_batch
 from mnesis.store.map_runs import ItemRow, MapRunStore
 from mnesis.store.pool import StorePool
 
@@ -196,20 +195,7 @@ class AgenticMap:
             concurrency=concurrency,
             retry_failed=retry_failed,
         )
-        started = time.perf_counter()
-        results: list[AgentMapResult] = []
-        async with contextlib.aclosing(self._stream(plan)) as stream:
-            async for result in stream:
-                results.append(result)
-        results.sort(key=lambda r: r.index)
-        completed = sum(1 for r in results if r.success)
-        return AgentMapBatch(
-            run_id=plan.run_id,
-            results=results,
-            completed=completed,
-            failed=len(results) - completed,
-            elapsed_ms=ms_since(started),
-        )
+        return await collect_batch(self._stream(plan), plan.run_id, AgentMapBatch)
 
     def _model_for(self, model: str | None) -> str:
         if model is not None:

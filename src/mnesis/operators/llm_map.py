@@ -44,7 +44,7 @@ from mnesis.operators.jsonl import Unreadable, map_file
 from mnesis.operators.options import MapOptions
 from mnesis.operators.output import InvalidOutput, OutputSpec
 from mnesis.operators.results import MapBatch, MapFileSummary, MapResult
-from mnesis.operators.runner import MapRun, ms_since
+from mnesis.operators.runner import MapRun, collect_batch, ms_since
 from mnesis.operators.template import ItemTemplate
 
 __all__ = ["DEFAULT_TIMEOUT_SECONDS", "LLMMap"]
@@ -169,20 +169,8 @@ class LLMMap:
             concurrency=concurrency,
         )
         plan = self._plan(chosen, prompt_template, inputs)
-        started = time.perf_counter()
-        results: list[MapResult] = []
-        async with contextlib.aclosing(self._stream(plan, enumerate_inputs(inputs))) as stream:
-            async for result in stream:
-                results.append(result)
-        results.sort(key=lambda r: r.index)
-        completed = sum(1 for r in results if r.success)
-        return MapBatch(
-            run_id=plan.run_id,
-            results=results,
-            completed=completed,
-            failed=len(results) - completed,
-            elapsed_ms=ms_since(started),
-        )
+        stream = self._stream(plan, enumerate_inputs(inputs))
+        return await collect_batch(stream, plan.run_id, MapBatch)
 
     async def run_jsonl(
         self,

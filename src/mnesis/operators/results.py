@@ -7,7 +7,7 @@ back in completion order, not input order.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -35,31 +35,6 @@ class MapResult(BaseModel):
     attempts: int = 0
     """Model calls made for this item (retries included)."""
     token_usage: TokenUsage = Field(default_factory=TokenUsage)
-
-
-class MapBatch(BaseModel):
-    """Every result of an :class:`~mnesis.operators.LLMMap` run, sorted by ``index``."""
-
-    run_id: str
-    results: list[MapResult]
-    completed: int
-    failed: int
-    elapsed_ms: int
-
-    @property
-    def total(self) -> int:
-        """Number of inputs."""
-        return len(self.results)
-
-    @property
-    def outputs(self) -> list[Any]:
-        """The output of each input in input order (``None`` for failed items)."""
-        return [r.output if r.success else None for r in self.results]
-
-    @property
-    def failures(self) -> list[MapResult]:
-        """The failed results."""
-        return [r for r in self.results if not r.success]
 
 
 class MapFileSummary(BaseModel):
@@ -103,11 +78,14 @@ class AgentMapResult(BaseModel):
     and read back from the store rather than computed now."""
 
 
-class AgentMapBatch(BaseModel):
-    """Every result of an :class:`~mnesis.operators.AgenticMap` run, sorted by ``index``."""
+R = TypeVar("R", bound=MapResult | AgentMapResult)
+
+
+class _Batch(BaseModel, Generic[R]):
+    """Every result of one run, sorted by ``index``, and its counts."""
 
     run_id: str
-    results: list[AgentMapResult]
+    results: list[R]
     completed: int
     failed: int
     elapsed_ms: int
@@ -118,11 +96,24 @@ class AgentMapBatch(BaseModel):
         return len(self.results)
 
     @property
+    def failures(self) -> list[R]:
+        """The failed results."""
+        return [r for r in self.results if not r.success]
+
+
+class MapBatch(_Batch[MapResult]):
+    """Every result of an :class:`~mnesis.operators.LLMMap` run, sorted by ``index``."""
+
+    @property
+    def outputs(self) -> list[Any]:
+        """The output of each input in input order (``None`` for failed items)."""
+        return [r.output if r.success else None for r in self.results]
+
+
+class AgentMapBatch(_Batch[AgentMapResult]):
+    """Every result of an :class:`~mnesis.operators.AgenticMap` run, sorted by ``index``."""
+
+    @property
     def outputs(self) -> list[str | None]:
         """The final text of each input in input order (``None`` for failed items)."""
         return [r.output_text if r.success else None for r in self.results]
-
-    @property
-    def failures(self) -> list[AgentMapResult]:
-        """The failed results."""
-        return [r for r in self.results if not r.success]

@@ -21,7 +21,7 @@ from typing import Any, Protocol, TypeVar
 from mnesis.events.bus import EventBus, MnesisEvent
 from mnesis.operators.concurrency import bounded_map
 
-__all__ = ["MapRun", "ms_since"]
+__all__ = ["MapRun", "collect_batch", "ms_since"]
 
 logger = logging.getLogger("mnesis.operators")
 
@@ -38,11 +38,31 @@ class _Result(Protocol):
 
 
 R = TypeVar("R", bound=_Result)
+B = TypeVar("B")
 
 
 def ms_since(started: float) -> int:
     """Whole milliseconds elapsed since the ``time.perf_counter()`` value ``started``."""
     return int((time.perf_counter() - started) * 1000)
+
+
+async def collect_batch(stream: AsyncGenerator[R, None], run_id: str, batch: Callable[..., B]) -> B:
+    """Every result of ``stream`` sorted by ``index``, as ``batch(run_id=, results=,
+    completed=, failed=, elapsed_ms=)`` (the stream is closed however this ends)."""
+    started = time.perf_counter()
+    results: list[R] = []
+    async with contextlib.aclosing(stream):
+        async for result in stream:
+            results.append(result)
+    results.sort(key=lambda r: r.index)
+    completed = sum(1 for r in results if r.success)
+    return batch(
+        run_id=run_id,
+        results=results,
+        completed=completed,
+        failed=len(results) - completed,
+        elapsed_ms=ms_since(started),
+    )
 
 
 class MapRun:

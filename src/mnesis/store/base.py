@@ -34,6 +34,7 @@ from mnesis.store.records import (
     CompactionCommit,
     ContextItem,
     ContextItemsQuery,
+    EngineCheck,
     FileReference,
     ImportSource,
     IntegritySnapshot,
@@ -321,13 +322,13 @@ class StoreBackend(ABC):
     async def integrity_snapshot(self, session_id: str) -> IntegritySnapshot:
         """The rows the integrity checker needs for one session."""
 
-    async def engine_check(self, *, full: bool = False) -> list[str]:
-        """The problems the database engine's own consistency check finds (empty: none).
+    async def engine_check(self, *, full: bool = False) -> EngineCheck:
+        """What the database engine's own consistency check ran and found.
 
-        ``full`` asks for the thorough variant. The default reports nothing: a backend
-        without such a check (PostgreSQL relies on its page checksums) inherits it.
+        ``full`` asks for the thorough variant. The default runs nothing and says so: a
+        backend without such a check inherits it.
         """
-        return []
+        return EngineCheck(unavailable=["this backend offers no engine check"])
 
     @abstractmethod
     async def replace_context_items(

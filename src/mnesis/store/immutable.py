@@ -78,6 +78,7 @@ from mnesis.store.record_checks import (
 )
 from mnesis.store.records import (
     ContextItemsQuery,
+    EngineCheck,
     MessageChange,
     MessagesQuery,
     PartsAppend,
@@ -336,9 +337,11 @@ class ImmutableStore(SummaryFacade):
         check_id(session_id, "session_id")
         return await self.backend.integrity_snapshot(session_id)
 
-    async def engine_check(self, *, full: bool = False) -> list[str]:
-        """The problems the database engine's own consistency check finds: SQLite's
-        ``PRAGMA quick_check`` (``integrity_check`` when ``full``); nothing on PostgreSQL."""
+    async def engine_check(self, *, full: bool = False) -> EngineCheck:
+        """What the database engine's own consistency check ran and found: SQLite's
+        ``PRAGMA quick_check`` (``integrity_check`` when ``full``); on PostgreSQL the
+        index validity and page-checksum counters, and ``amcheck`` where it is installed
+        and may be used (what cannot run is listed as unavailable)."""
         return await self.backend.engine_check(full=full)
 
     async def replace_context_items(

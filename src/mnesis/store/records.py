@@ -18,6 +18,7 @@ __all__ = [
     "CompactionCommit",
     "ContextItem",
     "ContextItemsQuery",
+    "EngineCheck",
     "FileReference",
     "ImportSource",
     "IntegritySnapshot",
@@ -34,6 +35,18 @@ __all__ = [
     "TextScan",
     "TextSearch",
 ]
+
+
+@dataclass(slots=True)
+class EngineCheck:
+    """What the database engine's own consistency check ran, found and could not run."""
+
+    problems: list[str] = field(default_factory=list)
+    """Damage found, one line each (empty: none)."""
+    ran: list[str] = field(default_factory=list)
+    """The checks that ran."""
+    unavailable: list[str] = field(default_factory=list)
+    """The checks that could not run here, each with the reason (not the same as ok)."""
 
 
 @dataclass(slots=True)

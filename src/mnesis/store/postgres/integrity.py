@@ -1,5 +1,5 @@
 """What the integrity checker and its repairs need from PostgreSQL: consistent
-snapshots, the permitted repairs and backups."""
+snapshots, the engine's own checks, the permitted repairs and backups."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from typing import Any
 from mnesis.errors import InvalidArgumentError, MnesisStoreError
 from mnesis.store.base import IntegritySnapshot
 from mnesis.store.postgres.db import Conn, redact_url
+from mnesis.store.postgres.engine_check import run_engine_check
 from mnesis.store.postgres.migrations import MIGRATIONS
 from mnesis.store.postgres.rows import PostgresStoreBase, execute_many, fetch, lock_session, now_ms
+from mnesis.store.records import EngineCheck
 from mnesis.store.shared import integrity as shared
 from mnesis.store.shared.integrity import wanted_files
 from mnesis.store.shared.sql import pg
@@ -61,6 +63,12 @@ class IntegrityMixin(PostgresStoreBase):
             return shared.snapshot(session_id, rows, summaries, known)
 
         return await self.db.snapshot(_read)
+
+    async def engine_check(self, *, full: bool = False) -> EngineCheck:
+        async def _run(conn: Conn) -> EngineCheck:
+            return await run_engine_check(conn, BACKUP_TABLES, full=full)
+
+        return await self.db.read(_run)
 
     async def replace_context_items(
         self, session_id: str, items: Sequence[tuple[str, str, int]]

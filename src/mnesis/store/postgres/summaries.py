@@ -7,7 +7,6 @@ import json
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from mnesis.errors import CompactionLockedError
 from mnesis.store.base import AppendedMessage, CompactionCommit, ContextItem, SummaryRecord
 from mnesis.store.postgres.db import Conn
 from mnesis.store.postgres.rows import (
@@ -23,7 +22,17 @@ from mnesis.store.postgres.rows import (
     now_ms,
     summary_record,
 )
-from mnesis.store.search_text import index_text
+from mnesis.store.shared.commit import (
+    CONTEXT_SUMMARY_INSERT,
+    CONTEXT_TOKEN_TOTAL,
+    COVERING_SUMMARY,
+    PARENT_INSERT,
+    SUMMARY_INSERT,
+    check_replaced,
+    lineage_rows,
+    summary_values,
+)
+from mnesis.store.shared.integrity import SOURCE_INSERT
 from mnesis.store.shared.lineage import LOCK_ACQUIRE, LOCK_OWNER, LOCK_RELEASE, lock_args
 from mnesis.store.shared.rows import encode_parts
 from mnesis.store.shared.sql import pg
@@ -67,11 +76,7 @@ class SummariesMixin(PostgresStoreBase):
 
     async def context_token_total(self, session_id: str) -> int:
         async def _sum(conn: Conn) -> int:
-            row = await fetch_one(
-                conn,
-                "SELECT COALESCE(SUM(tokens), 0) FROM context_items WHERE session_id = %s",
-                (session_id,),
-            )
+            row = await fetch_one(conn, pg(CONTEXT_TOKEN_TOTAL), (session_id,))
             assert row is not None
             return int(row[0])
 
@@ -95,55 +100,22 @@ class SummariesMixin(PostgresStoreBase):
                     (s.session_id, positions),
                 )
             )
-            for position, item_id in commit.replaced:
-                if current.get(position) != item_id:
-                    raise CompactionLockedError(
-                        f"context of session {s.session_id} changed during compaction "
-                        f"(position {position}); another compactor won, retry"
-                    )
+            check_replaced(commit, current)
             m = marker.message
             seq = await next_value(conn, "messages", "seq", m.session_id)
             await insert_message(conn, m, seq)
             await insert_parts(conn, m.id, m.session_id, 0, marker_rows, now)
-            await conn.execute(
-                f"INSERT INTO summaries ({SUMMARY_COLS.replace('::text', '')}, search_text) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                (
-                    s.id,
-                    s.session_id,
-                    s.kind,
-                    s.depth,
-                    s.level,
-                    s.content,
-                    s.token_count,
-                    json.dumps(list(s.file_ids)),
-                    m.id,
-                    s.span_start_message_id,
-                    s.span_end_message_id,
-                    s.source_message_count,
-                    s.created_at or now,
-                    index_text(s.content),
-                ),
-            )
-            await execute_many(
-                conn,
-                "INSERT INTO summary_messages (summary_id, message_id, ordinal) "
-                "VALUES (%s, %s, %s)",
-                [(s.id, mid, i) for i, mid in enumerate(commit.source_message_ids)],
-            )
-            await execute_many(
-                conn,
-                "INSERT INTO summary_parents (summary_id, parent_summary_id, ordinal) "
-                "VALUES (%s, %s, %s)",
-                [(s.id, pid, i) for i, pid in enumerate(commit.parent_summary_ids)],
-            )
+            file_ids = json.dumps(list(s.file_ids))
+            await conn.execute(pg(SUMMARY_INSERT), summary_values(commit, m.id, file_ids, now))
+            sources, parents = lineage_rows(commit)
+            await execute_many(conn, pg(SOURCE_INSERT), sources)
+            await execute_many(conn, pg(PARENT_INSERT), parents)
             await conn.execute(
                 "DELETE FROM context_items WHERE session_id = %s AND position = ANY(%s)",
                 (s.session_id, positions),
             )
             await conn.execute(
-                "INSERT INTO context_items (session_id, position, item_type, summary_id, "
-                "tokens, created_at) VALUES (%s, %s, 'summary', %s, %s, %s)",
+                pg(CONTEXT_SUMMARY_INSERT),
                 (s.session_id, min(positions), s.id, commit.context_tokens, now),
             )
             return AppendedMessage(m.id, seq, None, tuple(r[0] for r in marker_rows))
@@ -195,16 +167,7 @@ class SummariesMixin(PostgresStoreBase):
         async def _get(conn: Conn) -> dict[str, str | None]:
             out: dict[str, str | None] = {}
             for mid in message_ids:
-                row = await fetch_one(
-                    conn,
-                    "WITH RECURSIVE up(id) AS ("
-                    "SELECT summary_id FROM summary_messages WHERE message_id = %s "
-                    "UNION SELECT sp.summary_id FROM summary_parents sp "
-                    "JOIN up ON sp.parent_summary_id = up.id) "
-                    "SELECT ci.summary_id FROM context_items ci JOIN up "
-                    "ON ci.summary_id = up.id WHERE ci.session_id = %s LIMIT 1",
-                    (mid, session_id),
-                )
+                row = await fetch_one(conn, pg(COVERING_SUMMARY), (mid, session_id))
                 out[mid] = row[0] if row else None
             return out
 

@@ -10,6 +10,7 @@ from mnesis.errors import MnesisStoreError
 from mnesis.models.clock import now_ms
 from mnesis.store.base import IntegritySnapshot
 from mnesis.store.codec import dumps, loads_column
+from mnesis.store.records import EngineCheck
 from mnesis.store.shared.integrity import (
     CONTEXT_DELETE,
     CONTEXT_INSERT,
@@ -30,12 +31,13 @@ _SNAPSHOT = snapshot_queries("rowid")
 class IntegrityMixin(SQLiteStoreBase):
     """Snapshots, repairs and backups (part of ``SQLiteStore``)."""
 
-    async def engine_check(self, *, full: bool = False) -> list[str]:
+    async def engine_check(self, *, full: bool = False) -> EngineCheck:
         pragma = "integrity_check" if full else "quick_check"
 
-        def _run(conn: sqlite3.Connection) -> list[str]:
+        def _run(conn: sqlite3.Connection) -> EngineCheck:
             lines = [str(row[0]) for row in conn.execute(f"PRAGMA {pragma}(100)")]
-            return [] if lines == ["ok"] else lines
+            problems = [] if lines == ["ok"] else lines
+            return EngineCheck(problems=problems, ran=[f"PRAGMA {pragma}"])
 
         return await self.db.read(_run)
 

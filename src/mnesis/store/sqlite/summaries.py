@@ -7,11 +7,20 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from mnesis.errors import CompactionLockedError
 from mnesis.models.clock import now_ms
 from mnesis.store.base import AppendedMessage, CompactionCommit, ContextItem, SummaryRecord
 from mnesis.store.codec import dumps
-from mnesis.store.search_text import index_text
+from mnesis.store.shared.commit import (
+    CONTEXT_SUMMARY_INSERT,
+    CONTEXT_TOKEN_TOTAL,
+    COVERING_SUMMARY,
+    PARENT_INSERT,
+    SUMMARY_INSERT,
+    check_replaced,
+    lineage_rows,
+    summary_values,
+)
+from mnesis.store.shared.integrity import SOURCE_INSERT
 from mnesis.store.shared.lineage import LOCK_ACQUIRE, LOCK_OWNER, LOCK_RELEASE, lock_args
 from mnesis.store.shared.rows import encode_parts, summary_record
 from mnesis.store.sqlite.rows import (
@@ -65,10 +74,7 @@ class SummariesMixin(SQLiteStoreBase):
 
     async def context_token_total(self, session_id: str) -> int:
         def _sum(conn: sqlite3.Connection) -> int:
-            row = conn.execute(
-                "SELECT COALESCE(SUM(tokens), 0) FROM context_items WHERE session_id = ?",
-                (session_id,),
-            ).fetchone()
+            row = conn.execute(CONTEXT_TOKEN_TOTAL, (session_id,)).fetchone()
             return int(row[0])
 
         return await self.db.read(_sum)
@@ -81,58 +87,31 @@ class SummariesMixin(SQLiteStoreBase):
         now = now_ms()
 
         def _commit(conn: sqlite3.Connection) -> AppendedMessage:
-            for position, item_id in commit.replaced:
-                row = conn.execute(
+            positions = [p for p, _ in commit.replaced]
+            current = {
+                p: row[0]
+                for p in positions
+                for row in conn.execute(
                     "SELECT COALESCE(message_id, summary_id) FROM context_items "
                     "WHERE session_id = ? AND position = ?",
-                    (s.session_id, position),
-                ).fetchone()
-                if row is None or row[0] != item_id:
-                    raise CompactionLockedError(
-                        f"context of session {s.session_id} changed during compaction "
-                        f"(position {position}); another compactor won, retry"
-                    )
+                    (s.session_id, p),
+                )
+            }
+            check_replaced(commit, current)
             m = marker.message
             seq = _next_value(conn, "messages", "seq", m.session_id)
             _insert_message(conn, m, seq)
             _insert_parts(conn, m.id, m.session_id, 0, marker_rows, now)
-            conn.execute(
-                f"INSERT INTO summaries ({_SUMMARY_COLS}, search_text) VALUES "
-                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    s.id,
-                    s.session_id,
-                    s.kind,
-                    s.depth,
-                    s.level,
-                    s.content,
-                    s.token_count,
-                    dumps(s.file_ids),
-                    m.id,
-                    s.span_start_message_id,
-                    s.span_end_message_id,
-                    s.source_message_count,
-                    s.created_at or now,
-                    index_text(s.content),
-                ),
-            )
-            conn.executemany(
-                "INSERT INTO summary_messages (summary_id, message_id, ordinal) VALUES (?, ?, ?)",
-                [(s.id, mid, i) for i, mid in enumerate(commit.source_message_ids)],
-            )
-            conn.executemany(
-                "INSERT INTO summary_parents (summary_id, parent_summary_id, ordinal) "
-                "VALUES (?, ?, ?)",
-                [(s.id, pid, i) for i, pid in enumerate(commit.parent_summary_ids)],
-            )
-            positions = [p for p, _ in commit.replaced]
+            conn.execute(SUMMARY_INSERT, summary_values(commit, m.id, dumps(s.file_ids), now))
+            sources, parents = lineage_rows(commit)
+            conn.executemany(SOURCE_INSERT, sources)
+            conn.executemany(PARENT_INSERT, parents)
             conn.executemany(
                 "DELETE FROM context_items WHERE session_id = ? AND position = ?",
                 [(s.session_id, p) for p in positions],
             )
             conn.execute(
-                "INSERT INTO context_items (session_id, position, item_type, summary_id, tokens, "
-                "created_at) VALUES (?, ?, 'summary', ?, ?, ?)",
+                CONTEXT_SUMMARY_INSERT,
                 (s.session_id, min(positions), s.id, commit.context_tokens, now),
             )
             return AppendedMessage(m.id, seq, None, tuple(r[0] for r in marker_rows))
@@ -185,15 +164,7 @@ class SummariesMixin(SQLiteStoreBase):
         def _get(conn: sqlite3.Connection) -> dict[str, str | None]:
             out: dict[str, str | None] = {}
             for mid in message_ids:
-                row = conn.execute(
-                    "WITH RECURSIVE up(id) AS ("
-                    "SELECT summary_id FROM summary_messages WHERE message_id = ? "
-                    "UNION SELECT sp.summary_id FROM summary_parents sp "
-                    "JOIN up ON sp.parent_summary_id = up.id) "
-                    "SELECT ci.summary_id FROM context_items ci JOIN up "
-                    "ON ci.summary_id = up.id WHERE ci.session_id = ? LIMIT 1",
-                    (mid, session_id),
-                ).fetchone()
+                row = conn.execute(COVERING_SUMMARY, (mid, session_id)).fetchone()
                 out[mid] = row[0] if row else None
             return out
 

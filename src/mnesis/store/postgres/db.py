@@ -10,6 +10,7 @@ libpq's parameters apply as they would for ``psql``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -298,11 +299,20 @@ class PostgresDatabase:
 
 
 async def _uncancellable(work: Coroutine[Any, Any, T]) -> T:
-    """Await ``work`` in a task of its own that the caller's cancellation cannot cut short
-    (the caller still sees ``CancelledError`` at once)."""
+    """Await ``work`` in a task of its own that the caller's cancellation cannot cut short.
+
+    A cancelled caller sees ``CancelledError`` once the transaction has committed or rolled
+    back, so whatever it does next (a cleanup write on another pooled connection) comes
+    after it, as on SQLite's single worker thread."""
     task = asyncio.ensure_future(work)
     task.add_done_callback(_consume_outcome)
-    return await asyncio.shield(task)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        while not task.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({task})
+        raise
 
 
 def _consume_outcome(task: asyncio.Future[Any]) -> None:

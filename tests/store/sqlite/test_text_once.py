@@ -25,6 +25,7 @@ from mnesis.store.codec import encode_part
 from mnesis.store.sqlite import database as sqlite_database
 from mnesis.store.sqlite.migrations import MIGRATIONS
 from mnesis.store.sqlite.migrations.m004_search_context import context_sql
+from tests.store.sqlite.helpers import sqlite_db
 
 _WORDS = "alpha beta gamma delta\nepsilon 中文 zeta eta theta".split(" ")
 
@@ -238,3 +239,24 @@ class TestTextStoredOnce:
         for content, text_content in rows:
             assert "walrus" in text_content
             assert "walrus" not in content
+
+
+class TestNeighbourCache:
+    async def test_consecutive_appends_of_one_store_read_the_neighbours_once(
+        self, tmp_path: Path, pool: StorePool
+    ) -> None:
+        store = await _store(str(tmp_path / "cache.db"), pool)
+        sid = new_id("sess")
+        await store.create_session(SessionRecord(id=sid, model="m"))
+        log: list[str] = []
+        await sqlite_db(store).read(lambda conn: conn.set_trace_callback(log.append))
+        for turn in range(6):
+            await store.append_message(_message(sid, "user", 0), [TextPart(text=f"t {turn}")])
+        first = await store.get_messages(sid)
+        await store.append_parts(first[0].message.id, [TextPart(text="late")])
+        await store.append_message(_message(sid, "user", 0), [TextPart(text="after")])
+        await sqlite_db(store).read(lambda conn: conn.set_trace_callback(None))
+        reads = [s for s in log if s.startswith("SELECT nm.seq, nm.role")]
+        # The first append and the two after another write of parts (append_parts
+        # reads them itself, then the next append distrusts the cache once).
+        assert len(reads) == 3

@@ -168,10 +168,6 @@ class NeighbourCache:
         while len(self._recent) > self._limit:
             self._recent.popitem(last=False)
 
-    def forget(self, session_id: str) -> None:
-        """Drop what is known of a session (one of its earlier messages changed)."""
-        self._recent.pop(session_id, None)
-
 
 class Contexts:
     """The contexts of one write transaction's appended messages.

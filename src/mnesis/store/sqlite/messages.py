@@ -44,7 +44,8 @@ __all__ = ["MessagesMixin"]
 
 def _last_part_key(conn: sqlite3.Connection) -> int | None:
     """The highest ``message_parts`` rowid (the neighbour cache's watermark)."""
-    return conn.execute("SELECT MAX(rowid) FROM message_parts").fetchone()[0]  # type: ignore[no-any-return]
+    value = conn.execute("SELECT MAX(rowid) FROM message_parts").fetchone()[0]
+    return None if value is None else int(value)
 
 
 def _set_contexts(
@@ -122,7 +123,6 @@ class MessagesMixin(SQLiteStoreBase):
         update = _message_update(tokens, None, finish_reason, token_estimate)
 
         def _append(conn: sqlite3.Connection) -> list[str]:
-            # The session's ID first, then the new part IDs.
             found = conn.execute(
                 "SELECT session_id, seq, role, created_at, is_summary FROM messages WHERE id = ?",
                 (message_id,),
@@ -140,11 +140,10 @@ class MessagesMixin(SQLiteStoreBase):
             _insert_parts(conn, message_id, found[0], first, rows, now)
             if update is not None:
                 update(conn, message_id)
-            return [found[0], *(r[0] for r in rows)]
+            return [r[0] for r in rows]
 
-        session_id, *part_ids = await self.db.write(_append)
-        self.neighbours.forget(session_id)
-        return part_ids
+        # The new parts move the part-rowid watermark: the cache is not trusted next time.
+        return await self.db.write(_append)
 
     async def update_message_tokens(
         self,

@@ -217,3 +217,32 @@ class TestTextRoundTrip:
             (part,) = (await store.get_message(appended.message_id)).parts
             assert isinstance(part, ToolPart)
             assert (part.output, part.status.state) == (text, "completed"), repr(text[:40])
+
+
+class TestBatchAppend:
+    async def test_a_batch_gets_the_contexts_of_the_same_messages_appended_one_by_one(
+        self, store: ImmutableStore
+    ) -> None:
+        one, batched = await new_session(store), await new_session(store)
+        await store.append_message(_message(one, "user"), [TextPart(text="ibis before")])
+        await store.append_message(_message(batched, "user"), [TextPart(text="ibis before")])
+        texts = [("assistant", "ibis one"), ("user", "ibis two"), ("assistant", "ibis three")]
+        for role, text in texts:
+            await store.append_message(_message(one, role), [TextPart(text=text)])
+        await store.append_batch(
+            [NewMessage(_message(batched, role), [TextPart(text=text)]) for role, text in texts]
+        )
+        contexts = []
+        for sid in (one, batched):
+            hits = await store.search_text(
+                query=SearchQuery(all_of=(Term.word("ibis"),), include_context=False),
+                scope="messages",
+                where=SearchFilter(session_ids=[sid]),
+                limit=10,
+            )
+            contexts.append(sorted(h.context or "" for h in hits))
+        assert contexts[0] == contexts[1]
+        assert (
+            "assistant 2023-11-14 tuesday november\nuser: ibis two\nassistant: ibis one"
+            in (contexts[1])
+        )

@@ -10,7 +10,7 @@ Usage::
 Benchmarks: ``record``, ``context``, ``compaction``, ``prefix``, ``tokens``, ``postgres``
 (PostgreSQL next to SQLite and next to raw psycopg, on a throwaway cluster unless
 ``MNESIS_BENCH_PG_DSN`` names a server), and the
-standalone scripts ``retrieval``, ``summariser``, ``operators`` and ``files`` (run as
+standalone scripts ``retrieval``, ``summariser``, ``operators``, ``files`` and ``storage`` (run as
 subprocesses, their tables printed as they come).
 ``tokens`` runs ``benchmarks/token_calibration.py`` with the interpreter of a
 separate venv that has ``bpe-openai`` (``--calib-python``, default
@@ -54,6 +54,7 @@ NAMES = (
     "postgres",
     "retention",
     "recall",
+    "storage",
 )
 _SCRIPTS = {
     "retrieval": "benchmarks.bench_retrieval",
@@ -62,6 +63,7 @@ _SCRIPTS = {
     "files": "benchmarks.bench_files",
     "retention": "benchmarks.bench_retention",
     "recall": "benchmarks.bench_recall",
+    "storage": "benchmarks.bench_storage",
 }
 _DEFAULT_CALIB_PYTHON = "/tmp/calib-venv/bin/python"
 _ROOT = Path(__file__).resolve().parent.parent

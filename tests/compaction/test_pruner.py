@@ -9,7 +9,6 @@ the output stays in the store and the builder renders one line instead.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import AsyncIterator
 from typing import Any
@@ -20,6 +19,7 @@ from mnesis import MnesisEvent, MnesisSession, StorePool, TextPart, TokenEstimat
 from mnesis.compaction.pruner import ToolOutputPruner
 from mnesis.llm import FakeLLM
 from mnesis.models.parts import ToolStatus
+from mnesis.store.shared.part_text import decode_stored_part
 from tests.backends import fetch
 from tests.compaction import small_window_config
 
@@ -189,12 +189,15 @@ class TestTombstones:
         assert stored[0][0].status.state == "completed"
         rows = fetch(
             db_path,
-            "SELECT content, compacted_at FROM message_parts WHERE tool_call_id = ?",
+            "SELECT id, content, text_content, compacted_at FROM message_parts "
+            "WHERE tool_call_id = ?",
             s.turn_parts[0][0].tool_call_id,
         )
-        ((content, compacted_at),) = rows
+        ((part_id, content, text_content, compacted_at),) = rows
         assert compacted_at == stored[0][0].compacted_at
-        assert json.loads(content)["output"] == _output(0)
+        raw = decode_stored_part(part_id, content, text_content, None, None, None, None)
+        assert isinstance(raw, ToolPart)
+        assert raw.output == _output(0)
 
     async def test_the_builder_renders_a_one_line_tombstone(self, s: PrunerSession) -> None:
         await s.bash_turns(4)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 
 import pytest
 
 from mnesis import MnesisConfig, MnesisSession, StorePool, ToolPart
 from mnesis.config import RetrievalConfig
 from mnesis.errors import InvalidArgumentError
+from mnesis.models.ids import new_id
 from mnesis.retrieval import RetrievalEngine
 from mnesis.store.base import SearchFilter
 from mnesis.store.postgres.search import render_tsquery
@@ -120,25 +122,63 @@ class TestWhy:
         await session.close()
 
 
+def _write_pre_m004_turn(db_path: str, session_id: str, question: str, answer: str) -> str:
+    """Insert a user/assistant turn with raw SQL into a database at m003; the reply's ID."""
+    conn = sqlite3.connect(db_path)
+    ids = []
+    with conn:
+        for seq, (role, text) in enumerate((("user", question), ("assistant", answer)), 1):
+            message_id = new_id("msg")
+            ids.append(message_id)
+            conn.execute(
+                "INSERT INTO messages (id, session_id, seq, role, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (message_id, session_id, seq, role, 1_700_000_000_000 + seq),
+            )
+            conn.execute(
+                "INSERT INTO message_parts (id, message_id, session_id, ordinal, part_type, "
+                "content, text_content, created_at) VALUES (?, ?, ?, 0, 'text', ?, ?, 0)",
+                (
+                    new_id("part"),
+                    message_id,
+                    session_id,
+                    json.dumps({"type": "text", "text": text}),
+                    text,
+                ),
+            )
+            conn.execute(
+                "INSERT INTO context_items (session_id, position, item_type, message_id, "
+                "created_at) VALUES (?, ?, 'message', ?, 0)",
+                (session_id, seq, message_id),
+            )
+    conn.close()
+    return ids[1]
+
+
 class TestReindex:
     async def test_an_existing_database_gets_neighbour_context_when_migrated(
         self, db_path: str, pool: StorePool, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        before = [m for m in MIGRATIONS if m[0] != "m004_search_context"]
+        before = [m for m in MIGRATIONS if m[0] < "m004"]
         with monkeypatch.context() as patch:
             patch.setattr(sqlite_database, "MIGRATIONS", before)
             old_pool = StorePool()
             session = await MnesisSession.create(model="fake/m", db_path=db_path, pool=old_pool)
-            turn = await session.record("is the pelican colony on the pier?", "Yes, since May.")
+            question, answer = "is the pelican colony on the pier?", "Yes, since May."
+            if db_path.startswith("postgres"):
+                reply_id = (await session.record(question, answer)).assistant_message_id
             await session.close()
             await old_pool.close_all()
+        if not db_path.startswith("postgres"):
+            # The turn as the library before m004 wrote it (today's writer needs its column).
+            reply_id = _write_pre_m004_turn(db_path, session.id, question, answer)
         reopened = await MnesisSession.load(session.id, db_path=db_path, pool=pool)
         found = await reopened.grep("pelican colony", scope="messages")
-        reply = {m.id: m for m in found.matches}[turn.assistant_message_id]
+        reply = {m.id: m for m in found.matches}[reply_id]
         assert reply.context_terms == ["pelican", "colony"]
         later = await reopened.record("and the heron colony?", "Also there.")
         found = await reopened.grep("heron", scope="messages")
-        assert turn.assistant_message_id not in [m.id for m in found.matches]
+        assert reply_id not in [m.id for m in found.matches]
         assert later.assistant_message_id in [m.id for m in found.matches]
         await reopened.close()
 

@@ -183,7 +183,7 @@ class TestAppendOnlyEnforcedByTheDatabase:
         part = history["completed_tool"]
         _append_only(
             raw,
-            "UPDATE message_parts SET content = replace(content, '\"out\"', '\"forged\"') "
+            "UPDATE message_parts SET content = content || ' ' "
             "WHERE id = ?",
             part,
         )

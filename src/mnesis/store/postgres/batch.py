@@ -11,10 +11,12 @@ from mnesis.store.postgres.db import Conn
 from mnesis.store.postgres.rows import (
     PostgresStoreBase,
     execute_many,
+    fetch,
     lock_session,
     next_value,
 )
 from mnesis.store.shared.batch import CONTEXT_MESSAGE_INSERT, batch_rows, encode_batch
+from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, Contexts, neighbour_args
 from mnesis.store.shared.sql import MESSAGE_INSERT, PART_INSERT, pg
 
 __all__ = ["BatchMixin"]
@@ -29,6 +31,7 @@ class BatchMixin(PostgresStoreBase):
         sessions = sorted({item.message.session_id for item in batch})
 
         async def _append(conn: Conn) -> list[AppendedMessage]:
+            contexts = Contexts()
             next_seq: dict[str, int] = {}
             next_position: dict[str, int] = {}
             # Sessions locked in one order, so two batches never wait on each other.
@@ -36,7 +39,13 @@ class BatchMixin(PostgresStoreBase):
                 await lock_session(conn, sid)
                 next_seq[sid] = await next_value(conn, "messages", "seq", sid)
                 next_position[sid] = await next_value(conn, "context_items", "position", sid)
-            rows = batch_rows(prepared, next_seq, next_position, now, summary_flag=bool)
+                neighbours = await fetch(
+                    conn, pg(NEIGHBOURS_SELECT), neighbour_args(sid, next_seq[sid])
+                )
+                contexts.start(sid, next_seq[sid], neighbours)
+            rows = batch_rows(
+                prepared, next_seq, next_position, now, summary_flag=bool, contexts=contexts
+            )
             await execute_many(conn, pg(MESSAGE_INSERT), rows.messages)
             await execute_many(conn, pg(PART_INSERT), rows.parts)
             await execute_many(conn, pg(CONTEXT_MESSAGE_INSERT), rows.context)

@@ -32,6 +32,7 @@ from mnesis.store.shared.rows import (
     tombstone_rows,
     tool_status_args,
 )
+from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, Contexts, neighbour_args
 from mnesis.store.shared.sql import CONTEXT_TOKENS_UPDATE, TOMBSTONE, pg
 
 __all__ = ["MessagesMixin"]
@@ -43,6 +44,8 @@ class MessagesMixin(PostgresStoreBase):
     async def append_messages(self, batch: Sequence[NewMessage]) -> list[AppendedMessage]:
         prepared = [(item, encode_parts(item.parts, item.part_tokens)) for item in batch]
         now = now_ms()
+        # No cache here: another writer's parts could not be noticed without a query.
+        contexts = Contexts()
 
         async def _append(conn: Conn) -> list[AppendedMessage]:
             # Sessions locked in one order, so two batches never wait on each other.
@@ -59,6 +62,10 @@ class MessagesMixin(PostgresStoreBase):
                 )
                 assert row is not None
                 next_seq[session_id], next_position[session_id] = int(row[0]), int(row[1])
+                found = await fetch(
+                    conn, pg(NEIGHBOURS_SELECT), neighbour_args(session_id, next_seq[session_id])
+                )
+                contexts.start(session_id, next_seq[session_id], found)
             out: list[AppendedMessage] = []
             # The inserts need no answer: one pipeline, one round trip for the batch.
             async with conn.pipeline():
@@ -66,6 +73,7 @@ class MessagesMixin(PostgresStoreBase):
                     m = item.message
                     seq = next_seq[m.session_id]
                     next_seq[m.session_id] += 1
+                    contexts.apply(m.session_id, seq, m.role, m.created_at, m.is_summary, rows)
                     await insert_message(conn, m, seq)
                     await insert_parts(conn, m.id, m.session_id, 0, rows, now)
                     position = None
@@ -99,11 +107,21 @@ class MessagesMixin(PostgresStoreBase):
 
         async def _append(conn: Conn) -> list[str]:
             found = await fetch_one(
-                conn, "SELECT session_id FROM messages WHERE id = %s", (message_id,)
+                conn,
+                "SELECT session_id, seq, role::text, created_at, is_summary FROM messages "
+                "WHERE id = %s",
+                (message_id,),
             )
             if found is None:
                 raise MessageNotFoundError(message_id)
             await lock_session(conn, found[0])
+            contexts = Contexts()
+            contexts.start(
+                found[0],
+                found[1],
+                await fetch(conn, pg(NEIGHBOURS_SELECT), neighbour_args(found[0], found[1])),
+            )
+            contexts.apply(found[0], found[1], found[2], found[3], bool(found[4]), rows)
             first = await fetch_one(
                 conn,
                 "SELECT COALESCE(MAX(ordinal), -1) + 1 FROM message_parts WHERE message_id = %s",
@@ -148,12 +166,13 @@ class MessagesMixin(PostgresStoreBase):
             row = await fetch_one(
                 conn,
                 "SELECT content, part_type::text, tool_state::text, compacted_at, started_at, "
-                "completed_at, message_id FROM message_parts WHERE id = %s FOR UPDATE",
+                "completed_at, text_content, message_id FROM message_parts "
+                "WHERE id = %s FOR UPDATE",
                 (part_id,),
             )
             if row is None:
                 raise PartNotFoundError(part_id)
-            owner = row[6]
+            owner = row[7]
             await conn.execute(
                 pg(TOOL_STATUS_UPDATE),
                 tool_status_args(

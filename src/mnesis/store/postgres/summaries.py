@@ -35,6 +35,7 @@ from mnesis.store.shared.commit import (
 from mnesis.store.shared.integrity import SOURCE_INSERT
 from mnesis.store.shared.lineage import LOCK_ACQUIRE, LOCK_OWNER, LOCK_RELEASE, lock_args
 from mnesis.store.shared.rows import encode_parts
+from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, Contexts, neighbour_args
 from mnesis.store.shared.sql import pg
 
 __all__ = ["SummariesMixin"]
@@ -103,6 +104,10 @@ class SummariesMixin(PostgresStoreBase):
             check_replaced(commit, current)
             m = marker.message
             seq = await next_value(conn, "messages", "seq", m.session_id)
+            contexts = Contexts()
+            found = await fetch(conn, pg(NEIGHBOURS_SELECT), neighbour_args(m.session_id, seq))
+            contexts.start(m.session_id, seq, found)
+            contexts.apply(m.session_id, seq, m.role, m.created_at, m.is_summary, marker_rows)
             await insert_message(conn, m, seq)
             await insert_parts(conn, m.id, m.session_id, 0, marker_rows, now)
             file_ids = json.dumps(list(s.file_ids))

@@ -14,6 +14,7 @@ from typing import Any
 
 from mnesis.store.records import AppendedMessage, NewMessage
 from mnesis.store.shared.rows import EncodedParts, encode_parts, message_row, part_rows
+from mnesis.store.shared.search_context import Contexts
 
 __all__ = ["CONTEXT_MESSAGE_INSERT", "BatchRows", "batch_rows", "encode_batch"]
 
@@ -48,10 +49,12 @@ def batch_rows(
     now: int,
     *,
     summary_flag: type[int] | type[bool],
+    contexts: Contexts,
 ) -> BatchRows:
     """The rows of ``prepared``: ``next_seq`` / ``next_position`` give each session's next
     ``seq`` and context position (and are advanced); ``summary_flag`` is how the backend
-    stores ``is_summary`` (``int`` on SQLite, ``bool`` on PostgreSQL)."""
+    stores ``is_summary`` (``int`` on SQLite, ``bool`` on PostgreSQL); ``contexts`` knows
+    each session's neighbours before the batch (it sets the parts' ``search_context``)."""
     out = BatchRows()
     for item, rows in prepared:
         m = item.message
@@ -59,6 +62,7 @@ def batch_rows(
         seq = next_seq[sid]
         next_seq[sid] = seq + 1
         out.messages.append(message_row(m, seq, summary_flag(m.is_summary)))
+        contexts.apply(sid, seq, m.role, m.created_at, m.is_summary, rows)
         out.parts += part_rows(m.id, sid, 0, rows, now)
         position = None
         if item.in_context:

@@ -12,13 +12,12 @@ from mnesis.models.parts import MessagePart, ToolPart, ToolState
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import SessionRecord, SummaryRecord
 from mnesis.store.codec import (
-    decode_part,
-    dumps,
     encode_part,
     loads_column,
     make_message,
     searchable_text,
 )
+from mnesis.store.shared.part_text import decode_stored_part, shrink_content
 from mnesis.store.shared.sql import MESSAGE_COLUMNS
 
 __all__ = [
@@ -90,18 +89,26 @@ def attach_parts(
     for prow in part_rows:
         target = by_id.get(prow[1])
         if target is not None:
-            target.parts.append(decode_part(prow[0], prow[2], *prow[3:7]))
+            target.parts.append(decode_stored_part(prow[0], prow[2], prow[7], *prow[3:7]))
     return list(by_id.values())
 
 
 def encode_parts(parts: Sequence[MessagePart], estimates: Sequence[int] | None) -> EncodedParts:
-    """``(part_id, token_estimate, columns)`` of each part; assigns missing part IDs."""
+    """``(part_id, token_estimate, columns)`` of each part; assigns missing part IDs. The
+    ``content`` JSON leaves out the text ``text_content`` holds (see
+    :mod:`~mnesis.store.shared.part_text`); ``search_context`` is None until
+    :func:`~mnesis.store.shared.search_context.with_contexts` sets it."""
     tokens = list(estimates or [])
     rows: EncodedParts = []
     for index, part in enumerate(parts):
         if part.id is None:
             part.id = new_id("part")
-        rows.append((part.id, tokens[index] if index < len(tokens) else 0, encode_part(part)))
+        columns = encode_part(part)
+        columns["content"] = shrink_content(
+            part.model_dump(exclude={"id"}), columns["text_content"]
+        )
+        columns["search_context"] = None
+        rows.append((part.id, tokens[index] if index < len(tokens) else 0, columns))
     return rows
 
 
@@ -151,6 +158,7 @@ def part_rows(
             r["completed_at"],
             est,
             now,
+            r["search_context"],
         )
         for offset, (pid, est, r) in enumerate(rows)
     ]
@@ -210,9 +218,11 @@ def tool_status_args(
     token_estimate: int | None,
 ) -> tuple[Any, ...]:
     """The values of :data:`TOOL_STATUS_UPDATE` for a status change of the tool part whose
-    ``content, part_type, tool_state, compacted_at, started_at, completed_at`` are ``row``;
-    raises :class:`InvalidArgumentError` for a part that has no status or a settled result."""
+    ``content, part_type, tool_state, compacted_at, started_at, completed_at, text_content``
+    are ``row``; raises :class:`InvalidArgumentError` for a part that has no status or a
+    settled result."""
     content, part_type, old_state, old_compacted, old_started, old_completed = row[:6]
+    old_text = row[6]
     if part_type != "tool":
         raise InvalidArgumentError(
             f"part {part_id} is a {part_type!r} part; only tool parts have a status"
@@ -228,15 +238,17 @@ def tool_status_args(
     new_content = content
     text_content: str | None = None
     if output is not None or error_message is not None or state is not None:
-        part = decode_part(part_id, content, old_state, old_compacted, old_started, old_completed)
+        part = decode_stored_part(
+            part_id, content, old_text, old_state, old_compacted, old_started, old_completed
+        )
         assert isinstance(part, ToolPart)
         if output is not None:
             part.output = output
         if error_message is not None:
             part.error_message = error_message
         part.status.state = new_state
-        new_content = dumps(part.model_dump(exclude={"id"}))
         text_content = searchable_text(part)
+        new_content = shrink_content(part.model_dump(exclude={"id"}), text_content)
     return (
         new_state,
         compacted_at if compacted_at is not None else old_compacted,

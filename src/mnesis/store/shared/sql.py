@@ -65,7 +65,10 @@ PART_COLUMNS = (
     "compacted_at",
     "started_at",
     "completed_at",
+    "text_content",
 )
+"""The ``message_parts`` columns a read decodes (``text_content`` restores the text the
+``content`` JSON leaves out)."""
 SESSION_COLUMNS = (
     "id",
     "model",
@@ -97,8 +100,8 @@ SUMMARY_COLUMNS = (
 PART_INSERT = (
     "INSERT INTO message_parts (id, message_id, session_id, ordinal, part_type, content, "
     "text_content, tool_name, tool_call_id, tool_state, compacted_at, started_at, "
-    "completed_at, token_estimate, created_at) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "completed_at, token_estimate, created_at, search_context) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 MESSAGE_INSERT = (

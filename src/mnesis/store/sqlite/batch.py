@@ -11,6 +11,7 @@ from mnesis.models.clock import now_ms
 from mnesis.store.base import AppendedMessage, NewMessage
 from mnesis.store.shared.batch import CONTEXT_MESSAGE_INSERT, batch_rows, encode_batch
 from mnesis.store.shared.purge import SESSION_EXISTS
+from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, Contexts, neighbour_args
 from mnesis.store.shared.sql import MESSAGE_INSERT, PART_INSERT
 from mnesis.store.sqlite.rows import SQLiteStoreBase, _next_value
 
@@ -26,6 +27,7 @@ class BatchMixin(SQLiteStoreBase):
         sessions = sorted({item.message.session_id for item in batch})
 
         def _append(conn: sqlite3.Connection) -> list[AppendedMessage]:
+            contexts = Contexts()
             next_seq: dict[str, int] = {}
             next_position: dict[str, int] = {}
             for sid in sessions:
@@ -33,7 +35,11 @@ class BatchMixin(SQLiteStoreBase):
                     raise SessionNotFoundError(sid)
                 next_seq[sid] = _next_value(conn, "messages", "seq", sid)
                 next_position[sid] = _next_value(conn, "context_items", "position", sid)
-            rows = batch_rows(prepared, next_seq, next_position, now, summary_flag=int)
+                neighbours = conn.execute(NEIGHBOURS_SELECT, neighbour_args(sid, next_seq[sid]))
+                contexts.start(sid, next_seq[sid], neighbours.fetchall())
+            rows = batch_rows(
+                prepared, next_seq, next_position, now, summary_flag=int, contexts=contexts
+            )
             conn.executemany(MESSAGE_INSERT, rows.messages)
             conn.executemany(PART_INSERT, rows.parts)
             conn.executemany(CONTEXT_MESSAGE_INSERT, rows.context)

@@ -166,7 +166,7 @@ class SQLiteDatabase:
                 f"{self.path} was written by a newer mnesis (migrations {sorted(unknown)}); "
                 "upgrade mnesis-lcm"
             )
-        for name, sql in MIGRATIONS:
+        for name, migration in MIGRATIONS:
             if name in applied:
                 continue
             conn.execute("BEGIN IMMEDIATE")
@@ -177,8 +177,11 @@ class SQLiteDatabase:
                 ).fetchone():
                     conn.execute("COMMIT")
                     continue
-                for statement in _split_sql(sql):
-                    conn.execute(statement)
+                if isinstance(migration, str):
+                    for statement in _split_sql(migration):
+                        conn.execute(statement)
+                else:
+                    migration(conn)
                 conn.execute(
                     "INSERT INTO _mnesis_migrations (name, applied_at) VALUES (?, ?)",
                     (name, int(time.time() * 1000)),

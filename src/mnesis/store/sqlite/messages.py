@@ -11,7 +11,7 @@ from mnesis.errors import (
     SessionNotFoundError,
 )
 from mnesis.models.clock import now_ms
-from mnesis.models.message import MessageWithParts
+from mnesis.models.message import Message, MessageWithParts
 from mnesis.models.parts import MessagePart, ToolState
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import AppendedMessage, NewMessage
@@ -21,10 +21,12 @@ from mnesis.store.codec import (
 )
 from mnesis.store.shared.rows import (
     TOOL_STATUS_UPDATE,
+    EncodedParts,
     encode_parts,
     tombstone_rows,
     tool_status_args,
 )
+from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, Contexts, neighbour_args
 from mnesis.store.shared.sql import CONTEXT_TOKENS_UPDATE, TOMBSTONE
 from mnesis.store.sqlite.rows import (
     _MSG_COLS,
@@ -40,24 +42,44 @@ from mnesis.store.sqlite.rows import (
 __all__ = ["MessagesMixin"]
 
 
+def _last_part_key(conn: sqlite3.Connection) -> int | None:
+    """The highest ``message_parts`` rowid (the neighbour cache's watermark)."""
+    value = conn.execute("SELECT MAX(rowid) FROM message_parts").fetchone()[0]
+    return None if value is None else int(value)
+
+
+def _set_contexts(
+    conn: sqlite3.Connection, contexts: Contexts, m: Message, seq: int, rows: EncodedParts
+) -> None:
+    """Set the ``search_context`` of a message's encoded parts (reads its neighbours
+    when the store's cache does not know them)."""
+    if contexts.needs(m.session_id, seq):
+        found = conn.execute(NEIGHBOURS_SELECT, neighbour_args(m.session_id, seq)).fetchall()
+        contexts.start(m.session_id, seq, found)
+    contexts.apply(m.session_id, seq, m.role, m.created_at, m.is_summary, rows)
+
+
 class MessagesMixin(SQLiteStoreBase):
     """Appending, updating and reading messages and parts (part of ``SQLiteStore``)."""
 
     async def append_messages(self, batch: Sequence[NewMessage]) -> list[AppendedMessage]:
         prepared = [(item, encode_parts(item.parts, item.part_tokens)) for item in batch]
         now = now_ms()
+        contexts = Contexts(self.neighbours)
 
         def _append(conn: sqlite3.Connection) -> list[AppendedMessage]:
             out: list[AppendedMessage] = []
             # One MAX lookup per session and batch; later rows of the batch count on.
             next_seq: dict[str, int] = {}
             next_position: dict[str, int] = {}
+            contexts.check(_last_part_key(conn))
             for item, rows in prepared:
                 m = item.message
                 if m.session_id not in next_seq:
                     next_seq[m.session_id] = _next_value(conn, "messages", "seq", m.session_id)
                 seq = next_seq[m.session_id]
                 next_seq[m.session_id] += 1
+                _set_contexts(conn, contexts, m, seq, rows)
                 try:
                     _insert_message(conn, m, seq)
                 except sqlite3.IntegrityError as exc:
@@ -79,9 +101,12 @@ class MessagesMixin(SQLiteStoreBase):
                         (m.session_id, position, m.id, m.token_estimate, now),
                     )
                 out.append(AppendedMessage(m.id, seq, position, tuple(r[0] for r in rows)))
+            contexts.finish(_last_part_key(conn))
             return out
 
-        return await self.db.write(_append)
+        appended = await self.db.write(_append)
+        contexts.commit()
+        return appended
 
     async def append_parts(
         self,
@@ -99,10 +124,15 @@ class MessagesMixin(SQLiteStoreBase):
 
         def _append(conn: sqlite3.Connection) -> list[str]:
             found = conn.execute(
-                "SELECT session_id FROM messages WHERE id = ?", (message_id,)
+                "SELECT session_id, seq, role, created_at, is_summary FROM messages WHERE id = ?",
+                (message_id,),
             ).fetchone()
             if found is None:
                 raise MessageNotFoundError(message_id)
+            contexts = Contexts()
+            neighbours = conn.execute(NEIGHBOURS_SELECT, neighbour_args(found[0], found[1]))
+            contexts.start(found[0], found[1], neighbours.fetchall())
+            contexts.apply(found[0], found[1], found[2], found[3], bool(found[4]), rows)
             first = conn.execute(
                 "SELECT COALESCE(MAX(ordinal), -1) + 1 FROM message_parts WHERE message_id = ?",
                 (message_id,),
@@ -112,6 +142,7 @@ class MessagesMixin(SQLiteStoreBase):
                 update(conn, message_id)
             return [r[0] for r in rows]
 
+        # The new parts move the part-rowid watermark: the cache is not trusted next time.
         return await self.db.write(_append)
 
     async def update_message_tokens(
@@ -143,8 +174,8 @@ class MessagesMixin(SQLiteStoreBase):
     ) -> None:
         def _update(conn: sqlite3.Connection) -> None:
             row = conn.execute(
-                "SELECT content, part_type, tool_state, compacted_at, started_at, completed_at "
-                "FROM message_parts WHERE id = ?",
+                "SELECT content, part_type, tool_state, compacted_at, started_at, completed_at, "
+                "text_content FROM message_parts WHERE id = ?",
                 (part_id,),
             ).fetchone()
             if row is None:

@@ -26,6 +26,7 @@ from mnesis.store.shared.rows import (
     messages_of,
     part_rows,
 )
+from mnesis.store.shared.search_context import NeighbourCache
 
 if TYPE_CHECKING:
     from mnesis.store.sqlite.database import SQLiteDatabase
@@ -105,6 +106,7 @@ class SQLiteStoreBase(LineageReads):
     """The database every part of :class:`~mnesis.store.sqlite.SQLiteStore` works on."""
 
     db: SQLiteDatabase
+    neighbours: NeighbourCache
 
     async def _first_column(self, sql: str, args: Sequence[Any]) -> list[str]:
         """The first column of every row of a read query."""

@@ -19,6 +19,7 @@ from mnesis.store.map_runs import MapRunStore
 from mnesis.store.shared import sessions
 from mnesis.store.shared.purge import SESSION_EXISTS
 from mnesis.store.shared.rows import session_record
+from mnesis.store.shared.search_context import NeighbourCache
 from mnesis.store.sqlite.batch import BatchMixin
 from mnesis.store.sqlite.integrity import IntegrityMixin
 from mnesis.store.sqlite.map_runs import SQLiteMapRunStore
@@ -54,6 +55,7 @@ class SQLiteStore(
         self.db = db
         self.pool = pool
         self.pool_key = pool_key
+        self.neighbours = NeighbourCache()
         self._released = False
 
     @property

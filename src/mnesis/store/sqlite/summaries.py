@@ -23,6 +23,7 @@ from mnesis.store.shared.commit import (
 from mnesis.store.shared.integrity import SOURCE_INSERT
 from mnesis.store.shared.lineage import LOCK_ACQUIRE, LOCK_OWNER, LOCK_RELEASE, lock_args
 from mnesis.store.shared.rows import encode_parts, summary_record
+from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, Contexts, neighbour_args
 from mnesis.store.sqlite.rows import (
     _SUMMARY_COLS,
     SQLiteStoreBase,
@@ -100,6 +101,10 @@ class SummariesMixin(SQLiteStoreBase):
             check_replaced(commit, current)
             m = marker.message
             seq = _next_value(conn, "messages", "seq", m.session_id)
+            contexts = Contexts()
+            found = conn.execute(NEIGHBOURS_SELECT, neighbour_args(m.session_id, seq))
+            contexts.start(m.session_id, seq, found.fetchall())
+            contexts.apply(m.session_id, seq, m.role, m.created_at, m.is_summary, marker_rows)
             _insert_message(conn, m, seq)
             _insert_parts(conn, m.id, m.session_id, 0, marker_rows, now)
             conn.execute(SUMMARY_INSERT, summary_values(commit, m.id, dumps(s.file_ids), now))

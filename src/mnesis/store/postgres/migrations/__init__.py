@@ -7,6 +7,7 @@ from mnesis.store.postgres.migrations import (
     m002_map_runs,
     m003_purge_imports,
     m004_search_context,
+    m005_text_once,
     m007_vectors,
 )
 
@@ -17,5 +18,6 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("m002_map_runs", m002_map_runs.SQL),
     ("m003_purge_imports", m003_purge_imports.SQL),
     ("m004_search_context", m004_search_context.SQL),
+    ("m005_text_once", m005_text_once.SQL),
     ("m007_vectors", m007_vectors.SQL),
 ]

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from mnesis.store.sqlite.migrations import m004_search_context, m007_vectors
+import sqlite3
+from collections.abc import Callable
 
-__all__ = ["MIGRATIONS"]
+from mnesis.store.sqlite.migrations import m004_search_context, m005_text_once, m007_vectors
+
+__all__ = ["MIGRATIONS", "Migration"]
+
+Migration = str | Callable[[sqlite3.Connection], None]
+"""A migration: an SQL script, or a function run inside the migration's transaction."""
 
 _PART_TYPES = (
     "'text','reasoning','tool','patch','file','file_ref','subtask','compaction',"
@@ -319,10 +325,11 @@ CREATE TABLE import_sources (
 CREATE INDEX import_sources_session_idx ON import_sources (session_id);
 """
 
-MIGRATIONS: list[tuple[str, str]] = [
+MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", M001_INITIAL),
     ("m002_map_runs", M002_MAP_RUNS),
     ("m003_purge_imports", M003_PURGE_IMPORTS),
     ("m004_search_context", m004_search_context.SQL),
+    ("m005_text_once", m005_text_once.migrate),
     ("m007_vectors", m007_vectors.SQL),
 ]

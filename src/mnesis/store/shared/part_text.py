@@ -1,0 +1,114 @@
+"""Each part's text stored once: the ``content`` JSON leaves out what ``text_content``
+already holds.
+
+``text_content`` (the indexed text of a part) usually contains the part's largest
+field verbatim: all of a text or reasoning part's ``text``, the ``output`` at the end
+of a tool part's, the ``exploration_summary`` of a file reference. When it does, the
+stored JSON drops that field and names where it lies instead, under the key
+:data:`MARKER`: ``"text"`` (the field is all of ``text_content``) or
+``[field, start, length]`` (a slice, in code points). The writer checks the slice
+before it drops anything, so a value that the indexed text does not hold exactly
+(NUL bytes, lone surrogates, CJK bigrams appended to the index text) stays in the JSON.
+Rows written before (full JSON, no marker) decode unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from mnesis.errors import StoreCorruptError
+from mnesis.models.parts import MessagePart, ToolPart, part_adapter
+from mnesis.store.codec import decode_part, dumps, loads_column
+
+__all__ = ["MARKER", "decode_stored_part", "shrink_content"]
+
+MARKER = "@text"
+_QUOTED_MARKER = f'"{MARKER}"'
+_SHORT = 8
+_SHORT_SLICE = 32
+_FIELDS = {
+    "text": "text",
+    "reasoning": "text",
+    "tool": "output",
+    "file_ref": "exploration_summary",
+}
+
+
+def shrink_content(data: dict[str, Any], text_content: str | None) -> str:
+    """The stored JSON of a part's ``data`` (its dump without ``id``), without the
+    field that ``text_content`` holds verbatim."""
+    field = _FIELDS.get(data.get("type", ""))
+    value = data.get(field) if field is not None else None
+    if not isinstance(value, str) or not value or text_content is None:
+        return dumps(data)
+    whole = value == text_content
+    if len(value) < (_SHORT if whole else _SHORT_SLICE):
+        return dumps(data)  # The marker would take more room than the text.
+    start = 0 if whole else text_content.find(value)
+    if start < 0:
+        return dumps(data)
+    kept = {k: v for k, v in data.items() if k != field}
+    kept[MARKER] = field if whole else [field, start, len(value)]
+    return dumps(kept)
+
+
+def _restore(part_id: str, data: Any, text_content: str | None) -> Any:
+    if not isinstance(data, dict) or MARKER not in data:
+        return data
+    where = data.pop(MARKER)
+    text = text_content if isinstance(text_content, str) else None
+    if isinstance(where, str) and text is not None:
+        data[where] = text
+        return data
+    if (
+        isinstance(where, list)
+        and len(where) == 3
+        and isinstance(where[0], str)
+        and all(isinstance(n, int) and n >= 0 for n in where[1:])
+        and text is not None
+        and where[1] + where[2] <= len(text)
+    ):
+        data[where[0]] = text[where[1] : where[1] + where[2]]
+        return data
+    raise StoreCorruptError(
+        f"message_parts row {part_id!r}: column content points into text_content, which "
+        "does not hold that text; run `mnesis check --deep` and restore this database "
+        "from a backup"
+    )
+
+
+def decode_stored_part(
+    part_id: str,
+    content: str,
+    text_content: str | None,
+    tool_state: str | None,
+    compacted_at: int | None,
+    started_at: int | None,
+    completed_at: int | None,
+) -> MessagePart:
+    """Rebuild a stored part (see :func:`~mnesis.store.codec.decode_part`), restoring
+    the field its ``content`` left to ``text_content``."""
+    if not isinstance(content, str) or _QUOTED_MARKER not in content:
+        return decode_part(part_id, content, tool_state, compacted_at, started_at, completed_at)
+    data = _restore(
+        part_id, loads_column(content, "message_parts", part_id, "content"), text_content
+    )
+    try:
+        part = part_adapter.validate_python(data)
+    except ValidationError as exc:
+        raise StoreCorruptError(
+            f"message_parts row {part_id!r}: column content is not a message part "
+            f"({exc.errors()[0]['msg']}); run `mnesis check --deep` and restore this "
+            "database from a backup"
+        ) from None
+    part.id = part_id
+    if isinstance(part, ToolPart):
+        status = part.status
+        if tool_state is not None:
+            status.state = tool_state  # type: ignore[assignment]
+        status.compacted_at = compacted_at
+        status.started_at = started_at
+        status.completed_at = completed_at
+    return part

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mnesis.errors import MessageNotFoundError, PartNotFoundError
+from mnesis.errors import MessageNotFoundError, PartNotFoundError, SessionNotFoundError
 from mnesis.models.message import MessageWithParts
 from mnesis.models.parts import MessagePart, ToolState
 from mnesis.models.tokens import TokenUsage
@@ -14,6 +14,7 @@ from mnesis.store.codec import (
 )
 from mnesis.store.postgres.db import Conn
 from mnesis.store.postgres.rows import (
+    LOCK_SESSION,
     MSG_COLS,
     PostgresStoreBase,
     execute_many,
@@ -32,10 +33,30 @@ from mnesis.store.shared.rows import (
     tombstone_rows,
     tool_status_args,
 )
-from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, Contexts, neighbour_args
+from mnesis.store.shared.search_context import (
+    NEIGHBOURS_SELECT,
+    WINDOW,
+    Contexts,
+    neighbour_args,
+)
 from mnesis.store.shared.sql import CONTEXT_TOKENS_UPDATE, TOMBSTONE, pg
 
 __all__ = ["MessagesMixin"]
+
+
+_NEXT_SEQ_AND_POSITION = (
+    "SELECT (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = %s), "
+    "(SELECT COALESCE(MAX(position), 0) + 1 FROM context_items WHERE session_id = %s)"
+)
+_SEQ_BOUNDS = "nm.seq < ? AND nm.seq >= ?"
+assert _SEQ_BOUNDS in NEIGHBOURS_SELECT
+_LATEST_NEIGHBOURS = pg(
+    NEIGHBOURS_SELECT.replace(
+        _SEQ_BOUNDS,
+        f"nm.seq > (SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?) - {WINDOW}",
+    )
+)
+""":data:`NEIGHBOURS_SELECT` for the message appended next (args: the session twice)."""
 
 
 class MessagesMixin(PostgresStoreBase):
@@ -52,20 +73,18 @@ class MessagesMixin(PostgresStoreBase):
             next_seq: dict[str, int] = {}
             next_position: dict[str, int] = {}
             for session_id in sorted({item.message.session_id for item in batch}):
-                await lock_session(conn, session_id)
-                row = await fetch_one(
-                    conn,
-                    "SELECT (SELECT COALESCE(MAX(seq), 0) + 1 FROM messages "
-                    "WHERE session_id = %s), (SELECT COALESCE(MAX(position), 0) + 1 "
-                    "FROM context_items WHERE session_id = %s)",
-                    (session_id, session_id),
-                )
+                # One round trip: the server runs them in order, each statement (READ
+                # COMMITTED) seeing what committed before the lock was granted.
+                async with conn.pipeline():
+                    locked = await conn.execute(LOCK_SESSION, (session_id,))
+                    counters = await conn.execute(_NEXT_SEQ_AND_POSITION, (session_id,) * 2)
+                    latest = await conn.execute(_LATEST_NEIGHBOURS, (session_id,) * 2)
+                if await locked.fetchone() is None:
+                    raise SessionNotFoundError(session_id)
+                row = await counters.fetchone()
                 assert row is not None
                 next_seq[session_id], next_position[session_id] = int(row[0]), int(row[1])
-                found = await fetch(
-                    conn, pg(NEIGHBOURS_SELECT), neighbour_args(session_id, next_seq[session_id])
-                )
-                contexts.start(session_id, next_seq[session_id], found)
+                contexts.start(session_id, next_seq[session_id], await latest.fetchall())
             out: list[AppendedMessage] = []
             # The inserts need no answer: one pipeline, one round trip for the batch.
             async with conn.pipeline():

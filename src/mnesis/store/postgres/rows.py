@@ -92,12 +92,14 @@ async def load_messages(conn: Conn, msg_rows: Sequence[Sequence[Any]]) -> list[M
     return attach_parts(by_id, part_rows)
 
 
+LOCK_SESSION = "SELECT 1 FROM sessions WHERE id = %s FOR NO KEY UPDATE"
+"""The session's row lock of :func:`lock_session` (no row: no such session)."""
+
+
 async def lock_session(conn: Conn, session_id: str) -> None:
     """Serialise this transaction's writes with every other write to the session (row
     lock on the session; other sessions are unaffected); raises if it does not exist."""
-    row = await fetch_one(
-        conn, "SELECT 1 FROM sessions WHERE id = %s FOR NO KEY UPDATE", (session_id,)
-    )
+    row = await fetch_one(conn, LOCK_SESSION, (session_id,))
     if row is None:
         raise SessionNotFoundError(session_id)
 

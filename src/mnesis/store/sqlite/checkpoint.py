@@ -12,6 +12,9 @@ database file and syncing it. mnesis turns that off on its connection
    writer's connection, which only copies the few frames committed meanwhile. The WAL
    is then fully copied, so the next write starts it over: its size stays bounded, as
    with SQLite's own checkpoints, without one commit paying for all of it.
+
+Before each background checkpoint the same thread does one step of the full-text
+index's merge when one is due (``fts_merge.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
+
+from mnesis.store.sqlite.fts_merge import MergeState, merge_step
 
 __all__ = ["CHECKPOINT_EVERY_COMMITS", "WalCheckpointer"]
 
@@ -44,6 +49,8 @@ class WalCheckpointer:
         self._stop = False
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self.fts_merge = MergeState()
+        """The full-text index's merge, stepped after each background checkpoint."""
 
     def after_commit(self, conn: sqlite3.Connection) -> None:
         """Called on the writer's thread after each commit on ``conn``."""
@@ -81,6 +88,13 @@ class WalCheckpointer:
         if thread is not None:
             thread.join()
 
+    def _merge(self, conn: sqlite3.Connection) -> None:
+        # Before the checkpoint, so the checkpoint copies the merge's pages too.
+        try:
+            merge_step(conn, self.fts_merge)
+        except sqlite3.Error:
+            logger.warning("full-text index merge of %s failed", self.path, exc_info=True)
+
     def _run(self) -> None:
         conn: sqlite3.Connection | None = None
         try:
@@ -93,6 +107,7 @@ class WalCheckpointer:
                     if conn is None:
                         conn = sqlite3.connect(self.path, isolation_level=None)
                         conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
+                    self._merge(conn)
                     row = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
                     self.checkpoints += 1
                     logger.debug("checkpointed %s (busy, frames, copied: %s)", self.path, row)

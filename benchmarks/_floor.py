@@ -179,6 +179,18 @@ def _newest_that_fit(rows: Iterable[tuple[str, int]], remaining: int) -> list[st
     return chosen
 
 
+def _stored_part(content: str, text_content: str | None) -> dict[str, Any]:
+    # The store keeps each text once: "@text" names the field text_content holds.
+    part: dict[str, Any] = json.loads(content)
+    where = part.pop("@text", None)
+    if isinstance(where, str):
+        part[where] = text_content
+    elif isinstance(where, list) and text_content is not None:
+        field, start, length = where
+        part[field] = text_content[start : start + length]
+    return part
+
+
 def _render(part: dict[str, Any], compacted_at: int | None) -> str | None:
     kind = part.get("type")
     if kind == "text":
@@ -199,11 +211,11 @@ def _assemble(
     summaries: Sequence[tuple[int, str]],
     chosen: Sequence[str],
     roles: dict[str, str],
-    part_rows: Iterable[tuple[str, str, int | None]],
+    part_rows: Iterable[tuple[str, str, str | None, int | None]],
 ) -> list[dict[str, Any]]:
     texts: dict[str, list[str]] = defaultdict(list)
-    for message_id, content, compacted_at in part_rows:
-        piece = _render(json.loads(content), compacted_at)
+    for message_id, content, text_content, compacted_at in part_rows:
+        piece = _render(_stored_part(content, text_content), compacted_at)
         if piece:
             texts[message_id].append(piece)
     out: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}]
@@ -233,8 +245,8 @@ def floor_context(
         ).fetchall()
     )
     part_rows = conn.execute(
-        "SELECT message_id, content, compacted_at FROM message_parts WHERE message_id IN "
-        "(SELECT value FROM json_each(?)) ORDER BY message_id, ordinal",
+        "SELECT message_id, content, text_content, compacted_at FROM message_parts "
+        "WHERE message_id IN (SELECT value FROM json_each(?)) ORDER BY message_id, ordinal",
         (ids,),
     )
     return _assemble(system_prompt, summaries, chosen, roles, part_rows)
@@ -256,8 +268,8 @@ def pg_floor_context(
         conn.execute("SELECT id, role::text FROM messages WHERE id = ANY(%s)", (chosen,)).fetchall()
     )
     part_rows = conn.execute(
-        "SELECT message_id, content, compacted_at FROM message_parts WHERE message_id = "
-        "ANY(%s) ORDER BY message_id, ordinal",
+        "SELECT message_id, content, text_content, compacted_at FROM message_parts "
+        "WHERE message_id = ANY(%s) ORDER BY message_id, ordinal",
         (chosen,),
     )
     return _assemble(system_prompt, summaries, chosen, roles, part_rows)

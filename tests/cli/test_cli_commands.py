@@ -260,6 +260,8 @@ class TestReadOnly:
             ["stats", sid],
             ["export", sid, "--format", "markdown"],
             ["dag", sid],
+            ["check"],
+            ["check", "--deep", "--plan"],
         ):
             result = invoke(*args, "--db", str(db))
             assert result.exit_code == 0, (args, result.output)

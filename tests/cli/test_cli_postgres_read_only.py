@@ -84,6 +84,8 @@ def test_read_only_commands_leave_every_row_and_relation_as_they_were(pg_url: st
         ["expand", summary_id],
         ["export", session_id],
         ["dag", session_id],
+        ["check"],
+        ["check", "--deep", "--plan"],
     ]
     for args in commands:
         result = invoke(*args, "--db", pg_url)
@@ -112,9 +114,10 @@ def test_an_older_schema_is_refused_not_migrated(pg_url: str) -> None:
             conn.execute(sql)  # type: ignore[arg-type]
             conn.execute("INSERT INTO _mnesis_migrations VALUES (%s, 1)", (name,))
     before = _dump(pg_url)
-    result = invoke("sessions", "--db", pg_url)
-    assert result.exit_code == 1, result.output
-    assert "older mnesis schema" in result.stderr and MIGRATIONS[-1][0] in result.stderr
+    for command in ("sessions", "check"):
+        result = invoke(command, "--db", pg_url)
+        assert result.exit_code == 1, result.output
+        assert "older mnesis schema" in result.stderr and MIGRATIONS[-1][0] in result.stderr
     assert _dump(pg_url) == before
 
 

@@ -52,7 +52,9 @@ from mnesis.integrity import (
     plan_repairs,
 )
 from mnesis.store.factory import parse_location
+from mnesis.store.immutable import ImmutableStore
 from mnesis.store.pool import StorePool
+from mnesis.store.readonly import open_read_only
 
 __all__ = ["check_command", "default_backup_path"]
 
@@ -111,19 +113,34 @@ async def _check(
     repair: bool,
     backup_path: str,
 ) -> _CheckRun:
+    # Only a repair writes: a check opens the database read-only (no migration either).
+    if not repair:
+        store = await open_read_only(config.store)
+        try:
+            return await _check_store(store, session_id, tokens=tokens, deep=deep, plan=plan)
+        finally:
+            await store.close()
     pool = StorePool()
     try:
         store = await pool.acquire(config.store)
-        checker = IntegrityChecker(store, check_tokens=tokens, engine_check=True, deep=deep)
-        run = _CheckRun(await checker.run(session_id))
-        if plan or repair:
-            run.plan = plan_repairs(run.report)
-        if repair and run.plan is not None and run.plan.actions:
+        run = await _check_store(store, session_id, tokens=tokens, deep=deep, plan=True)
+        if run.plan is not None and run.plan.actions:
+            checker = IntegrityChecker(store, check_tokens=tokens, engine_check=True, deep=deep)
             run.outcome = await apply_repairs(store, run.plan, backup_path=backup_path)
             run.after = await checker.run(session_id)
         return run
     finally:
         await pool.close_all()
+
+
+async def _check_store(
+    store: ImmutableStore, session_id: str | None, *, tokens: bool, deep: bool, plan: bool
+) -> _CheckRun:
+    checker = IntegrityChecker(store, check_tokens=tokens, engine_check=True, deep=deep)
+    run = _CheckRun(await checker.run(session_id))
+    if plan:
+        run.plan = plan_repairs(run.report)
+    return run
 
 
 def check_command(

@@ -25,6 +25,12 @@ async def _record_turns(session: MnesisSession, count: int, start: int = 0) -> N
         await session.record(f"turn {i}: about {word}", f"noted {word} number {i}")
 
 
+async def _recorded(db_path: str, pool: StorePool, fake_llm: FakeLLM, turns: int) -> None:
+    session = await MnesisSession.create(model="fake/m", db_path=db_path, pool=pool, llm=fake_llm)
+    await _record_turns(session, turns)
+    await session.close()
+
+
 def _hits(db_path: str, query: str) -> list[int]:
     with sqlite3.connect(db_path) as conn:
         return [
@@ -49,11 +55,7 @@ class TestMergeStep:
     async def test_steps_bring_the_index_down_and_every_query_finds_the_same_rows(
         self, db_path: str, pool: StorePool, fake_llm: FakeLLM
     ) -> None:
-        session = await MnesisSession.create(
-            model="fake/m", db_path=db_path, pool=pool, llm=fake_llm
-        )
-        await _record_turns(session, 30)
-        await session.close()
+        await _recorded(db_path, pool, fake_llm, 30)
         queries = [*WORDS, "turn", "noted AND kafka", '"consumer lag"']
         before = {q: _hits(db_path, q) for q in queries}
         assert all(before[w] for w in WORDS)
@@ -72,11 +74,7 @@ class TestMergeStep:
     async def test_a_busy_database_skips_the_step_without_waiting(
         self, db_path: str, pool: StorePool, fake_llm: FakeLLM
     ) -> None:
-        session = await MnesisSession.create(
-            model="fake/m", db_path=db_path, pool=pool, llm=fake_llm
-        )
-        await _record_turns(session, 30)
-        await session.close()
+        await _recorded(db_path, pool, fake_llm, 30)
         with (
             sqlite3.connect(db_path, isolation_level=None) as writer,
             sqlite3.connect(db_path, isolation_level=None) as merger,
@@ -95,11 +93,7 @@ class TestBelowTheThreshold:
     async def test_a_small_index_is_left_alone(
         self, db_path: str, pool: StorePool, fake_llm: FakeLLM
     ) -> None:
-        session = await MnesisSession.create(
-            model="fake/m", db_path=db_path, pool=pool, llm=fake_llm
-        )
-        await _record_turns(session, 2)
-        await session.close()
+        await _recorded(db_path, pool, fake_llm, 2)
         with sqlite3.connect(db_path, isolation_level=None) as conn:
             assert segment_count(conn) <= fts_merge.MAX_SEGMENTS
             state = MergeState()

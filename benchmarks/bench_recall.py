@@ -47,7 +47,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -476,6 +476,22 @@ def _optimize(path: str) -> None:
         conn.commit()
 
 
+async def score(rank: Callable[[str], Awaitable[list[str]]], questions: Sequence[Any]) -> Scores:
+    """Evidence recall@1/5/10, recall@5 per question kind and latency of ``rank``."""
+    scores = Scores()
+    for question in questions:
+        t = time.perf_counter()
+        ids = await rank(question.text)
+        scores.millis.append((time.perf_counter() - t) * 1000)
+        for k in (1, 5, 10):
+            top = set(ids[:k])
+            share = sum(e in top for e in question.evidence) / len(question.evidence)
+            scores.at[k].append(share)
+            if k == 5:
+                scores.kinds.setdefault(question.kind, []).append(share)
+    return scores
+
+
 async def evaluate(
     path: str, total: int, only: list[str] | None = None
 ) -> tuple[dict[str, Scores], float]:
@@ -486,19 +502,7 @@ async def evaluate(
     for name, rank in rankers(session.store, session.id, session).items():
         if only and name not in only:
             continue
-        scores = results[name] = Scores()
-        for question in corpus.questions:
-            t = time.perf_counter()
-            ids = await rank(question.text)
-            scores.millis.append((time.perf_counter() - t) * 1000)
-            for k in (1, 5, 10):
-                top = set(ids[:k])
-                share = sum(e in top for e in question.evidence) / len(question.evidence)
-                scores.at[k].append(share)
-            top5 = set(ids[:5])
-            scores.kinds.setdefault(question.kind, []).append(
-                sum(e in top5 for e in question.evidence) / len(question.evidence)
-            )
+        results[name] = await score(rank, corpus.questions)
     await session.close()
     await pool.close_all()
     return results, per_turn_ms

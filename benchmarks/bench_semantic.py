@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.bench_recall import Scores, _pct, build
+from benchmarks.bench_recall import Scores, _pct, build, score
 from mnesis import MnesisConfig, MnesisSession, StorePool
 from mnesis.config import CompactionConfig, RetrievalConfig
 from mnesis.retrieval import RetrievalEngine
@@ -49,9 +49,7 @@ Ranker = Callable[[str], Awaitable[list[str]]]
 def rankers(session: MnesisSession) -> dict[str, Ranker]:
     """The three rankings compared, each returning the top 10 message IDs."""
     lexical = RetrievalEngine(session.store, session.id, config=RetrievalConfig())
-    hybrid = RetrievalEngine(
-        session.store, session.id, config=RetrievalConfig(semantic=True)
-    )
+    hybrid = RetrievalEngine(session.store, session.id, config=RetrievalConfig(semantic=True))
     vectors = session.store.vectors
     assert vectors is not None
     embedder = load_embedder()
@@ -103,19 +101,7 @@ async def evaluate(path: str, total: int) -> tuple[dict[str, Scores], dict[str, 
     }
     results: dict[str, Scores] = {}
     for name, rank in rankers(session).items():
-        scores = results[name] = Scores()
-        for question in corpus.questions:
-            t = time.perf_counter()
-            ids = await rank(question.text)
-            scores.millis.append((time.perf_counter() - t) * 1000)
-            for k in (1, 5, 10):
-                top = set(ids[:k])
-                share = sum(e in top for e in question.evidence) / len(question.evidence)
-                scores.at[k].append(share)
-            top5 = set(ids[:5])
-            scores.kinds.setdefault(question.kind, []).append(
-                sum(e in top5 for e in question.evidence) / len(question.evidence)
-            )
+        results[name] = await score(rank, corpus.questions)
     await session.close()
     await pool.close_all()
     return results, costs

@@ -35,6 +35,7 @@ __all__ = [
     "encode_part",
     "loads_column",
     "make_message",
+    "part_from_data",
     "searchable_text",
     "usage_from_sums",
 ]
@@ -124,6 +125,18 @@ def decode_part(
 ) -> MessagePart:
     """Rebuild a part; the status columns are authoritative over the JSON."""
     data = loads_column(content, "message_parts", part_id, "content")
+    return part_from_data(part_id, data, tool_state, compacted_at, started_at, completed_at)
+
+
+def part_from_data(
+    part_id: str,
+    data: Any,
+    tool_state: str | None,
+    compacted_at: int | None,
+    started_at: int | None,
+    completed_at: int | None,
+) -> MessagePart:
+    """:func:`decode_part` after the JSON was parsed (``data``)."""
     try:
         part = part_adapter.validate_python(data)
     except ValidationError as exc:

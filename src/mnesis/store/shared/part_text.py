@@ -16,11 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
-
 from mnesis.errors import StoreCorruptError
-from mnesis.models.parts import MessagePart, ToolPart, part_adapter
-from mnesis.store.codec import decode_part, dumps, loads_column
+from mnesis.models.parts import MessagePart
+from mnesis.store.codec import decode_part, dumps, loads_column, part_from_data
 
 __all__ = ["MARKER", "decode_stored_part", "shrink_content"]
 
@@ -95,20 +93,4 @@ def decode_stored_part(
     data = _restore(
         part_id, loads_column(content, "message_parts", part_id, "content"), text_content
     )
-    try:
-        part = part_adapter.validate_python(data)
-    except ValidationError as exc:
-        raise StoreCorruptError(
-            f"message_parts row {part_id!r}: column content is not a message part "
-            f"({exc.errors()[0]['msg']}); run `mnesis check --deep` and restore this "
-            "database from a backup"
-        ) from None
-    part.id = part_id
-    if isinstance(part, ToolPart):
-        status = part.status
-        if tool_state is not None:
-            status.state = tool_state  # type: ignore[assignment]
-        status.compacted_at = compacted_at
-        status.started_at = started_at
-        status.completed_at = completed_at
-    return part
+    return part_from_data(part_id, data, tool_state, compacted_at, started_at, completed_at)

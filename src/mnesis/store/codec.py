@@ -10,7 +10,7 @@ value that no longer decodes (a damaged file) raises
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from pydantic import ValidationError
@@ -89,13 +89,17 @@ def searchable_text(part: MessagePart) -> str | None:
     return None
 
 
-def encode_part(part: MessagePart) -> dict[str, Any]:
-    """Columns of a ``message_parts`` row (without ids, ordinals and timestamps)."""
+def encode_part(
+    part: MessagePart, content: Callable[[dict[str, Any], str | None], str] | None = None
+) -> dict[str, Any]:
+    """Columns of a ``message_parts`` row (without ids, ordinals and timestamps);
+    ``content(data, text_content)`` makes the ``content`` JSON (default: all of it)."""
     data = part.model_dump(exclude={"id"})
+    text = searchable_text(part)
     row: dict[str, Any] = {
         "part_type": part.type,
-        "content": dumps(data),
-        "text_content": searchable_text(part),
+        "content": dumps(data) if content is None else content(data, text),
+        "text_content": text,
         "tool_name": None,
         "tool_call_id": None,
         "tool_state": None,

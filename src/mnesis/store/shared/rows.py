@@ -103,10 +103,7 @@ def encode_parts(parts: Sequence[MessagePart], estimates: Sequence[int] | None) 
     for index, part in enumerate(parts):
         if part.id is None:
             part.id = new_id("part")
-        columns = encode_part(part)
-        columns["content"] = shrink_content(
-            part.model_dump(exclude={"id"}), columns["text_content"]
-        )
+        columns = encode_part(part, shrink_content)
         columns["search_context"] = None
         rows.append((part.id, tokens[index] if index < len(tokens) else 0, columns))
     return rows

@@ -150,8 +150,7 @@ class TestAppendOnlyEnforcedByTheDatabase:
         part = history["completed_tool"]
         _append_only(
             raw,
-            "UPDATE message_parts SET content = content || ' ' "
-            "WHERE id = %s",
+            "UPDATE message_parts SET content = content || ' ' WHERE id = %s",
             part,
         )
         _append_only(raw, "UPDATE message_parts SET text_content = 'forged' WHERE id = %s", part)
@@ -515,5 +514,29 @@ class TestTimeouts:
         try:
             with pytest.raises(StoreBusyError, match=r"statement timeout .*\[57014\]"):
                 await asyncio.wait_for(db.read(_slow), timeout=20)
+        finally:
+            await db.close()
+
+
+class TestACancelledCaller:
+    async def test_sees_cancelled_error_only_after_its_transaction_ended(self, pg_url: str) -> None:
+        db = PostgresDatabase(pg_url, _config(pg_url))
+        await db.open()
+        started = asyncio.Event()
+        ended: list[bool] = []
+
+        async def slow(conn: Conn) -> None:
+            started.set()
+            await conn.execute("SELECT pg_sleep(0.3)")
+            ended.append(True)
+
+        try:
+            task = asyncio.create_task(db.write(slow))
+            await started.wait()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            # Whatever the caller does next comes after the transaction, as on SQLite.
+            assert ended == [True]
         finally:
             await db.close()

@@ -120,8 +120,8 @@ class SQLiteDatabase:
             conn.execute("PRAGMA foreign_keys = ON")
             self._refuse_foreign(conn)
             if cfg.wal_mode and self.path != ":memory:":
-                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-                if str(mode).lower() != "wal":
+                mode = self._enable_wal(conn)
+                if mode != "wal":
                     logger.warning("could not enable WAL on %s (mode=%s)", self.path, mode)
                 else:
                     conn.execute("PRAGMA wal_autocheckpoint = 0")
@@ -135,6 +135,25 @@ class SQLiteDatabase:
             conn.close()
             raise
         return conn
+
+    def _enable_wal(self, conn: sqlite3.Connection) -> str:
+        """Switch to WAL, retrying while another process holds the file.
+
+        SQLite does not call the busy handler for a journal-mode change (it
+        could deadlock), so two processes opening one new file at the same
+        moment see "database is locked" at once; the retry honours the same
+        ``connection_timeout`` every other lock wait does.
+        """
+        deadline = time.monotonic() + self.config.connection_timeout
+        delay = 0.005
+        while True:
+            try:
+                return str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc).lower() or time.monotonic() >= deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
 
     def _refuse_foreign(self, conn: sqlite3.Connection) -> None:
         """Refuse another application's database before anything (even WAL mode) is written."""

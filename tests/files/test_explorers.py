@@ -6,12 +6,13 @@ import json
 import os
 import sqlite3
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from mnesis.files import EXPLORERS, detect_file_type, explore
 from mnesis.files.detect import is_binary_data
-from mnesis.files.explorers import data
+from mnesis.files.explorers import code, data
 
 # -- fixtures: real files --------------------------------------------------------
 
@@ -402,18 +403,6 @@ class TestPython:
         assert "  async def sync_all() -> None  (line 35)" in text
         assert '__name__ == "__main__"' in text
 
-    def test_a_module_above_the_parse_limit_is_outlined_from_a_line_scan(
-        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        from mnesis.files.explorers import code
-
-        monkeypatch.setattr(code, "PARSE_LIMIT_BYTES", 100)
-        text = summary(write(tmp_path, "big.py", PYTHON))
-        assert "outline from a line scan" in text
-        assert "class Inventory(Base, metaclass=Meta):" not in text  # the regex stops at ')'
-        assert "class Inventory(Base, metaclass=Meta)  (line 14)" in text
-        assert "def reorder(item: Item, quantity: int = 1)" in text
-
 
 class TestJson:
     def test_keys_types_lengths_and_element_fields(self, tmp_path: Path) -> None:
@@ -482,25 +471,40 @@ class TestJson:
         assert "lines" in text
 
 
-class TestYaml:
-    def test_a_large_file_falls_back_to_a_line_scan_of_top_level_keys(
-        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        monkeypatch.setattr(data, "PARSE_LIMIT_BYTES", 10)
-        text = summary(write(tmp_path, "big.yaml", YAML))
-        assert "top-level keys from a line scan" in text
-        assert "  name: demo" in text and "  services: (nested)" in text
-        assert "image" not in text
+# -- a file above its explorer's parse limit is outlined from a line scan -----------
 
 
-class TestToml:
-    def test_a_large_file_lists_its_table_headers(
-        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        monkeypatch.setattr(data, "PARSE_LIMIT_BYTES", 10)
-        text = summary(write(tmp_path, "big.toml", TOML))
-        assert "tables from a line scan" in text
-        assert "  [servers.alpha]" in text and "  [[products]]" in text
+@pytest.mark.parametrize(
+    ("explorer", "name", "content", "contains", "lacks"),
+    [
+        pytest.param(code, "big.py", PYTHON,
+                     ("outline from a line scan",
+                      "class Inventory(Base, metaclass=Meta)  (line 14)",
+                      "def reorder(item: Item, quantity: int = 1)"),
+                     # the regex stops at ')'
+                     ("class Inventory(Base, metaclass=Meta):",), id="python"),
+        pytest.param(data, "big.yaml", YAML,
+                     ("top-level keys from a line scan", "  name: demo",
+                      "  services: (nested)"),
+                     ("image",), id="yaml-top-level-keys"),
+        pytest.param(data, "big.toml", TOML,
+                     ("tables from a line scan", "  [servers.alpha]", "  [[products]]"),
+                     (), id="toml-table-headers"),
+    ],
+)  # fmt: skip
+def test_a_file_above_the_parse_limit_is_outlined_from_a_line_scan(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    explorer: ModuleType,
+    name: str,
+    content: str,
+    contains: tuple[str, ...],
+    lacks: tuple[str, ...],
+) -> None:
+    monkeypatch.setattr(explorer, "PARSE_LIMIT_BYTES", 10)
+    text = summary(write(tmp_path, name, content))
+    assert [part for part in contains if part not in text] == []
+    assert [part for part in lacks if part in text] == []
 
 
 class TestSqlite:

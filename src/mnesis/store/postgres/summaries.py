@@ -14,25 +14,18 @@ from mnesis.store.postgres.rows import (
     execute_many,
     fetch,
     fetch_one,
-    insert_message,
-    insert_parts,
     lock_session,
     next_value,
     now_ms,
     summary_record,
 )
 from mnesis.store.shared.commit import (
-    CONTEXT_SUMMARY_INSERT,
     COVERING_SUMMARY,
-    PARENT_INSERT,
-    SUMMARY_INSERT,
     check_replaced,
-    lineage_rows,
-    summary_values,
+    commit_writes,
 )
-from mnesis.store.shared.integrity import SOURCE_INSERT
 from mnesis.store.shared.rows import encode_parts
-from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, Contexts, neighbour_args
+from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, neighbour_args
 from mnesis.store.shared.sql import pg
 from mnesis.store.shared.statements import Statements
 from mnesis.store.shared.summaries import ContextAndLocks
@@ -69,25 +62,13 @@ class SummariesMixin(ContextAndLocks, PostgresStoreBase):
             check_replaced(commit, current)
             m = marker.message
             seq = await next_value(conn, "messages", "seq", m.session_id)
-            contexts = Contexts()
             found = await fetch(conn, pg(NEIGHBOURS_SELECT), neighbour_args(m.session_id, seq))
-            contexts.start(m.session_id, seq, found)
-            contexts.apply(m.session_id, seq, m.role, m.created_at, m.is_summary, marker_rows)
-            await insert_message(conn, m, seq)
-            await insert_parts(conn, m.id, m.session_id, 0, marker_rows, now)
-            file_ids = json.dumps(list(s.file_ids))
-            await conn.execute(pg(SUMMARY_INSERT), summary_values(commit, m.id, file_ids, now))
-            sources, parents = lineage_rows(commit)
-            await execute_many(conn, pg(SOURCE_INSERT), sources)
-            await execute_many(conn, pg(PARENT_INSERT), parents)
-            await conn.execute(
-                "DELETE FROM context_items WHERE session_id = %s AND position = ANY(%s)",
-                (s.session_id, positions),
-            )
-            await conn.execute(
-                pg(CONTEXT_SUMMARY_INSERT),
-                (s.session_id, min(positions), s.id, commit.context_tokens, now),
-            )
+            writes = commit_writes(
+                commit, seq, found, marker_rows, now,
+                is_summary=bool(m.is_summary), file_ids=json.dumps(list(s.file_ids)),
+            )  # fmt: skip
+            for sql, rows in writes:
+                await execute_many(conn, pg(sql), rows)
             return AppendedMessage(m.id, seq, None, tuple(r[0] for r in marker_rows))
 
         return await self.db.write(_commit)

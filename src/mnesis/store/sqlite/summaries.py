@@ -10,24 +10,17 @@ from mnesis.models.clock import now_ms
 from mnesis.store.base import AppendedMessage, CompactionCommit, SummaryRecord
 from mnesis.store.codec import dumps
 from mnesis.store.shared.commit import (
-    CONTEXT_SUMMARY_INSERT,
     COVERING_SUMMARY,
-    PARENT_INSERT,
-    SUMMARY_INSERT,
     check_replaced,
-    lineage_rows,
-    summary_values,
+    commit_writes,
 )
-from mnesis.store.shared.integrity import SOURCE_INSERT
 from mnesis.store.shared.rows import encode_parts, summary_record
-from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, Contexts, neighbour_args
+from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, neighbour_args
 from mnesis.store.shared.statements import Statements
 from mnesis.store.shared.summaries import ContextAndLocks
 from mnesis.store.sqlite.rows import (
     _SUMMARY_COLS,
     SQLiteStoreBase,
-    _insert_message,
-    _insert_parts,
     _next_value,
 )
 
@@ -65,24 +58,14 @@ class SummariesMixin(ContextAndLocks, SQLiteStoreBase):
             check_replaced(commit, current)
             m = marker.message
             seq = _next_value(conn, "messages", "seq", m.session_id)
-            contexts = Contexts()
-            found = conn.execute(NEIGHBOURS_SELECT, neighbour_args(m.session_id, seq))
-            contexts.start(m.session_id, seq, found.fetchall())
-            contexts.apply(m.session_id, seq, m.role, m.created_at, m.is_summary, marker_rows)
-            _insert_message(conn, m, seq)
-            _insert_parts(conn, m.id, m.session_id, 0, marker_rows, now)
-            conn.execute(SUMMARY_INSERT, summary_values(commit, m.id, dumps(s.file_ids), now))
-            sources, parents = lineage_rows(commit)
-            conn.executemany(SOURCE_INSERT, sources)
-            conn.executemany(PARENT_INSERT, parents)
-            conn.executemany(
-                "DELETE FROM context_items WHERE session_id = ? AND position = ?",
-                [(s.session_id, p) for p in positions],
-            )
-            conn.execute(
-                CONTEXT_SUMMARY_INSERT,
-                (s.session_id, min(positions), s.id, commit.context_tokens, now),
-            )
+            found = conn.execute(NEIGHBOURS_SELECT, neighbour_args(m.session_id, seq)).fetchall()
+            writes = commit_writes(
+                commit, seq, found, marker_rows, now,
+                is_summary=int(m.is_summary), file_ids=dumps(s.file_ids),
+            )  # fmt: skip
+            for sql, rows in writes:
+                if rows:
+                    conn.executemany(sql, rows)
             return AppendedMessage(m.id, seq, None, tuple(r[0] for r in marker_rows))
 
         return await self.db.write(_commit)

@@ -21,7 +21,6 @@ import asyncio
 import os
 import shutil
 import sqlite3
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -34,7 +33,7 @@ from mnesis import StorePool
 from mnesis.config import StoreConfig
 from mnesis.store.immutable import ImmutableStore
 from mnesis.store.postgres import PostgresDatabase, PostgresStore
-from tests.pg_fixtures import _with_database
+from tests.pg_fixtures import _with_database, throwaway_database
 
 __all__ = [
     "BACKENDS",
@@ -65,21 +64,17 @@ def backend(request: pytest.FixtureRequest) -> str:
 def migrated_pg_template(pg_dsn: str) -> Iterator[str]:
     """A database mnesis has migrated, nothing else in it: fresh test databases are
     copies of it (``CREATE DATABASE … TEMPLATE``), which is faster than migrating each."""
-    database = f"mnesis_migrated_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {database} TEMPLATE template0 ENCODING 'UTF8'")  # type: ignore[arg-type]
 
-    async def migrate() -> None:
+    async def migrate(url: str) -> None:
         pool = StorePool()
         try:
-            await (await pool.acquire(db_path=_with_database(pg_dsn, database))).close()
+            await (await pool.acquire(db_path=url)).close()
         finally:
             await pool.close_all()
 
-    asyncio.run(migrate())
-    yield database
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")  # type: ignore[arg-type]
+    with throwaway_database(pg_dsn, "mnesis_migrated_") as url:
+        asyncio.run(migrate(url))
+        yield _admin(url)[1]
 
 
 @pytest.fixture
@@ -91,14 +86,8 @@ def db_path(backend: str, request: pytest.FixtureRequest) -> Iterator[str]:
         return
     dsn = str(request.getfixturevalue("pg_dsn"))
     template = str(request.getfixturevalue("migrated_pg_template"))
-    database = f"mnesis_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {database} TEMPLATE {template}")  # type: ignore[arg-type]
-    try:
-        yield _with_database(dsn, database)
-    finally:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")  # type: ignore[arg-type]
+    with throwaway_database(dsn, template=template) as url:
+        yield url
 
 
 def _is_url(location: str) -> bool:
@@ -119,15 +108,8 @@ def template_location(
         factory = request.getfixturevalue("tmp_path_factory")
         yield str(factory.mktemp(name) / f"{name}.db")
         return
-    dsn = str(request.getfixturevalue("pg_dsn"))
-    database = f"mnesis_tpl_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {database} TEMPLATE template0 ENCODING 'UTF8'")  # type: ignore[arg-type]
-    try:
-        yield _with_database(dsn, database)
-    finally:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")  # type: ignore[arg-type]
+    with throwaway_database(str(request.getfixturevalue("pg_dsn")), "mnesis_tpl_") as url:
+        yield url
 
 
 def clone_store(source: str, target: str) -> None:

@@ -16,12 +16,13 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import psycopg
 import pytest
 from benchmarks._pg import Cluster, ClusterError, with_database
 
-__all__ = ["pg_dsn", "pg_url"]
+__all__ = ["pg_dsn", "pg_url", "throwaway_database"]
 
 
 @pytest.fixture(scope="session")
@@ -46,14 +47,24 @@ def _with_database(dsn: str, name: str) -> str:
     return with_database(dsn, name)
 
 
+@contextmanager
+def throwaway_database(
+    dsn: str, prefix: str = "mnesis_test_", template: str = "template0"
+) -> Iterator[str]:
+    """The URL of a new database on the server of ``dsn``, a copy of ``template`` (UTF-8),
+    dropped on exit even while connections to it are open."""
+    name = prefix + uuid.uuid4().hex[:12]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name} TEMPLATE {template} ENCODING 'UTF8'")  # type: ignore[arg-type]
+    try:
+        yield _with_database(dsn, name)
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")  # type: ignore[arg-type]
+
+
 @pytest.fixture
 def pg_url(pg_dsn: str) -> Iterator[str]:
     """A fresh, empty database on the test server (dropped after the test)."""
-    name = "mnesis_test_" + uuid.uuid4().hex[:12]
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8'")  # type: ignore[arg-type]
-    try:
-        yield _with_database(pg_dsn, name)
-    finally:
-        with psycopg.connect(pg_dsn, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")  # type: ignore[arg-type]
+    with throwaway_database(pg_dsn) as url:
+        yield url

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from mnesis.retrieval.engine import RetrievalEngine
     from mnesis.session import MnesisSession
 
-__all__ = ["PrometheusMetrics"]
+__all__ = ["PrometheusMetrics", "count_integrity_report", "shared_series"]
 
 _LATENCY_BUCKETS_MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
 
@@ -59,9 +59,7 @@ class PrometheusMetrics:
         self.context_tokens_total = Counter(
             "lcm_context_tokens", "Tokens appended to session contexts", registry=reg
         )
-        self.compaction_runs = Counter(
-            "lcm_compaction_runs", "Compaction runs by outcome", ["outcome"], registry=reg
-        )
+        self.compaction_runs, self.integrity_failures = shared_series(reg)
         self.summaries_created = Counter(
             "lcm_summaries_created", "Summaries created by kind", ["kind"], registry=reg
         )
@@ -76,9 +74,6 @@ class PrometheusMetrics:
             "grep latency in milliseconds",
             buckets=_LATENCY_BUCKETS_MS,
             registry=reg,
-        )
-        self.integrity_failures = Counter(
-            "lcm_integrity_failures", "Integrity violations found", ["kind"], registry=reg
         )
         self._seen_tokens: dict[str, int] = {}
 
@@ -140,5 +135,27 @@ class PrometheusMetrics:
 
     def record_integrity_report(self, report: IntegrityReport) -> None:
         """Count the violations of an integrity check."""
-        for violation in report.violations:
-            self.integrity_failures.labels(kind=violation.kind.value).inc()
+        count_integrity_report(self.integrity_failures, report)
+
+
+def shared_series(registry: Any) -> tuple[Any, Any]:
+    """``lcm_compaction_runs`` {outcome} and ``lcm_integrity_failures`` {kind} on
+    ``registry``: the series both :class:`PrometheusMetrics` and a worker's
+    :class:`~mnesis.workers.metrics.WorkerMetrics` export, under the same names.
+
+    Needs ``prometheus_client`` (the caller has checked it is installed)."""
+    from prometheus_client import Counter
+
+    compaction_runs = Counter(
+        "lcm_compaction_runs", "Compaction runs by outcome", ["outcome"], registry=registry
+    )
+    integrity_failures = Counter(
+        "lcm_integrity_failures", "Integrity violations found", ["kind"], registry=registry
+    )
+    return compaction_runs, integrity_failures
+
+
+def count_integrity_report(integrity_failures: Any, report: IntegrityReport) -> None:
+    """Add the violations of ``report`` to ``lcm_integrity_failures``, by kind."""
+    for kind, count in report.by_kind().items():
+        integrity_failures.labels(kind=kind).inc(count)

@@ -16,12 +16,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from mnesis import MnesisSession, StorePool, TextPart
 from mnesis.cli import app
 from mnesis.cli.check import default_backup_path
-from mnesis.llm import FakeLLM
 from tests.backends import template_location
-from tests.compaction import small_window_config
+from tests.cli.recorded import record_compacted
 from tests.pg_fixtures import _with_database
 
 pytestmark = pytest.mark.postgres
@@ -41,26 +39,8 @@ def ok_json(*args: str, env: dict[str, str] | None = None) -> Any:
 def stored(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
     """(URL, session ID) of a database holding one compacted 40-turn session."""
     with template_location("postgres", request, "cli") as url:
-
-        async def build() -> str:
-            pool = StorePool()
-            try:
-                session = await MnesisSession.create(
-                    model="fake/cli", db_path=url, pool=pool, llm=FakeLLM(),
-                    config=small_window_config(auto=False),
-                )  # fmt: skip
-                for turn in range(40):
-                    await session.record(
-                        f"turn {turn}: look at module_{turn}.py",
-                        [TextPart(text=f"module_{turn} holds {'detail ' * 120}")],
-                    )
-                assert (await session.compact()).summary_id
-                await session.close()
-                return session.id
-            finally:
-                await pool.close_all()
-
-        yield url, asyncio.run(build())
+        session_id, _ = asyncio.run(record_compacted(url, turns=40, model="fake/cli"))
+        yield url, session_id
 
 
 class TestEveryCommandTakesAUrl:

@@ -14,16 +14,14 @@ import psycopg
 import pytest
 from typer.testing import CliRunner, Result
 
-from mnesis import MnesisSession, StorePool, TextPart
 from mnesis.cli import app
 from mnesis.config import StoreConfig
 from mnesis.errors import MnesisStoreError, StoreReadOnlyError
-from mnesis.llm import FakeLLM
 from mnesis.store import ImmutableStore
 from mnesis.store.base import SessionRecord
 from mnesis.store.postgres.migrations import MIGRATIONS
 from mnesis.store.readonly import open_read_only
-from tests.compaction import small_window_config
+from tests.cli.recorded import record_compacted
 
 pytestmark = pytest.mark.postgres
 
@@ -48,29 +46,8 @@ def _dump(url: str) -> dict[str, Any]:
     return out
 
 
-async def _record(url: str) -> tuple[str, str]:
-    """One compacted session; returns its ID and the ID of a summary."""
-    pool = StorePool()
-    try:
-        session = await MnesisSession.create(
-            model="fake/ro", db_path=url, pool=pool, llm=FakeLLM(),
-            config=small_window_config(auto=False),
-        )  # fmt: skip
-        for turn in range(30):
-            await session.record(
-                f"turn {turn}: look at module_{turn}.py",
-                [TextPart(text=f"module_{turn} holds {'detail ' * 120}")],
-            )
-        summary_id = (await session.compact()).summary_id
-        assert summary_id
-        await session.close()
-        return session.id, summary_id
-    finally:
-        await pool.close_all()
-
-
 def test_read_only_commands_leave_every_row_and_relation_as_they_were(pg_url: str) -> None:
-    session_id, summary_id = asyncio.run(_record(pg_url))
+    session_id, summary_id = asyncio.run(record_compacted(pg_url, turns=30, model="fake/ro"))
     before = _dump(pg_url)
     assert before["messages"] and before["_mnesis_migrations"]
     commands = [

@@ -410,16 +410,24 @@ def _names(events: list[tuple[Any, dict[str, Any]]]) -> list[Any]:
     return [e for e, _ in events]
 
 
+async def _gated_session(
+    db_path: str, pool: StorePool
+) -> tuple[MnesisSession, GatedLLM, list[tuple[Any, dict[str, Any]]]]:
+    """A small-window session on a :class:`GatedLLM`, and the list its events go to."""
+    llm = GatedLLM()
+    session = await MnesisSession.create(
+        model="fake/model", db_path=db_path, pool=pool, llm=llm, config=small_window_config()
+    )
+    events: list[tuple[Any, dict[str, Any]]] = []
+    session.subscribe(None, lambda event, payload: events.append((event, payload)))
+    return session, llm, events
+
+
 class TestSoftThresholdDoesNotBlockTheTurn:
     async def test_turns_return_while_the_background_compaction_is_still_running(
         self, db_path: str, pool: StorePool
     ) -> None:
-        llm = GatedLLM()
-        session = await MnesisSession.create(
-            model="fake/model", db_path=db_path, pool=pool, llm=llm, config=small_window_config()
-        )
-        events: list[tuple[Any, dict[str, Any]]] = []
-        session.subscribe(None, lambda event, payload: events.append((event, payload)))
+        session, llm, events = await _gated_session(db_path, pool)
         conversation = generate(SESSIONS["bugfix_sprint"])
         turns = iter(conversation.turns)
         triggered = None
@@ -534,12 +542,7 @@ class TestHardThresholdBlocks:
     async def test_a_turn_over_the_limit_waits_for_the_background_compaction(
         self, db_path: str, pool: StorePool
     ) -> None:
-        llm = GatedLLM()
-        session = await MnesisSession.create(
-            model="fake/model", db_path=db_path, pool=pool, llm=llm, config=small_window_config()
-        )
-        events: list[tuple[Any, dict[str, Any]]] = []
-        session.subscribe(None, lambda event, payload: events.append((event, payload)))
+        session, llm, events = await _gated_session(db_path, pool)
         for turn in generate(SESSIONS["bugfix_sprint"]).turns:
             if (await session.record(list(turn.user), list(turn.assistant))).compaction_triggered:
                 break

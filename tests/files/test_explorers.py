@@ -6,12 +6,13 @@ import json
 import os
 import sqlite3
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from mnesis.files import EXPLORERS, detect_file_type, explore
 from mnesis.files.detect import is_binary_data
-from mnesis.files.explorers import data
+from mnesis.files.explorers import code, data
 
 # -- fixtures: real files --------------------------------------------------------
 
@@ -257,6 +258,131 @@ class TestDetection:
         assert is_binary_data(head) is binary
 
 
+# -- what each explorer says, as a table --------------------------------------------
+
+
+def says(
+    case_id: str,
+    name: str,
+    content: str | bytes,
+    starts: str,
+    *contains: str,
+    lacks: tuple[str, ...] = (),
+) -> object:
+    """A file named ``name`` holding ``content`` is summarised by text that starts with
+    ``starts``, contains every one of ``contains`` and none of ``lacks``."""
+    return pytest.param(name, content, starts, contains, lacks, id=case_id)
+
+
+JSON_LINES = "\n".join(
+    json.dumps({"id": i, **({"note": "x"} if i % 2 else {})}) for i in range(1_500)
+)
+CSV = (
+    "id,name,price,when,ok\n"
+    '1,"Smith, J",2.5,2024-01-01,true\n'
+    '2,"two\nlines",3,2024-01-02,false\n'
+    "3,Bob,,2024-01-03,true\n"
+)
+
+SUMMARIES = [
+    # Python
+    says("python-syntax-error-fallback", "broken.py", "def f(:\n    pass\n",
+         "Could not be parsed as Python: syntax error at line 1", "2 lines", "1| def f(:"),
+    says("python-named-binary-shows-bytes", "evil.py", b"\x00\x01binary\xff" * 100,
+         "Could not be parsed as Python: the content is binary",
+         "Binary data: 900 B", "00 01 62 69"),
+    # JSON scalars and empty containers
+    says("json-scalar", "n.json", " 42 ", "", "top level: number, e.g. 42"),
+    says("json-empty-array", "a.json", "[]", "", "top level: array[0]"),
+    says("json-empty-object", "o.json", "{}", "", "top level: object (0 keys)"),
+    # JSON Lines
+    says("jsonl-records-counted-fields-merged", "events.jsonl", JSON_LINES + "\n",
+         "JSON Lines: 1,500 records", "  note?: string"),
+    says("jsonl-invalid-lines-reported", "mixed.ndjson", '{"a": 1}\nnot json\n\n{"a": 2}\n',
+         "", "JSON Lines: 3 records", "1 of the first 3 lines are not valid JSON"),
+    says("jsonl-no-valid-line-fallback", "bad.jsonl", "nope\nstill nope\n",
+         "Could not be parsed as JSON Lines: no line is valid JSON"),
+    # YAML
+    says("yaml-top-level-keys-nested-types", "compose.yaml", YAML,
+         "YAML document, top level: object (4 keys)", "  services: object (2 keys)",
+         "      ports: array[2] of number", "  steps: array[2] of string"),
+    says("yaml-several-documents-counted", "multi.yml", "a: 1\n---\nb: 2\n---\nc: 3\n",
+         "YAML 3 documents (the first is described)"),
+    says("yaml-malformed-fallback", "bad.yaml", "x: [1, 2\ny: : :\n",
+         "Could not be parsed as YAML: ", "1| x: [1, 2"),
+    # TOML
+    says("toml-tables-keys-arrays-of-tables", "config.toml", TOML,
+         "TOML document: 5 top-level entries", 'Top-level keys: title = "Example"',
+         '[owner] name = "Tom", dob = 1979-05-27 07:32:00-08:00',
+         "[database] ports = array[2], enabled = true", '[servers.alpha] ip = "10.0.0.1"',
+         "[[products]] 2 entries; keys: name, sku, color"),
+    says("toml-malformed-fallback", "bad.toml", "[table\nkey = \n",
+         "Could not be parsed as TOML: "),
+    # Markdown
+    says("markdown-heading-tree-skips-front-matter-and-code", "guide.md", MARKDOWN, "",
+         "4 headings, 1 code block", "  # Guide  (line 4)", "    ## Install  (line 8)",
+         "    ## Usage  (line 15)", "      ### Details  (line 18)", lacks=("not a heading",)),
+    # CSV and TSV
+    says("csv-columns-types-quoted-newlines", "items.csv", CSV,
+         "CSV: 5 columns, 3 data rows (plus a header row); delimiter ','",
+         "  1. id: integer, e.g. 1", "  2. name: text, e.g. 'Smith, J'",
+         "  3. price: decimal, 1 empty, e.g. 2.5", "  4. when: date", "  5. ok: boolean"),
+    says("csv-semicolon-no-trailing-newline", "eu.csv", "a;b\n1;2\n3;4", "",
+         "2 columns, 2 data rows", "delimiter ';'"),
+    says("csv-headerless", "raw.csv", "1,2\n3,4\n5,6\n", "",
+         "3 data rows (no header row detected)", "1. column 1: integer"),
+    says("tsv-ragged-rows", "t.tsv", "name\tage\nann\t3\nbob\t4\textra\n",
+         "TSV: 3 columns, 2 data rows", "delimiter 'tab'", "Row widths vary"),
+    says("csv-empty-fallback", "empty.csv", "\n\n",
+         "Could not be parsed as CSV: the file is empty"),
+    # TypeScript and JavaScript
+    says("typescript-imports-exports-classes-functions", "app.tsx", TYPESCRIPT,
+         "TypeScript module: 31 lines",
+         "Imports (5): react, ./types, ../lib/pair, fs, ./reexport",
+         "default class App", "function helper",
+         "  class App extends React.Component  (line 15)",
+         "    methods: constructor(), load(), create()",
+         "  function helper(a: string, b: number): string  (line 26)",
+         "  const add = (x: number, y: number) =>  (line 29)",
+         "Types (3): interface User, type Id, enum Color", lacks=("Fake",)),
+    says("javascript-same-outline", "app.js", TYPESCRIPT, "JavaScript module: 31 lines"),
+    # SQL
+    says("sql-tables-columns-objects-inserts", "schema.sql", SQL, "", "2 CREATE TABLE",
+         "  users: 3 columns: id INTEGER PRIMARY KEY, email TEXT NOT NULL UNIQUE, "
+         "nickname TEXT DEFAULT '--none--'; CONSTRAINT users_email_check",
+         "  orders: 3 columns: id SERIAL, user_id INT REFERENCES users(id)",
+         "Indexes (1): idx_orders_user", "Views (1): big_orders",
+         "INSERT statements: users (2), orders (1)"),
+    says("sql-unterminated-create-table-still-named", "cut.sql", "CREATE TABLE t (\n  a INT,\n",
+         "", "  t: (column list not parsed)"),
+    # SQLite
+    says("sqlite-corrupt-binary-fallback", "broken.db",
+         b"SQLite format 3\x00" + b"\xff" * 2000,
+         "Could not be parsed as a SQLite database: ", "Binary data"),
+    # the fallback explorer
+    says("fallback-line-count-first-five-lines", "app.log",
+         "\n".join(f"entry {i}" for i in range(1, 101)), "100 lines", "  5| entry 5",
+         lacks=("entry 6",)),
+    says("fallback-binary-size-first-bytes", "image.png",
+         b"\x89PNG\r\n\x1a\n" + b"\x00" * 100, "", "Binary data: 108 B", "89 50 4e 47"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "content", "starts", "contains", "lacks"), SUMMARIES)
+def test_the_summary_says(
+    tmp_path: Path,
+    name: str,
+    content: str | bytes,
+    starts: str,
+    contains: tuple[str, ...],
+    lacks: tuple[str, ...],
+) -> None:
+    text = summary(write(tmp_path, name, content))
+    assert text.startswith(starts), text
+    assert [part for part in contains if part not in text] == []
+    assert [part for part in lacks if part in text] == []
+
+
 # -- explorers on well-formed files ------------------------------------------------
 
 
@@ -276,28 +402,6 @@ class TestPython:
         assert "  def reorder(item: Item, quantity: int=1) -> bool  (line 31)" in text
         assert "  async def sync_all() -> None  (line 35)" in text
         assert '__name__ == "__main__"' in text
-
-    def test_a_syntax_error_gives_the_fallback(self, tmp_path: Path) -> None:
-        text = summary(write(tmp_path, "broken.py", "def f(:\n    pass\n"))
-        assert text.startswith("Could not be parsed as Python: syntax error at line 1")
-        assert "2 lines" in text and "1| def f(:" in text
-
-    def test_binary_data_named_py_says_so_and_shows_bytes(self, tmp_path: Path) -> None:
-        text = summary(write(tmp_path, "evil.py", b"\x00\x01binary\xff" * 100))
-        assert text.startswith("Could not be parsed as Python: the content is binary")
-        assert "Binary data: 900 B" in text and "00 01 62 69" in text
-
-    def test_a_module_above_the_parse_limit_is_outlined_from_a_line_scan(
-        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        from mnesis.files.explorers import code
-
-        monkeypatch.setattr(code, "PARSE_LIMIT_BYTES", 100)
-        text = summary(write(tmp_path, "big.py", PYTHON))
-        assert "outline from a line scan" in text
-        assert "class Inventory(Base, metaclass=Meta):" not in text  # the regex stops at ')'
-        assert "class Inventory(Base, metaclass=Meta)  (line 14)" in text
-        assert "def reorder(item: Item, quantity: int = 1)" in text
 
 
 class TestJson:
@@ -366,156 +470,41 @@ class TestJson:
         assert reason in text.splitlines()[0]
         assert "lines" in text
 
-    def test_scalars_and_empty_containers(self, tmp_path: Path) -> None:
-        assert "top level: number, e.g. 42" in summary(write(tmp_path, "n.json", " 42 "))
-        assert "top level: array[0]" in summary(write(tmp_path, "a.json", "[]"))
-        assert "top level: object (0 keys)" in summary(write(tmp_path, "o.json", "{}"))
+
+# -- a file above its explorer's parse limit is outlined from a line scan -----------
 
 
-class TestJsonLines:
-    def test_records_are_counted_and_their_fields_merged(self, tmp_path: Path) -> None:
-        lines = [json.dumps({"id": i, **({"note": "x"} if i % 2 else {})}) for i in range(1_500)]
-        text = summary(write(tmp_path, "events.jsonl", "\n".join(lines) + "\n"))
-        assert text.startswith("JSON Lines: 1,500 records")
-        assert "  note?: string" in text
-
-    def test_invalid_lines_are_reported(self, tmp_path: Path) -> None:
-        text = summary(write(tmp_path, "mixed.ndjson", '{"a": 1}\nnot json\n\n{"a": 2}\n'))
-        assert "JSON Lines: 3 records" in text
-        assert "1 of the first 3 lines are not valid JSON" in text
-
-    def test_no_valid_line_gives_the_fallback(self, tmp_path: Path) -> None:
-        text = summary(write(tmp_path, "bad.jsonl", "nope\nstill nope\n"))
-        assert text.startswith("Could not be parsed as JSON Lines: no line is valid JSON")
-
-
-class TestYaml:
-    def test_top_level_keys_and_nested_types(self, tmp_path: Path) -> None:
-        text = summary(write(tmp_path, "compose.yaml", YAML))
-        assert text.startswith("YAML document, top level: object (4 keys)")
-        assert "  services: object (2 keys)" in text
-        assert "      ports: array[2] of number" in text
-        assert "  steps: array[2] of string" in text
-
-    def test_several_documents_are_counted(self, tmp_path: Path) -> None:
-        text = summary(write(tmp_path, "multi.yml", "a: 1\n---\nb: 2\n---\nc: 3\n"))
-        assert text.startswith("YAML 3 documents (the first is described)")
-
-    def test_malformed_yaml_gives_the_fallback(self, tmp_path: Path) -> None:
-        text = summary(write(tmp_path, "bad.yaml", "x: [1, 2\ny: : :\n"))
-        assert text.startswith("Could not be parsed as YAML: ")
-        assert "1| x: [1, 2" in text
-
-    def test_a_large_file_falls_back_to_a_line_scan_of_top_level_keys(
-        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        monkeypatch.setattr(data, "PARSE_LIMIT_BYTES", 10)
-        text = summary(write(tmp_path, "big.yaml", YAML))
-        assert "top-level keys from a line scan" in text
-        assert "  name: demo" in text and "  services: (nested)" in text
-        assert "image" not in text
-
-
-class TestToml:
-    def test_tables_keys_and_arrays_of_tables(self, tmp_path: Path) -> None:
-        text = summary(write(tmp_path, "config.toml", TOML))
-        assert text.startswith("TOML document: 5 top-level entries")
-        assert 'Top-level keys: title = "Example"' in text
-        assert '[owner] name = "Tom", dob = 1979-05-27 07:32:00-08:00' in text
-        assert "[database] ports = array[2], enabled = true" in text
-        assert '[servers.alpha] ip = "10.0.0.1"' in text
-        assert "[[products]] 2 entries; keys: name, sku, color" in text
-
-    def test_malformed_toml_gives_the_fallback(self, tmp_path: Path) -> None:
-        text = summary(write(tmp_path, "bad.toml", "[table\nkey = \n"))
-        assert text.startswith("Could not be parsed as TOML: ")
-
-    def test_a_large_file_lists_its_table_headers(
-        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        monkeypatch.setattr(data, "PARSE_LIMIT_BYTES", 10)
-        text = summary(write(tmp_path, "big.toml", TOML))
-        assert "tables from a line scan" in text
-        assert "  [servers.alpha]" in text and "  [[products]]" in text
-
-
-class TestMarkdown:
-    def test_the_heading_tree_skips_front_matter_and_code(self, tmp_path: Path) -> None:
-        text = summary(write(tmp_path, "guide.md", MARKDOWN))
-        assert "4 headings, 1 code block" in text
-        assert "  # Guide  (line 4)" in text
-        assert "    ## Install  (line 8)" in text
-        assert "    ## Usage  (line 15)" in text
-        assert "      ### Details  (line 18)" in text
-        assert "not a heading" not in text
-
-
-class TestCsv:
-    def test_columns_types_and_rows_with_quoted_newlines(self, tmp_path: Path) -> None:
-        content = (
-            "id,name,price,when,ok\n"
-            '1,"Smith, J",2.5,2024-01-01,true\n'
-            '2,"two\nlines",3,2024-01-02,false\n'
-            "3,Bob,,2024-01-03,true\n"
-        )
-        text = summary(write(tmp_path, "items.csv", content))
-        assert text.startswith("CSV: 5 columns, 3 data rows (plus a header row); delimiter ','")
-        assert "  1. id: integer, e.g. 1" in text
-        assert "  2. name: text, e.g. 'Smith, J'" in text
-        assert "  3. price: decimal, 1 empty, e.g. 2.5" in text
-        assert "  4. when: date" in text and "  5. ok: boolean" in text
-
-    def test_a_semicolon_delimiter_and_no_trailing_newline(self, tmp_path: Path) -> None:
-        text = summary(write(tmp_path, "eu.csv", "a;b\n1;2\n3;4"))
-        assert "2 columns, 2 data rows" in text and "delimiter ';'" in text
-
-    def test_a_headerless_file(self, tmp_path: Path) -> None:
-        text = summary(write(tmp_path, "raw.csv", "1,2\n3,4\n5,6\n"))
-        assert "3 data rows (no header row detected)" in text and "1. column 1: integer" in text
-
-    def test_tsv_and_ragged_rows(self, tmp_path: Path) -> None:
-        text = summary(write(tmp_path, "t.tsv", "name\tage\nann\t3\nbob\t4\textra\n"))
-        assert text.startswith("TSV: 3 columns, 2 data rows") and "delimiter 'tab'" in text
-        assert "Row widths vary" in text
-
-    def test_an_empty_csv_gives_the_fallback(self, tmp_path: Path) -> None:
-        text = summary(write(tmp_path, "empty.csv", "\n\n"))
-        assert text.startswith("Could not be parsed as CSV: the file is empty")
-
-
-class TestTypeScriptAndJavaScript:
-    def test_imports_exports_classes_and_functions(self, tmp_path: Path) -> None:
-        text = summary(write(tmp_path, "app.tsx", TYPESCRIPT))
-        assert text.startswith("TypeScript module: 31 lines")
-        assert "Imports (5): react, ./types, ../lib/pair, fs, ./reexport" in text
-        assert "default class App" in text and "function helper" in text
-        assert "  class App extends React.Component  (line 15)" in text
-        assert "    methods: constructor(), load(), create()" in text
-        assert "  function helper(a: string, b: number): string  (line 26)" in text
-        assert "  const add = (x: number, y: number) =>  (line 29)" in text
-        assert "Types (3): interface User, type Id, enum Color" in text
-        assert "Fake" not in text
-
-    def test_javascript_uses_the_same_outline(self, tmp_path: Path) -> None:
-        text = summary(write(tmp_path, "app.js", TYPESCRIPT))
-        assert text.startswith("JavaScript module: 31 lines")
-
-
-class TestSql:
-    def test_tables_with_columns_other_objects_and_inserts(self, tmp_path: Path) -> None:
-        text = summary(write(tmp_path, "schema.sql", SQL))
-        assert "2 CREATE TABLE" in text
-        assert (
-            "  users: 3 columns: id INTEGER PRIMARY KEY, email TEXT NOT NULL UNIQUE, "
-            "nickname TEXT DEFAULT '--none--'; CONSTRAINT users_email_check" in text
-        )
-        assert "  orders: 3 columns: id SERIAL, user_id INT REFERENCES users(id)" in text
-        assert "Indexes (1): idx_orders_user" in text and "Views (1): big_orders" in text
-        assert "INSERT statements: users (2), orders (1)" in text
-
-    def test_an_unterminated_create_table_is_still_named(self, tmp_path: Path) -> None:
-        text = summary(write(tmp_path, "cut.sql", "CREATE TABLE t (\n  a INT,\n"))
-        assert "  t: (column list not parsed)" in text
+@pytest.mark.parametrize(
+    ("explorer", "name", "content", "contains", "lacks"),
+    [
+        pytest.param(code, "big.py", PYTHON,
+                     ("outline from a line scan",
+                      "class Inventory(Base, metaclass=Meta)  (line 14)",
+                      "def reorder(item: Item, quantity: int = 1)"),
+                     # the regex stops at ')'
+                     ("class Inventory(Base, metaclass=Meta):",), id="python"),
+        pytest.param(data, "big.yaml", YAML,
+                     ("top-level keys from a line scan", "  name: demo",
+                      "  services: (nested)"),
+                     ("image",), id="yaml-top-level-keys"),
+        pytest.param(data, "big.toml", TOML,
+                     ("tables from a line scan", "  [servers.alpha]", "  [[products]]"),
+                     (), id="toml-table-headers"),
+    ],
+)  # fmt: skip
+def test_a_file_above_the_parse_limit_is_outlined_from_a_line_scan(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    explorer: ModuleType,
+    name: str,
+    content: str,
+    contains: tuple[str, ...],
+    lacks: tuple[str, ...],
+) -> None:
+    monkeypatch.setattr(explorer, "PARSE_LIMIT_BYTES", 10)
+    text = summary(write(tmp_path, name, content))
+    assert [part for part in contains if part not in text] == []
+    assert [part for part in lacks if part in text] == []
 
 
 class TestSqlite:
@@ -528,24 +517,6 @@ class TestSqlite:
         assert '  odd "name" (0 rows): x ANY' in text
         assert "Views: adults" in text and "Indexes: users_name (on users)" in text
         assert path.read_bytes() == before
-
-    def test_a_corrupt_database_gives_the_binary_fallback(self, tmp_path: Path) -> None:
-        path = write(tmp_path, "broken.db", b"SQLite format 3\x00" + b"\xff" * 2000)
-        text = summary(path)
-        assert text.startswith("Could not be parsed as a SQLite database: ")
-        assert "Binary data" in text
-
-
-class TestFallback:
-    def test_line_count_and_the_first_five_lines(self, tmp_path: Path) -> None:
-        lines = [f"entry {i}" for i in range(1, 101)]
-        text = summary(write(tmp_path, "app.log", "\n".join(lines)))
-        assert text.startswith("100 lines")
-        assert "  5| entry 5" in text and "entry 6" not in text
-
-    def test_binary_data_shows_its_size_and_first_bytes(self, tmp_path: Path) -> None:
-        text = summary(write(tmp_path, "image.png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 100))
-        assert "Binary data: 108 B" in text and "89 50 4e 47" in text
 
 
 class TestExplorersNeverRaise:

@@ -27,6 +27,8 @@ from mnesis.errors import MnesisError
 from mnesis.llm import FakeLLM
 from mnesis.models.parts import ToolStatus
 from tests.hardening.dump import logical_dump
+from tests.hostile import HOSTILE_INTS, ints
+from tests.hostile import json_values as hostile_json
 
 FUZZ = settings(
     max_examples=120,
@@ -38,21 +40,11 @@ FUZZ = settings(
 
 # -- values -----------------------------------------------------------------------------
 HOSTILE_TEXT = ["", " ", "\x00", "a\x00b", "\ud800", "x\udfffy", "‮rtl", "🙂" * 50, "{", "[" * 50]
-HOSTILE_INTS = [-1, 0, 2**31, 2**53, 2**63 - 1, 2**63, 2**64, 10**30, -(2**63) - 1]
-
 texts = st.one_of(
     st.sampled_from(HOSTILE_TEXT),
     st.text(st.characters(blacklist_categories=()), max_size=40),
 )
-ints = st.one_of(st.sampled_from(HOSTILE_INTS), st.integers())
-scalars = st.one_of(
-    st.none(), st.booleans(), ints, st.floats(allow_nan=True, allow_infinity=True), texts
-)
-json_values = st.recursive(
-    scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(texts, inner, max_size=4),
-    max_leaves=12,
-)
+json_values = hostile_json(texts, max_leaves=12)
 
 
 def nested(depth: int) -> Any:

@@ -68,6 +68,15 @@ async def check(
         await pool.close_all()
 
 
+def _name_only_file(copy: Template, file_id: str) -> None:
+    """Make ``file_id`` the only file the first summary in context names."""
+    with tampering(copy.db_path, drop_triggers=("summaries_no_update",)) as conn:
+        summary_id = summaries_in_context(conn, copy.session_id)[0]
+        conn.execute(
+            "UPDATE summaries SET file_ids = ? WHERE id = ?", (json.dumps([file_id]), summary_id)
+        )
+
+
 class TestEachViolationKindIsDetected:
     @pytest.mark.parametrize("fault", FAULTS, ids=[f.name for f in FAULTS])
     async def test_the_fault_is_reported_as_exactly_its_kinds(
@@ -104,12 +113,7 @@ class TestEachViolationKindIsDetected:
     async def test_strings_that_are_not_mnesis_file_ids_are_not_checked(
         self, copy: Template, file_id: str
     ) -> None:
-        with tampering(copy.db_path, drop_triggers=("summaries_no_update",)) as conn:
-            summary_id = summaries_in_context(conn, copy.session_id)[0]
-            conn.execute(
-                "UPDATE summaries SET file_ids = ? WHERE id = ?",
-                (json.dumps([file_id]), summary_id),
-            )
+        _name_only_file(copy, file_id)
         assert (await check(copy.db_path, copy.session_id)).ok
 
     async def test_a_file_id_with_its_file_reference_is_fine(self, copy: Template) -> None:
@@ -122,12 +126,7 @@ class TestEachViolationKindIsDetected:
             )
         finally:
             await pool.close_all()
-        with tampering(copy.db_path, drop_triggers=("summaries_no_update",)) as conn:
-            summary_id = summaries_in_context(conn, copy.session_id)[0]
-            conn.execute(
-                "UPDATE summaries SET file_ids = ? WHERE id = ?",
-                (json.dumps([file_id]), summary_id),
-            )
+        _name_only_file(copy, file_id)
         assert (await check(copy.db_path, copy.session_id)).ok
 
 

@@ -31,6 +31,8 @@ from mnesis import MnesisConfig
 from mnesis.config import RetrievalConfig
 from mnesis.retrieval.tools import output_schema
 from tests.hardening.dump import logical_dump
+from tests.hostile import ints
+from tests.hostile import json_values as hostile_json
 from tests.mcp.conftest import Stored
 
 mcp = pytest.importorskip("mcp")
@@ -91,20 +93,10 @@ HOSTILE_PATTERNS = [
     "\\",
     "(?V1)[[a]--[b]]",
 ]
-HOSTILE_INTS = [-1, 0, 1, 2**31, 2**53, 2**63 - 1, 2**63, 2**64, 10**30, -(2**63) - 1]
-
 texts = st.one_of(
     st.sampled_from(HOSTILE_TEXT), st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
 )
-ints = st.one_of(st.sampled_from(HOSTILE_INTS), st.integers())
-scalars = st.one_of(
-    st.none(), st.booleans(), ints, st.floats(allow_nan=True, allow_infinity=True), texts
-)
-json_values = st.recursive(
-    scalars,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(texts, inner, max_size=4),
-    max_leaves=10,
-)
+json_values = hostile_json(texts, max_leaves=10)
 
 
 def _nested(depth: int) -> Any:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mnesis import MnesisSession, StorePool
-from mnesis.integrity import IntegrityChecker
+from mnesis.integrity import IntegrityChecker, IntegrityReport, ViolationKind
+from mnesis.integrity.checker import Violation
 from tests.compacted import EXTRACTIVE_32K, compact_now, record_steps
 
 prometheus_client = pytest.importorskip("prometheus_client")
@@ -13,6 +14,7 @@ prometheus_client = pytest.importorskip("prometheus_client")
 from prometheus_client import CollectorRegistry  # noqa: E402
 
 from mnesis.metrics import PrometheusMetrics  # noqa: E402
+from mnesis.workers.metrics import WorkerMetrics  # noqa: E402
 
 
 def _value(registry: CollectorRegistry, name: str, **labels: str) -> float:
@@ -53,3 +55,30 @@ class TestPrometheusMetrics:
         assert _value(registry, "lcm_integrity_failures_total", kind="lost_from_view") == 0
         await session.close()
         await pool.close_all()
+
+
+def _report(*kinds: ViolationKind) -> IntegrityReport:
+    return IntegrityReport(
+        violations=[
+            Violation(
+                kind=k, session_id="sess_1", object_id=f"obj_{i}", detail="x", repairable=False
+            )
+            for i, k in enumerate(kinds)
+        ]
+    )
+
+
+class TestSharedSeries:
+    def test_a_worker_exports_the_compaction_and_integrity_series_of_a_session_process(
+        self,
+    ) -> None:
+        lost, cycle = ViolationKind.LOST_FROM_VIEW, ViolationKind.DAG_CYCLE
+        worker_registry, session_registry = CollectorRegistry(), CollectorRegistry()
+        worker = WorkerMetrics(worker_registry)
+        worker.compaction("committed", 0.5)
+        worker.integrity(_report(lost, lost, cycle))
+        PrometheusMetrics(session_registry).record_integrity_report(_report(lost, lost, cycle))
+        assert _value(worker_registry, "lcm_compaction_runs_total", outcome="committed") == 1
+        for registry in (worker_registry, session_registry):
+            assert _value(registry, "lcm_integrity_failures_total", kind=lost.value) == 2
+            assert _value(registry, "lcm_integrity_failures_total", kind=cycle.value) == 1

@@ -109,29 +109,14 @@ def summary_header(
     )
 
 
-def render_summary(
-    summary_id: str,
-    kind: str,
-    depth: int,
-    source_count: int,
-    span_start: str | None,
-    span_end: str | None,
-    content: str,
-) -> str:
-    """A summary as it appears in the context: annotation header, then its text."""
-    return (
-        summary_header(summary_id, kind, depth, source_count, span_start, span_end) + "\n" + content
-    )
-
-
 def render_summary_record(summary: SummaryRecord) -> str:
-    """:func:`render_summary` of a stored summary."""
-    return render_summary(
+    """A summary as it appears in the context: annotation header, then its text."""
+    header = summary_header(
         summary.id,
         summary.kind,
         summary.depth,
         summary.source_message_count,
         summary.span_start_message_id,
         summary.span_end_message_id,
-        summary.content,
     )
+    return header + "\n" + summary.content

@@ -11,6 +11,7 @@ weighed after. The filters that can expand a value far beyond their input
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from jinja2 import filters as jinja_filters
@@ -34,7 +35,6 @@ __all__ = ["context_limits", "guard_filters"]
 
 _Args = tuple[Any, ...]
 _Kwargs = dict[str, Any]
-_Precheck = Callable[[Context, RenderLimits, Any, _Args, _Kwargs], tuple[Any, _Args, _Kwargs]]
 
 _MAX_JSON_INDENT = 16
 
@@ -56,125 +56,116 @@ def context_limits(context: Context) -> RenderLimits:
     return limits
 
 
-def _arg(args: _Args, kwargs: _Kwargs, position: int, name: str, default: Any) -> Any:
-    return args[position] if len(args) > position else kwargs.get(name, default)
+@dataclass(slots=True)
+class _Call:
+    """One filter call: the render context and limits, the filtered value, the arguments."""
+
+    context: Context
+    limits: RenderLimits
+    value: Any
+    args: _Args
+    kwargs: _Kwargs
+
+    def arg(self, position: int, name: str, default: Any) -> Any:
+        """The argument given at ``position`` or as ``name``, else ``default``."""
+        if len(self.args) > position:
+            return self.args[position]
+        return self.kwargs.get(name, default)
 
 
-def _center(
-    context: Context, limits: RenderLimits, value: Any, args: _Args, kwargs: _Kwargs
-) -> tuple[Any, _Args, _Kwargs]:
-    width = _arg(args, kwargs, 0, "width", 80)
+_Precheck = Callable[[_Call], None]
+"""Checks a call before its filter runs (``join`` also rewrites it)."""
+
+
+def _center(call: _Call) -> None:
+    width = call.arg(0, "width", 80)
     if is_int(width):
-        check_size(width, limits, "the result of |center")
-    return value, args, kwargs
+        check_size(width, call.limits, "the result of |center")
 
 
-def _indent(
-    context: Context, limits: RenderLimits, value: Any, args: _Args, kwargs: _Kwargs
-) -> tuple[Any, _Args, _Kwargs]:
-    width = _arg(args, kwargs, 0, "width", 4)
-    text = str(value)
+def _indent(call: _Call) -> None:
+    width = call.arg(0, "width", 4)
+    text = str(call.value)
     per_line = width if is_int(width) else len(str(width))
-    check_size(len(text) + (text.count("\n") + 1) * max(per_line, 0), limits, "|indent")
-    return value, args, kwargs
+    check_size(len(text) + (text.count("\n") + 1) * max(per_line, 0), call.limits, "|indent")
 
 
-def _wordwrap(
-    context: Context, limits: RenderLimits, value: Any, args: _Args, kwargs: _Kwargs
-) -> tuple[Any, _Args, _Kwargs]:
-    width = _arg(args, kwargs, 0, "width", 79)
-    wrap = _arg(args, kwargs, 2, "wrapstring", None)
-    text = str(value)
+def _wordwrap(call: _Call) -> None:
+    width = call.arg(0, "width", 79)
+    wrap = call.arg(2, "wrapstring", None)
+    text = str(call.value)
     if is_int(width) and width > 0:
-        wrap_len = len(wrap) if isinstance(wrap, str) else len(context.environment.newline_sequence)
+        wrap_len = (
+            len(wrap) if isinstance(wrap, str) else len(call.context.environment.newline_sequence)
+        )
         # A wrapped line holds more than half of ``width`` unless a newline ends it.
         lines = 2 * len(text) // width + text.count("\n") + 2
-        check_size(len(text) + lines * wrap_len, limits, "the result of |wordwrap")
-    return value, args, kwargs
+        check_size(len(text) + lines * wrap_len, call.limits, "the result of |wordwrap")
 
 
-def _replace(
-    context: Context, limits: RenderLimits, value: Any, args: _Args, kwargs: _Kwargs
-) -> tuple[Any, _Args, _Kwargs]:
-    old = _arg(args, kwargs, 0, "old", None)
-    new = _arg(args, kwargs, 1, "new", None)
-    count = _arg(args, kwargs, 2, "count", None)
+def _replace(call: _Call) -> None:
+    old = call.arg(0, "old", None)
+    new = call.arg(1, "new", None)
+    count = call.arg(2, "count", None)
     if old is not None and new is not None:
-        check_weight(new, limits, "the replacement of |replace")
-        check_text_method(
-            str(value), "replace", (str(old), str(new), count if is_int(count) else -1), {}, limits
-        )
-    return value, args, kwargs
+        check_weight(new, call.limits, "the replacement of |replace")
+        replaced = (str(old), str(new), count if is_int(count) else -1)
+        check_text_method(str(call.value), "replace", replaced, {}, call.limits)
 
 
-def _join(
-    context: Context, limits: RenderLimits, value: Any, args: _Args, kwargs: _Kwargs
-) -> tuple[Any, _Args, _Kwargs]:
-    separator = _arg(args, kwargs, 0, "d", "")
-    attribute = _arg(args, kwargs, 1, "attribute", None)
-    items = list(value)
+def _join(call: _Call) -> None:
+    separator = call.arg(0, "d", "")
+    attribute = call.arg(1, "attribute", None)
+    items = list(call.value)
     if attribute is not None:
-        getter = jinja_filters.make_attrgetter(context.environment, attribute)
+        getter = jinja_filters.make_attrgetter(call.context.environment, attribute)
         items = [getter(item) for item in items]
-    size = weight(items, limits.max_value_chars) + len(str(separator)) * len(items)
-    check_size(size, limits, "the result of |join")
-    return items, (separator,), {}
+    size = weight(items, call.limits.max_value_chars) + len(str(separator)) * len(items)
+    check_size(size, call.limits, "the result of |join")
+    call.value, call.args, call.kwargs = items, (separator,), {}
 
 
-def _format(
-    context: Context, limits: RenderLimits, value: Any, args: _Args, kwargs: _Kwargs
-) -> tuple[Any, _Args, _Kwargs]:
-    check_percent(str(value), kwargs or args, limits)
-    return value, args, kwargs
+def _format(call: _Call) -> None:
+    check_percent(str(call.value), call.kwargs or call.args, call.limits)
 
 
-def _slice(
-    context: Context, limits: RenderLimits, value: Any, args: _Args, kwargs: _Kwargs
-) -> tuple[Any, _Args, _Kwargs]:
-    slices = _arg(args, kwargs, 0, "slices", 1)
-    fill = _arg(args, kwargs, 1, "fill_with", None)
+def _slice(call: _Call) -> None:
+    slices = call.arg(0, "slices", 1)
+    fill = call.arg(1, "fill_with", None)
     if is_int(slices):
-        if slices > limits.max_range:
+        if slices > call.limits.max_range:
             raise TemplateLimitError(
-                f"|slice into more than {limits.max_range:,} parts is not allowed"
+                f"|slice into more than {call.limits.max_range:,} parts is not allowed"
             )
         if fill is not None:
-            check_size(weight(fill, limits.max_value_chars) * slices, limits, "|slice padding")
-    return value, args, kwargs
+            check_size(
+                weight(fill, call.limits.max_value_chars) * slices, call.limits, "|slice padding"
+            )
 
 
-def _batch(
-    context: Context, limits: RenderLimits, value: Any, args: _Args, kwargs: _Kwargs
-) -> tuple[Any, _Args, _Kwargs]:
-    size = _arg(args, kwargs, 0, "linecount", 1)
-    fill = _arg(args, kwargs, 1, "fill_with", None)
+def _batch(call: _Call) -> None:
+    size = call.arg(0, "linecount", 1)
+    fill = call.arg(1, "fill_with", None)
     if is_int(size) and fill is not None:
-        padding = max(weight(fill, limits.max_value_chars), 1) * size
-        check_size(padding, limits, "|batch padding")
-    return value, args, kwargs
+        padding = max(weight(fill, call.limits.max_value_chars), 1) * size
+        check_size(padding, call.limits, "|batch padding")
 
 
-def _sum(
-    context: Context, limits: RenderLimits, value: Any, args: _Args, kwargs: _Kwargs
-) -> tuple[Any, _Args, _Kwargs]:
-    start = _arg(args, kwargs, 1, "start", 0)
+def _sum(call: _Call) -> None:
+    start = call.arg(1, "start", 0)
     if isinstance(start, bool) or not isinstance(start, int | float):
         raise TemplateLimitError(
             "|sum(start=...) is limited to numbers in a map template (adding lists "
             f"is quadratic), got {type(start).__name__}"
         )
-    return value, args, kwargs
 
 
-def _tojson(
-    context: Context, limits: RenderLimits, value: Any, args: _Args, kwargs: _Kwargs
-) -> tuple[Any, _Args, _Kwargs]:
-    indent = _arg(args, kwargs, 0, "indent", None)
+def _tojson(call: _Call) -> None:
+    indent = call.arg(0, "indent", None)
     if (is_int(indent) and indent > _MAX_JSON_INDENT) or (
         isinstance(indent, str) and len(indent) > _MAX_JSON_INDENT
     ):
         raise TemplateLimitError(f"|tojson(indent=...) is limited to {_MAX_JSON_INDENT}")
-    return value, args, kwargs
 
 
 _PRECHECKS: dict[str, _Precheck] = {
@@ -204,7 +195,9 @@ def _guard(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
         if textual:
             check_weight(value, limits, f"the input of |{name}")
         if precheck is not None:
-            value, args, kwargs = precheck(context, limits, value, args, kwargs)
+            call = _Call(context, limits, value, args, kwargs)
+            precheck(call)
+            value, args, kwargs = call.value, call.args, call.kwargs
         if kind == "context":
             result = func(context, value, *args, **kwargs)
         elif kind == "eval_context":

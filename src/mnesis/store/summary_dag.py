@@ -20,7 +20,7 @@ from mnesis.models.clock import now_ms
 from mnesis.models.ids import new_id
 from mnesis.models.message import Message
 from mnesis.models.parts import CompactionPart, MessagePart, TextPart
-from mnesis.models.render import render_summary
+from mnesis.models.render import render_summary_record
 from mnesis.models.summary import SummaryRecord
 from mnesis.store.base import CompactionCommit, NewMessage
 from mnesis.store.immutable import ImmutableStore
@@ -89,15 +89,7 @@ class SummaryDAGStore:
             node.source_message_count = len(sources) or sum(
                 s.source_message_count for s in await self.store.get_summaries(parents)
             )
-        rendered = render_summary(
-            node.id,
-            node.kind,
-            node.depth,
-            node.source_message_count,
-            node.span_start_message_id,
-            node.span_end_message_id,
-            node.content,
-        )
+        rendered = render_summary_record(node)
         estimator = self._estimator or TokenEstimator()
         context_tokens = estimator.estimate(rendered) + MESSAGE_OVERHEAD_TOKENS
         if marker is None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mnesis.errors import MissingDependencyError
+from mnesis.metrics import count_integrity_report, shared_series
 
 if TYPE_CHECKING:
     from mnesis.integrity.checker import IntegrityReport
@@ -37,17 +38,12 @@ class WorkerMetrics:
             ["task", "outcome"],
             registry=reg,
         )
-        self.compaction_runs = Counter(
-            "lcm_compaction_runs", "Compaction runs by outcome", ["outcome"], registry=reg
-        )
+        self.compaction_runs, self.integrity_failures = shared_series(reg)
         self.compaction_seconds = Histogram(
             "lcm_worker_compaction_seconds",
             "Duration of compaction jobs",
             buckets=_SECONDS_BUCKETS,
             registry=reg,
-        )
-        self.integrity_failures = Counter(
-            "lcm_integrity_failures", "Integrity violations found", ["kind"], registry=reg
         )
         self.stalled_recovered = Counter(
             "lcm_worker_stalled_jobs_recovered",
@@ -66,8 +62,7 @@ class WorkerMetrics:
 
     def integrity(self, report: IntegrityReport) -> None:
         """Count the violations of an integrity job."""
-        for kind, count in report.by_kind().items():
-            self.integrity_failures.labels(kind=kind).inc(count)
+        count_integrity_report(self.integrity_failures, report)
 
 
 def serve_metrics(port: int, address: str = "0.0.0.0") -> WorkerMetrics:

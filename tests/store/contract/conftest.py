@@ -8,11 +8,12 @@ server, a fixture giving the URL of a fresh, empty database (``pg_url`` from
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
 
 from mnesis.store import ImmutableStore, StorePool
+from tests.store.contract.raw import RawSQL, open_raw
 
 LOCATIONS: dict[str, Callable[[pytest.FixtureRequest], str]] = {
     "sqlite": lambda request: str(request.getfixturevalue("tmp_path") / "contract.db"),
@@ -32,3 +33,11 @@ async def store(request: pytest.FixtureRequest, pool: StorePool) -> AsyncIterato
     opened = await pool.acquire(db_path=LOCATIONS[request.param](request))
     yield opened
     await opened.close()
+
+
+@pytest.fixture
+def raw(store: ImmutableStore, request: pytest.FixtureRequest) -> Iterator[RawSQL]:
+    """A second, plain connection to the database under ``store`` (autocommit)."""
+    conn = open_raw(store, request)
+    yield conn
+    conn.close()

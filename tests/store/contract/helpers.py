@@ -193,3 +193,32 @@ PART_FACTORIES: dict[str, Callable[[], MessagePart]] = {
     "agent": lambda: AgentPart(name="planner"),
     "retry": lambda: RetryPart(attempt=3, error="429 rate limited"),
 }
+
+
+async def record_history(store: ImmutableStore) -> dict[str, str]:
+    """A session with messages, a tool call, two leaf summaries and a condensed one; the
+    ids of its ``session``, first ``message``, ``completed_tool`` and ``pending_tool``
+    parts and condensed ``summary``."""
+    sid = await new_session(store)
+    mids = [await append_text(store, sid, f"message {i}") for i in range(4)]
+    tool = await store.append_message(
+        make_message(sid, "assistant"),
+        [
+            ToolPart(tool_name="bash", tool_call_id="c1", output="out"),
+            ToolPart(tool_name="bash", tool_call_id="c2", status=ToolStatus(state="pending")),
+        ],
+    )
+    for _ in range(2):
+        await store.commit_compaction(make_commit(sid, (await message_items(store, sid))[:2]))
+    summaries = await store.get_context_items(sid, item_type="summary")
+    condensed = make_commit(
+        sid, summaries, parents=await store.get_summaries([i.item_id for i in summaries])
+    )
+    await store.commit_compaction(condensed)
+    return {
+        "session": sid,
+        "message": mids[0],
+        "completed_tool": tool.part_ids[0],
+        "pending_tool": tool.part_ids[1],
+        "summary": condensed.summary.id,
+    }

@@ -1,6 +1,9 @@
 """What the PostgreSQL database itself enforces, checked with a plain psycopg connection
-the way any other program could: append-only triggers, constraints, the schema, the
-migrations, NUL round trips and clear errors when the server cannot be reached."""
+the way any other program could: the schema (tables, enums, foreign keys, triggers), the
+migrations, NUL round trips and clear errors when the server cannot be reached.
+
+The append-only triggers and context item constraints both databases enforce are in
+``tests/store/contract/test_database_enforces.py``."""
 
 from __future__ import annotations
 
@@ -13,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mnesis.config import StoreConfig
-from mnesis.errors import AppendOnlyViolationError, MnesisStoreError, StoreBusyError
-from mnesis.models.parts import TextPart, ToolPart, ToolStatus
+from mnesis.errors import MnesisStoreError, StoreBusyError
+from mnesis.models.parts import TextPart
 from mnesis.store import SessionRecord
 from mnesis.store.postgres import PostgresDatabase, PostgresStore
 from mnesis.store.postgres.db import Conn
@@ -22,216 +25,13 @@ from mnesis.store.postgres.migrations import MIGRATIONS
 from mnesis.store.postgres.nul import escape_nul, unescape_nul
 from tests.pg_fixtures import _with_database
 from tests.store.contract.helpers import (
-    T0,
     append_text,
     make_commit,
-    make_message,
     message_items,
     new_session,
 )
 
 pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture
-async def history(pg_store: PostgresStore) -> dict[str, str]:
-    """A session with messages, a tool call, two leaf summaries and a condensed one."""
-    store = pg_store
-    sid = await new_session(store)
-    mids = [await append_text(store, sid, f"message {i}") for i in range(4)]
-    tool = await store.append_message(
-        make_message(sid, "assistant"),
-        [
-            ToolPart(tool_name="bash", tool_call_id="c1", output="out"),
-            ToolPart(tool_name="bash", tool_call_id="c2", status=ToolStatus(state="pending")),
-        ],
-    )
-    for _ in range(2):
-        await store.commit_compaction(make_commit(sid, (await message_items(store, sid))[:2]))
-    summaries = await store.get_context_items(sid, item_type="summary")
-    condensed = make_commit(
-        sid, summaries, parents=await store.get_summaries([i.item_id for i in summaries])
-    )
-    await store.commit_compaction(condensed)
-    return {
-        "session": sid,
-        "message": mids[0],
-        "completed_tool": tool.part_ids[0],
-        "pending_tool": tool.part_ids[1],
-        "summary": condensed.summary.id,
-    }
-
-
-def _append_only(raw: psycopg.Connection, sql: str, *args: object) -> None:
-    with pytest.raises(psycopg.errors.RaiseException, match="mnesis append-only"):
-        raw.execute(sql, args)  # type: ignore[arg-type]
-
-
-def _count(raw: psycopg.Connection, table: str) -> int:
-    row = raw.execute(f"SELECT COUNT(*) FROM {table}").fetchone()  # type: ignore[arg-type]
-    assert row is not None
-    return int(row[0])
-
-
-class TestAppendOnlyEnforcedByTheDatabase:
-    @pytest.mark.parametrize(
-        "table",
-        ["messages", "message_parts", "summaries", "summary_messages", "summary_parents",
-         "sessions"],
-    )  # fmt: skip
-    async def test_deleting_or_truncating_history_is_rejected(
-        self, raw: psycopg.Connection, history: dict[str, str], table: str
-    ) -> None:
-        before = _count(raw, table)
-        assert before > 0
-        _append_only(raw, f"DELETE FROM {table}")
-        _append_only(raw, f"TRUNCATE {table} CASCADE")
-        assert _count(raw, table) == before
-
-    @pytest.mark.parametrize(
-        ("column", "value"),
-        [("id", "msg_forged"), ("session_id", "sess_other"), ("seq", 999), ("role", "system"),
-         ("is_summary", True), ("agent", "intruder"), ("model_id", "other-model"),
-         ("provider_id", "other"), ("parent_id", "msg_other"), ("created_at", 1)],
-    )  # fmt: skip
-    async def test_rewriting_a_message_is_rejected(
-        self, raw: psycopg.Connection, history: dict[str, str], column: str, value: object
-    ) -> None:
-        _append_only(
-            raw, f"UPDATE messages SET {column} = %s WHERE id = %s", value, history["message"]
-        )
-
-    @pytest.mark.parametrize(
-        ("column", "value"),
-        [("content", '{"type":"text","text":"forged"}'), ("text_content", "forged"),
-         ("part_type", "reasoning"), ("ordinal", 99), ("message_id", "msg_other"),
-         ("created_at", 1)],
-    )  # fmt: skip
-    async def test_rewriting_a_text_part_is_rejected(
-        self, raw: psycopg.Connection, history: dict[str, str], column: str, value: object
-    ) -> None:
-        _append_only(
-            raw,
-            f"UPDATE message_parts SET {column} = %s WHERE message_id = %s",
-            value,
-            history["message"],
-        )
-
-    async def test_rewriting_summaries_and_lineage_is_rejected(
-        self, raw: psycopg.Connection, history: dict[str, str]
-    ) -> None:
-        _append_only(raw, "UPDATE summaries SET content = 'forged'")
-        _append_only(raw, "UPDATE summary_messages SET ordinal = ordinal + 10")
-        _append_only(raw, "UPDATE summary_parents SET ordinal = ordinal + 10")
-
-    async def test_token_counts_cost_and_finish_reason_may_change(
-        self, raw: psycopg.Connection, pg_store: PostgresStore, history: dict[str, str]
-    ) -> None:
-        raw.execute(
-            "UPDATE messages SET tokens_input = 5, tokens_output = 6, tokens_total = 11, "
-            "cost = 0.1, finish_reason = 'stop', token_estimate = 77 WHERE id = %s",
-            (history["message"],),
-        )
-        got = (await pg_store.get_message(history["message"])).message
-        assert got.tokens is not None and got.tokens.total == 11
-        assert (got.cost, got.finish_reason, got.token_estimate) == (0.1, "stop", 77)
-
-    async def test_a_tool_output_may_be_tombstoned_but_never_cleared_or_moved(
-        self, raw: psycopg.Connection, history: dict[str, str]
-    ) -> None:
-        part = history["completed_tool"]
-        raw.execute("UPDATE message_parts SET compacted_at = %s WHERE id = %s", (T0, part))
-        _append_only(raw, "UPDATE message_parts SET compacted_at = NULL WHERE id = %s", part)
-        _append_only(raw, "UPDATE message_parts SET compacted_at = %s WHERE id = %s", T0 + 1, part)
-
-    async def test_a_finished_tool_call_cannot_be_changed_or_reopened(
-        self, raw: psycopg.Connection, history: dict[str, str]
-    ) -> None:
-        part = history["completed_tool"]
-        _append_only(
-            raw,
-            "UPDATE message_parts SET content = content || ' ' WHERE id = %s",
-            part,
-        )
-        _append_only(raw, "UPDATE message_parts SET text_content = 'forged' WHERE id = %s", part)
-        _append_only(raw, "UPDATE message_parts SET tool_state = 'running' WHERE id = %s", part)
-
-    async def test_a_pending_tool_call_may_be_completed(
-        self, raw: psycopg.Connection, pg_store: PostgresStore, history: dict[str, str]
-    ) -> None:
-        await pg_store.update_part_status(
-            history["pending_tool"], state="completed", output="late result", completed_at=T0
-        )
-        row = raw.execute(
-            "SELECT tool_state::text, completed_at, text_content FROM message_parts WHERE id = %s",
-            (history["pending_tool"],),
-        ).fetchone()
-        assert row is not None
-        assert row[0] == "completed" and row[1] == T0 and "late result" in row[2]
-
-    async def test_a_violating_write_through_the_store_raises_append_only_violation(
-        self, pg_store: PostgresStore, history: dict[str, str]
-    ) -> None:
-        async def _delete(conn: Conn) -> None:
-            await conn.execute("DELETE FROM messages")
-
-        with pytest.raises(AppendOnlyViolationError, match="append-only"):
-            await pg_store.db.write(_delete)
-        assert (await pg_store.get_message(history["message"])).id == history["message"]
-
-
-class TestContextItemConstraints:
-    @pytest.mark.parametrize(
-        ("item_type", "with_message", "with_summary"),
-        [("message", True, True), ("message", False, False), ("message", False, True),
-         ("summary", True, False), ("summary", True, True)],
-    )  # fmt: skip
-    async def test_a_row_must_point_at_exactly_one_message_or_summary(
-        self,
-        raw: psycopg.Connection,
-        history: dict[str, str],
-        item_type: str,
-        with_message: bool,
-        with_summary: bool,
-    ) -> None:
-        with pytest.raises(psycopg.errors.CheckViolation):
-            raw.execute(
-                "INSERT INTO context_items (session_id, position, item_type, message_id, "
-                "summary_id, tokens, created_at) VALUES (%s, 1000, %s, %s, %s, 1, 0)",
-                (
-                    history["session"],
-                    item_type,
-                    history["message"] if with_message else None,
-                    history["summary"] if with_summary else None,
-                ),
-            )
-
-    async def test_an_unknown_item_type_or_role_is_rejected_by_its_enum(
-        self, raw: psycopg.Connection, history: dict[str, str]
-    ) -> None:
-        with pytest.raises(psycopg.errors.InvalidTextRepresentation):
-            raw.execute(
-                "INSERT INTO context_items (session_id, position, item_type, message_id, "
-                "tokens, created_at) VALUES (%s, 1000, 'other', %s, 1, 0)",
-                (history["session"], history["message"]),
-            )
-
-    async def test_two_items_cannot_share_a_position_and_targets_must_exist(
-        self, raw: psycopg.Connection, history: dict[str, str]
-    ) -> None:
-        row = raw.execute(
-            "SELECT MIN(position) FROM context_items WHERE session_id = %s",
-            (history["session"],),
-        ).fetchone()
-        assert row is not None
-        insert = (
-            "INSERT INTO context_items (session_id, position, item_type, message_id, tokens, "
-            "created_at) VALUES (%s, %s, 'message', %s, 1, 0)"
-        )
-        with pytest.raises(psycopg.errors.UniqueViolation):
-            raw.execute(insert, (history["session"], row[0], history["message"]))
-        with pytest.raises(psycopg.errors.ForeignKeyViolation):
-            raw.execute(insert, (history["session"], 5000, "msg_missing"))
 
 
 EXPECTED_TABLES = {

@@ -10,16 +10,15 @@ single writer, so the compacted fixture has the same DAG as on SQLite).
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator, Iterator
+from urllib.parse import urlsplit
 
-import psycopg
 import pytest
 
 from mnesis import MnesisSession
 from mnesis.store.postgres import PostgresStore
 from tests.backends import PgPool
-from tests.pg_fixtures import _with_database
+from tests.pg_fixtures import throwaway_database
 from tests.retrieval.test_retrieval import FACTS, _config, _filled_session
 
 pytestmark = pytest.mark.postgres
@@ -33,12 +32,8 @@ def pool(pg_url: str) -> PgPool:
 @pytest.fixture(scope="module")
 def template(pg_dsn: str) -> Iterator[tuple[str, str, dict[str, str]]]:
     """The retrieval suite's compacted session, built once into a template database."""
-    name = "mnesis_tpl_" + uuid.uuid4().hex[:12]
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8'")  # type: ignore[arg-type]
-    url = _with_database(pg_dsn, name)
 
-    async def build() -> tuple[str, dict[str, str]]:
+    async def build(url: str) -> tuple[str, dict[str, str]]:
         # Background compaction races the next turns; how many rounds it gets (so the
         # shape of the DAG) depends on timing. One connection queues every statement in
         # order, as SQLite's single writer thread does, so the DAG is SQLite's.
@@ -46,10 +41,9 @@ def template(pg_dsn: str) -> Iterator[tuple[str, str, dict[str, str]]]:
         await session.close()
         return session.id, planted
 
-    session_id, planted = asyncio.run(build())
-    yield name, session_id, planted
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")  # type: ignore[arg-type]
+    with throwaway_database(pg_dsn, "mnesis_tpl_") as url:
+        session_id, planted = asyncio.run(build(url))
+        yield urlsplit(url).path.lstrip("/"), session_id, planted
 
 
 @pytest.fixture
@@ -58,15 +52,10 @@ async def filled(
 ) -> AsyncIterator[tuple[MnesisSession, dict[str, str]]]:
     """A copy of the template database (PostgreSQL copies it, file by file)."""
     source, session_id, planted = template
-    name = "mnesis_copy_" + uuid.uuid4().hex[:12]
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE {source}")  # type: ignore[arg-type]
-    url = _with_database(pg_dsn, name)
-    session = await MnesisSession.load(session_id, pool=PgPool(url), config=_config())
-    yield session, planted
-    await session.close()
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")  # type: ignore[arg-type]
+    with throwaway_database(pg_dsn, "mnesis_copy_", template=source) as url:
+        session = await MnesisSession.load(session_id, pool=PgPool(url), config=_config())
+        yield session, planted
+        await session.close()
 
 
 class TestWholeSession:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -44,32 +46,38 @@ def _journal_mode(path: Path) -> str:
         conn.close()
 
 
+@contextmanager
+def _write_lock_held(path: Path, seconds: float) -> Iterator[None]:
+    """Another connection holds a write lock on ``path`` for ``seconds`` from entry; the
+    exit waits until it has let go."""
+    started = threading.Event()
+    holder = threading.Thread(target=_hold_write_lock, args=(path, started, seconds))
+    holder.start()
+    try:
+        assert started.wait(10)
+        yield
+    finally:
+        holder.join()
+
+
 async def test_opening_waits_for_another_writer_to_finish(tmp_path: Path) -> None:
     path = tmp_path / "new.db"
-    started = threading.Event()
-    holder = threading.Thread(target=_hold_write_lock, args=(path, started, 0.5))
-    holder.start()
-    assert started.wait(10)
-    pool = StorePool()
-    try:
-        store = await pool.acquire(db_path=str(path))
-        assert await store.list_sessions() == []
-    finally:
-        await pool.close_all()
-        holder.join()
+    with _write_lock_held(path, 0.5):
+        pool = StorePool()
+        try:
+            store = await pool.acquire(db_path=str(path))
+            assert await store.list_sessions() == []
+        finally:
+            await pool.close_all()
     assert _journal_mode(path) == "wal"
 
 
 async def test_a_lock_held_past_the_timeout_is_a_typed_busy_error(tmp_path: Path) -> None:
     path = tmp_path / "held.db"
-    started = threading.Event()
-    holder = threading.Thread(target=_hold_write_lock, args=(path, started, 1.0))
-    holder.start()
-    assert started.wait(10)
-    pool = StorePool()
-    try:
-        with pytest.raises(StoreBusyError, match="locked"):
-            await pool.acquire(StoreConfig(db_path=str(path), connection_timeout=0.3))
-    finally:
-        await pool.close_all()
-        holder.join()
+    with _write_lock_held(path, 1.0):
+        pool = StorePool()
+        try:
+            with pytest.raises(StoreBusyError, match="locked"):
+                await pool.acquire(StoreConfig(db_path=str(path), connection_timeout=0.3))
+        finally:
+            await pool.close_all()

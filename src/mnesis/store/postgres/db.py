@@ -14,7 +14,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -27,6 +27,8 @@ from mnesis.errors import InvalidArgumentError, MnesisError, MnesisStoreError, S
 from mnesis.store.postgres.errors import one_line, translate_pg_error
 from mnesis.store.postgres.migrations import MIGRATIONS
 from mnesis.store.postgres.nul import register_nul_escaping
+from mnesis.store.shared.sql import pg
+from mnesis.store.shared.statements import Batch
 
 __all__ = ["Conn", "PostgresDatabase", "redact_url"]
 
@@ -286,6 +288,37 @@ class PostgresDatabase:
                 return await fn(conn)
 
         return await _uncancellable(self._guard(_run()))
+
+    async def rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Every row of one read statement (``?`` placeholders)."""
+
+        async def _read(conn: Conn) -> list[tuple[Any, ...]]:
+            cur = await conn.execute(pg(sql), args)
+            return await cur.fetchall()
+
+        return await self.read(_read)
+
+    async def change(self, sql: str, args: Sequence[Any] = ()) -> int:
+        """Run one statement (``?`` placeholders) in its own write transaction; how
+        many rows it changed."""
+
+        async def _write(conn: Conn) -> int:
+            cur = await conn.execute(pg(sql), args)
+            return cur.rowcount
+
+        return await self.write(_write)
+
+    async def change_many(self, batches: Sequence[Batch]) -> None:
+        """Run each statement (``?`` placeholders) over its rows (none: skipped), all in
+        one write transaction."""
+
+        async def _write(conn: Conn) -> None:
+            for sql, rows in batches:
+                if rows:
+                    async with conn.cursor() as cur:
+                        await cur.executemany(pg(sql), rows)
+
+        await self.write(_write)
 
     async def close(self) -> None:
         """Close every connection (idempotent)."""

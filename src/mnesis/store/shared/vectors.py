@@ -1,10 +1,13 @@
-"""Statements of ``part_vectors`` / ``summary_vectors`` for both backends (``?`` placeholders)."""
+"""``part_vectors`` / ``summary_vectors`` for both backends: the statements (``?``
+placeholders) and :class:`SQLVectorStore`, which runs them on either database."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from mnesis.store.vectors import PendingText, StoredVector, VectorKind
+from mnesis.store.shared.statements import Statements
+from mnesis.store.vectors import PendingText, StoredVector, VectorKind, VectorStore
 
 __all__ = [
     "COUNT",
@@ -13,6 +16,7 @@ __all__ = [
     "PENDING",
     "PUT",
     "SCAN",
+    "SQLVectorStore",
     "pending_text",
     "put_row",
     "scan_args",
@@ -101,3 +105,44 @@ def scan_args(
     low = MIN_TIME if since is None else since
     high = MAX_TIME if until is None else until
     return (session_id, model, after_key, low, high, limit)
+
+
+class SQLVectorStore(VectorStore):
+    """:class:`~mnesis.store.vectors.VectorStore` on one database of either backend."""
+
+    def __init__(self, db: Statements) -> None:
+        self._db = db
+
+    async def pending(
+        self, session_id: str, model: str, kind: VectorKind, limit: int
+    ) -> list[PendingText]:
+        rows = await self._db.rows(PENDING[kind], (model, session_id, limit))
+        return [pending_text(kind, r) for r in rows]
+
+    async def put(self, model: str, rows: Sequence[tuple[PendingText, bytes]]) -> None:
+        if not rows:
+            return
+        await self._db.change_many(
+            [
+                (PUT[kind], [put_row(model, t, v) for t, v in rows if t.kind == kind])
+                for kind in ("message", "summary")
+            ]
+        )
+
+    async def count(self, session_id: str, model: str, kind: VectorKind) -> int:
+        found = await self._db.rows(COUNT[kind], (session_id, model))
+        return int(found[0][0]) if found else 0
+
+    async def scan(
+        self,
+        session_id: str,
+        model: str,
+        kind: VectorKind,
+        *,
+        after_key: int,
+        limit: int,
+        since: int | None = None,
+        until: int | None = None,
+    ) -> list[StoredVector]:
+        args = scan_args(session_id, model, after_key, limit, since, until)
+        return [stored_vector(kind, r) for r in await self._db.rows(SCAN[kind], args)]

@@ -14,9 +14,9 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from mnesis.config import StoreConfig
 from mnesis.errors import (
@@ -29,6 +29,7 @@ from mnesis.errors import (
     StoreFullError,
     StoreReadOnlyError,
 )
+from mnesis.store.shared.statements import Batch
 from mnesis.store.sqlite.checkpoint import WalCheckpointer
 from mnesis.store.sqlite.migrations import MIGRATIONS
 
@@ -270,6 +271,24 @@ class SQLiteDatabase:
         cancelled, so a cancelled write is either fully committed or rolled back.
         """
         return await self._submit(lambda: self._run_write(fn))
+
+    async def rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Every row of one read statement."""
+        return await self.read(lambda conn: conn.execute(sql, args).fetchall())
+
+    async def change(self, sql: str, args: Sequence[Any] = ()) -> int:
+        """Run one statement in its own write transaction; how many rows it changed."""
+        return await self.write(lambda conn: conn.execute(sql, args).rowcount)
+
+    async def change_many(self, batches: Sequence[Batch]) -> None:
+        """Run each statement over its rows (none: skipped), all in one write transaction."""
+
+        def _run(conn: sqlite3.Connection) -> None:
+            for sql, rows in batches:
+                if rows:
+                    conn.executemany(sql, rows)
+
+        await self.write(_run)
 
     async def open(self) -> None:
         """Connect and migrate now (otherwise done by the first operation)."""

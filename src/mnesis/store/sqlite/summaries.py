@@ -5,82 +5,39 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from typing import Any, Literal
 
 from mnesis.models.clock import now_ms
-from mnesis.store.base import AppendedMessage, CompactionCommit, ContextItem, SummaryRecord
+from mnesis.store.base import AppendedMessage, CompactionCommit, SummaryRecord
 from mnesis.store.codec import dumps
 from mnesis.store.shared.commit import (
-    CONTEXT_SUMMARY_INSERT,
-    CONTEXT_TOKEN_TOTAL,
     COVERING_SUMMARY,
-    PARENT_INSERT,
-    SUMMARY_INSERT,
     check_replaced,
-    lineage_rows,
-    summary_values,
+    commit_writes,
 )
-from mnesis.store.shared.integrity import SOURCE_INSERT
-from mnesis.store.shared.lineage import LOCK_ACQUIRE, LOCK_OWNER, LOCK_RELEASE, lock_args
 from mnesis.store.shared.rows import encode_parts, summary_record
-from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, Contexts, neighbour_args
+from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, neighbour_args
+from mnesis.store.shared.statements import Statements
+from mnesis.store.shared.summaries import ContextAndLocks
 from mnesis.store.sqlite.rows import (
     _SUMMARY_COLS,
     SQLiteStoreBase,
-    _insert_message,
-    _insert_parts,
     _next_value,
 )
 
 __all__ = ["SummariesMixin"]
 
 
-class SummariesMixin(SQLiteStoreBase):
+class SummariesMixin(ContextAndLocks, SQLiteStoreBase):
     """Context items, summaries, lineage and compaction locks (part of ``SQLiteStore``)."""
 
-    async def get_context_items(
-        self,
-        session_id: str,
-        *,
-        item_type: Literal["message", "summary"] | None = None,
-        newest_first: bool = False,
-        before_position: int | None = None,
-        limit: int | None = None,
-    ) -> list[ContextItem]:
-        where = ["ci.session_id = ?"]
-        args: list[Any] = [session_id]
-        if item_type is not None:
-            # A literal, not a parameter: SQLite only uses the partial summary index
-            # when it can see the WHERE clause matches it.
-            where.append(f"ci.item_type = '{item_type}'")
-        if before_position is not None:
-            where.append("ci.position < ?")
-            args.append(before_position)
-        args.append(-1 if limit is None else int(limit))
-        # Without ANALYZE statistics SQLite prefers the primary key (it also orders by
-        # position) and would scan every item of the session to find the few summaries.
-        hint = "INDEXED BY context_items_summary_idx " if item_type == "summary" else ""
-        sql = (
-            "SELECT ci.position, ci.item_type, COALESCE(ci.message_id, ci.summary_id), "
-            f"ci.tokens, m.role FROM context_items ci {hint}"
-            "LEFT JOIN messages m ON m.id = ci.message_id "
-            f"WHERE {' AND '.join(where)} ORDER BY ci.position "
-            f"{'DESC' if newest_first else 'ASC'} LIMIT ?"
-        )
+    # Without ANALYZE statistics SQLite prefers the primary key (it also orders by
+    # position) and would scan every item of the session to find the few summaries.
+    SUMMARY_INDEX_HINT = "INDEXED BY context_items_summary_idx "
 
-        def _get(conn: sqlite3.Connection) -> list[ContextItem]:
-            return [ContextItem(r[0], r[1], r[2], r[3], r[4]) for r in conn.execute(sql, args)]
+    @property
+    def statements(self) -> Statements:
+        return self.db
 
-        return await self.db.read(_get)
-
-    async def context_token_total(self, session_id: str) -> int:
-        def _sum(conn: sqlite3.Connection) -> int:
-            row = conn.execute(CONTEXT_TOKEN_TOTAL, (session_id,)).fetchone()
-            return int(row[0])
-
-        return await self.db.read(_sum)
-
-    # summaries ------------------------------------------------------------
     async def commit_compaction(self, commit: CompactionCommit) -> AppendedMessage:
         s = commit.summary
         marker = commit.marker
@@ -101,24 +58,14 @@ class SummariesMixin(SQLiteStoreBase):
             check_replaced(commit, current)
             m = marker.message
             seq = _next_value(conn, "messages", "seq", m.session_id)
-            contexts = Contexts()
-            found = conn.execute(NEIGHBOURS_SELECT, neighbour_args(m.session_id, seq))
-            contexts.start(m.session_id, seq, found.fetchall())
-            contexts.apply(m.session_id, seq, m.role, m.created_at, m.is_summary, marker_rows)
-            _insert_message(conn, m, seq)
-            _insert_parts(conn, m.id, m.session_id, 0, marker_rows, now)
-            conn.execute(SUMMARY_INSERT, summary_values(commit, m.id, dumps(s.file_ids), now))
-            sources, parents = lineage_rows(commit)
-            conn.executemany(SOURCE_INSERT, sources)
-            conn.executemany(PARENT_INSERT, parents)
-            conn.executemany(
-                "DELETE FROM context_items WHERE session_id = ? AND position = ?",
-                [(s.session_id, p) for p in positions],
-            )
-            conn.execute(
-                CONTEXT_SUMMARY_INSERT,
-                (s.session_id, min(positions), s.id, commit.context_tokens, now),
-            )
+            found = conn.execute(NEIGHBOURS_SELECT, neighbour_args(m.session_id, seq)).fetchall()
+            writes = commit_writes(
+                commit, seq, found, marker_rows, now,
+                is_summary=int(m.is_summary), file_ids=dumps(s.file_ids),
+            )  # fmt: skip
+            for sql, rows in writes:
+                if rows:
+                    conn.executemany(sql, rows)
             return AppendedMessage(m.id, seq, None, tuple(r[0] for r in marker_rows))
 
         return await self.db.write(_commit)
@@ -138,30 +85,6 @@ class SummariesMixin(SQLiteStoreBase):
             return [by_id[i] for i in summary_ids if i in by_id]
 
         return await self.db.read(_get)
-
-    async def acquire_compaction_lock(
-        self, session_id: str, owner: str, ttl_seconds: float, *, steal_from: str | None = None
-    ) -> bool:
-        def _acquire(conn: sqlite3.Connection) -> bool:
-            cur = conn.execute(
-                LOCK_ACQUIRE, lock_args(session_id, owner, ttl_seconds, steal_from, now_ms())
-            )
-            return cur.rowcount == 1
-
-        return await self.db.write(_acquire)
-
-    async def compaction_lock_owner(self, session_id: str) -> str | None:
-        def _get(conn: sqlite3.Connection) -> str | None:
-            row = conn.execute(LOCK_OWNER, (session_id,)).fetchone()
-            return None if row is None else str(row[0])
-
-        return await self.db.read(_get)
-
-    async def release_compaction_lock(self, session_id: str, owner: str) -> None:
-        def _release(conn: sqlite3.Connection) -> None:
-            conn.execute(LOCK_RELEASE, (session_id, owner))
-
-        await self.db.write(_release)
 
     async def covering_context_summaries(
         self, session_id: str, message_ids: Sequence[str]

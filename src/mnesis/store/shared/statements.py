@@ -1,0 +1,33 @@
+"""``Statements``: one database run statement by statement, whatever its backend.
+
+Both :class:`~mnesis.store.sqlite.database.SQLiteDatabase` and
+:class:`~mnesis.store.postgres.db.PostgresDatabase` offer these three calls, so a
+store part made only of single statements (written with ``?`` placeholders, see
+:mod:`mnesis.store.shared.sql`) is written once for both backends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+__all__ = ["Batch", "Statements"]
+
+Batch = tuple[str, Sequence[Sequence[Any]]]
+"""One statement and the parameter rows it runs over."""
+
+
+class Statements(Protocol):
+    """Single statements on one database (``?`` placeholders)."""
+
+    async def rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Every row of one read statement."""
+        ...
+
+    async def change(self, sql: str, args: Sequence[Any] = ()) -> int:
+        """Run one statement in its own write transaction; how many rows it changed."""
+        ...
+
+    async def change_many(self, batches: Sequence[Batch]) -> None:
+        """Run each statement over its rows (none: skipped), all in one write transaction."""
+        ...

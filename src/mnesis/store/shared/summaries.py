@@ -1,0 +1,91 @@
+"""The context view and the compaction lock as single statements, written once for both
+stores (the ``SummariesMixin`` of each backend adds the multi-statement work)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Literal
+
+from mnesis.models.clock import now_ms
+from mnesis.store.records import ContextItem
+from mnesis.store.shared.commit import CONTEXT_TOKEN_TOTAL
+from mnesis.store.shared.lineage import LOCK_ACQUIRE, LOCK_OWNER, LOCK_RELEASE, lock_args
+from mnesis.store.shared.sql import select_list
+from mnesis.store.shared.statements import Statements
+
+__all__ = ["ContextAndLocks"]
+
+_CONTEXT_ITEM_COLUMNS = (
+    "ci.position",
+    "ci.item_type",
+    "COALESCE(ci.message_id, ci.summary_id)",
+    "ci.tokens",
+    "m.role",
+)
+
+
+class ContextAndLocks(ABC):
+    """``get_context_items``, ``context_token_total`` and the compaction lock row.
+
+    A backend gives :attr:`statements` (its database) and sets :attr:`ENUMS_AS_TEXT`
+    (its enum columns are read as text) and :attr:`SUMMARY_INDEX_HINT` (the clause that
+    makes it use the partial summary index).
+    """
+
+    ENUMS_AS_TEXT: ClassVar[bool] = False
+    SUMMARY_INDEX_HINT: ClassVar[str] = ""
+
+    @property
+    @abstractmethod
+    def statements(self) -> Statements:
+        """The database the statements run on."""
+
+    async def get_context_items(
+        self,
+        session_id: str,
+        *,
+        item_type: Literal["message", "summary"] | None = None,
+        newest_first: bool = False,
+        before_position: int | None = None,
+        limit: int | None = None,
+    ) -> list[ContextItem]:
+        where = ["ci.session_id = ?"]
+        args: list[Any] = [session_id]
+        if item_type is not None:
+            # A literal, not a parameter: SQLite only uses the partial summary index
+            # when it can see the WHERE clause matches it.
+            where.append(f"ci.item_type = '{item_type}'")
+        if before_position is not None:
+            where.append("ci.position < ?")
+            args.append(before_position)
+        limit_clause = ""
+        if limit is not None:
+            limit_clause = " LIMIT ?"
+            args.append(int(limit))
+        as_text = ("ci.item_type", "m.role") if self.ENUMS_AS_TEXT else ()
+        hint = self.SUMMARY_INDEX_HINT if item_type == "summary" else ""
+        sql = (
+            f"SELECT {select_list(_CONTEXT_ITEM_COLUMNS, as_text)} FROM context_items ci "
+            f"{hint}LEFT JOIN messages m ON m.id = ci.message_id "
+            f"WHERE {' AND '.join(where)} ORDER BY ci.position "
+            f"{'DESC' if newest_first else 'ASC'}{limit_clause}"
+        )
+        return [
+            ContextItem(r[0], r[1], r[2], r[3], r[4]) for r in await self.statements.rows(sql, args)
+        ]
+
+    async def context_token_total(self, session_id: str) -> int:
+        return int((await self.statements.rows(CONTEXT_TOKEN_TOTAL, (session_id,)))[0][0])
+
+    async def acquire_compaction_lock(
+        self, session_id: str, owner: str, ttl_seconds: float, *, steal_from: str | None = None
+    ) -> bool:
+        args = lock_args(session_id, owner, ttl_seconds, steal_from, now_ms())
+        return await self.statements.change(LOCK_ACQUIRE, args) == 1
+
+    async def compaction_lock_owner(self, session_id: str) -> str | None:
+        found = await self.statements.rows(LOCK_OWNER, (session_id,))
+        return str(found[0][0]) if found else None
+
+    async def release_compaction_lock(self, session_id: str, owner: str) -> None:
+        await self.statements.change(LOCK_RELEASE, (session_id, owner))

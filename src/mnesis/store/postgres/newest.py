@@ -1,0 +1,180 @@
+"""The newest (and oldest) matches of each group of a ``group_limit`` search: a window
+of the scope's newest rows first, the GIN index when the window holds too few.
+
+A group's newest ``n`` matches are the newest ``n`` rows of the scope that match.
+Asking the GIN index which rows match costs as much as there are matches (a common
+word: most of a million rows); walking the key index newest first costs as many rows
+as it takes to find ``n`` matches. One statement reads the scope's newest ``window``
+rows (a backward index walk) and collects every group's matches among them. Every
+row of the scope outside the window is older than every row inside, so when the
+window holds ``n`` matches of a group they are its newest ``n``; when the window is
+the whole scope (fewer than ``window`` rows) its matches are all there are. Only
+otherwise (rare words) the group asks the GIN index. The oldest matches are found the
+same way from the oldest end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from mnesis.store.base import SearchFilter
+from mnesis.store.postgres.db import Conn
+from mnesis.store.postgres.rows import DOWN_CTE, fetch, fetch_one
+from mnesis.store.postgres.search_sql import filter_sql, group_condition, own_text_condition
+from mnesis.store.search_query import GroupMatches, SearchQuery
+
+__all__ = ["DEFAULT_WINDOW", "newest_group_keys"]
+
+DEFAULT_WINDOW = 4096
+"""Rows of the scope read newest first before a group asks the GIN index."""
+
+_Direction = Literal["DESC", "ASC"]
+_WINDOW_TSV = "p.tsv_all"
+"""The window's precomputed ``search_tsv || context_tsv`` (see ``PART_TSV``)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Condition:
+    """One match condition, rendered over the table (GIN) and over the window (compared
+    and hashed by identity)."""
+
+    table: tuple[str, list[str]]
+    window: tuple[str, list[str]]
+
+
+def _conditions(group: SearchQuery, scope: str) -> tuple[_Condition, _Condition | None]:
+    """A group's condition and (messages only) its own-text condition."""
+    condition = _Condition(
+        group_condition(group, scope), group_condition(group, scope, _WINDOW_TSV)
+    )
+    if scope != "messages":
+        return condition, None
+    own = own_text_condition(group)
+    own_window = own_text_condition(group, _WINDOW_TSV)
+    if own is None or own_window is None:
+        return condition, None
+    return condition, _Condition(own, own_window)
+
+
+class _Finder:
+    """The first ``n`` matches of a condition in key order, from the window or the
+    GIN index, on one connection."""
+
+    def __init__(
+        self, conn: Conn, scope: Literal["messages", "summaries"], where: SearchFilter, window: int
+    ) -> None:
+        self.conn = conn
+        self.window = window
+        self.clauses, self.args = filter_sql(where, scope)
+        # Summaries under a summary: the filter is ``AND false``, no lineage CTE.
+        lineage = where.under_summary is not None and scope == "messages"
+        self.head: list[Any] = [where.under_summary] if lineage else []
+        self.cte = DOWN_CTE if lineage else ""
+        if scope == "messages":
+            self.key = "p.key"
+            self.matched = "FROM message_parts p JOIN messages m ON m.id = p.message_id WHERE "
+            self.tail = f"AND NOT m.is_summary {self.clauses}"
+            self.rows = (
+                "SELECT p.key, p.search_tsv, p.context_tsv, "
+                "p.search_tsv || p.context_tsv AS tsv_all "
+                "FROM message_parts p JOIN messages m ON m.id = p.message_id "
+                f"WHERE NOT m.is_summary {self.clauses}"
+            )
+            self.alias = "p"
+        else:
+            self.key = "s.key"
+            self.matched = "FROM summaries s WHERE "
+            self.tail = self.clauses
+            self.rows = f"SELECT s.key, s.search_tsv FROM summaries s WHERE true {self.clauses}"
+            self.alias = "s"
+        self.planned: dict[_Direction, list[tuple[_Condition, int]]] = {"DESC": [], "ASC": []}
+        self.found: dict[_Direction, dict[_Condition, list[int]] | None] = {}
+        self.full: dict[_Direction, bool] = {}
+
+    def plan(self, direction: _Direction, condition: _Condition, n: int) -> None:
+        """Collect up to ``n`` matches of ``condition`` in the ``direction`` window."""
+        self.planned[direction].append((condition, n))
+
+    async def first(self, direction: _Direction, condition: _Condition, n: int) -> list[int]:
+        """The first ``n`` keys matching ``condition``, newest (``DESC``) or oldest first."""
+        if self.window > 0:
+            if direction not in self.found:
+                await self._read_window(direction)
+            seen = self.found[direction]
+            if seen is not None and condition in seen:
+                keys = seen[condition]
+                if len(keys) >= n or not self.full[direction]:
+                    return keys[:n]
+        sql = (
+            # "+ 0": the key's index must not give the order, or the planner walks it
+            # and tests every row's vector until enough match (all rows when few do)
+            # instead of asking the GIN index which rows match.
+            f"{self.cte} SELECT {self.key} {self.matched}{condition.table[0]} {self.tail} "
+            f"ORDER BY {self.key} + 0 {direction} LIMIT %s"
+        )
+        rows = await fetch(self.conn, sql, [*self.head, *condition.table[1], *self.args, n])
+        return [r[0] for r in rows]
+
+    async def _read_window(self, direction: _Direction) -> None:
+        planned = self.planned[direction]
+        if not planned:
+            self.found[direction] = None
+            return
+        select: list[str] = ["count(*)"]
+        params: list[Any] = [*self.head]
+        for condition, n in planned:
+            where, args = condition.window
+            select.append(
+                f"(array_agg({self.alias}.key ORDER BY {self.alias}.key {direction}) "
+                f"FILTER (WHERE {where}))[1:%s::int]"
+            )
+            params += [*args, n]
+        params += [*self.args, self.window]
+        sql = (
+            f"{self.cte} SELECT {', '.join(select)} FROM ({self.rows} "
+            f"ORDER BY {self.key} {direction} LIMIT %s) {self.alias}"
+        )
+        row = await fetch_one(self.conn, sql, params)
+        assert row is not None  # An aggregate without GROUP BY gives one row.
+        self.full[direction] = row[0] >= self.window
+        conditions = [condition for condition, _ in planned]
+        self.found[direction] = {
+            condition: list(keys or []) for condition, keys in zip(conditions, row[1:], strict=True)
+        }
+
+
+async def newest_group_keys(
+    conn: Conn,
+    query: SearchQuery,
+    scope: Literal["messages", "summaries"],
+    where: SearchFilter,
+    wanted: int,
+    window: int = DEFAULT_WINDOW,
+) -> list[int]:
+    """The keys of a ``newest_first`` query's matches, best first, as
+    :class:`GroupMatches` orders them, until ``wanted`` are found (see
+    ``SearchQuery.group_limit``; ``window`` 0 asks the GIN index for every group)."""
+    group_limit = query.group_limit or wanted
+    finder = _Finder(conn, scope, where, window)
+    levels = [[_conditions(g, scope) for g in groups] for groups in query.planned_groups()]
+    for groups in levels:
+        for condition, own_text in groups:
+            finder.plan("DESC", condition, group_limit + 1)
+            finder.plan("ASC", condition, max(1, group_limit // 2))
+            if own_text is not None:
+                finder.plan("DESC", own_text, group_limit)
+    found = GroupMatches()
+    for groups in levels:
+        for condition, own_text in groups:
+            newest = await finder.first("DESC", condition, group_limit + 1)
+            own: list[int] = []
+            oldest: list[int] = []
+            if len(newest) > group_limit:
+                if own_text is not None:
+                    own = await finder.first("DESC", own_text, group_limit)
+                oldest = await finder.first("ASC", condition, max(1, group_limit // 2))
+            found.add_group(newest[:group_limit], own, oldest)
+        if found.end_level() >= wanted:
+            break
+    return found.keys()

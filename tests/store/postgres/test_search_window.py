@@ -1,10 +1,11 @@
 """A ``newest_first`` search reads a window of the scope's newest rows before asking
 the GIN index: the results must be the GIN path's, row for row, whatever the window.
 
-``search_window = 0`` forces the GIN index for every group; a window larger than the
-database forces the window for every group (it is the whole scope, never full). The
-small windows in between leave common words to the window and rare ones to the index,
-with every scope (sessions, time range, lineage) cutting the window differently.
+No windows force the GIN index for every group; a window larger than the database
+forces the window for every group (it is the whole scope, never full). The small
+windows in between leave common words to the first window, less common ones to the
+second and rare ones to the index, with every scope (sessions, time range, lineage)
+cutting the windows differently.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from tests.store.contract.helpers import T0, make_commit, make_message, message_
 
 pytestmark = pytest.mark.postgres
 
-WINDOWS = (1, 3, 8, 25, 90, 1_000_000)
-"""Window sizes compared with the GIN path (0); the last holds the whole database."""
+WINDOWS = ((1,), (3,), (2, 25), (8, 90), (25, 60), (1_000_000,))
+"""Window sizes compared with the GIN path (none); the last holds the whole database."""
 _COMMON = ("alpha", "beta", "gamma")
 _WORDS = ("delta", "omega", "kappa", "sigma")
 
@@ -113,13 +114,13 @@ def _rows(hits: list[SearchHit]) -> list[tuple[str, str, str | None, int | None]
 
 async def _search(
     store: PostgresStore,
-    window: int,
+    windows: tuple[int, ...],
     query: SearchQuery,
     scope: SearchFilter,
     pool: str,
     page: tuple[int, int],
 ) -> list[tuple[str, str, str | None, int | None]]:
-    store.search_window = window
+    store.search_windows = windows
     hits = await store.search_text(
         query=query,
         scope=pool,  # type: ignore[arg-type]
@@ -137,10 +138,10 @@ async def test_window_and_gin_paths_give_the_same_rows(pg_store: PostgresStore) 
         for scope_name, scope in _scopes(sessions, summary).items():
             for query_name, query in _queries().items():
                 for page in ((40, 0), (6, 4)):
-                    expected = await _search(pg_store, 0, query, scope, pool, page)
-                    for window in WINDOWS:
-                        got = await _search(pg_store, window, query, scope, pool, page)
-                        assert got == expected, (pool, scope_name, query_name, page, window)
+                    expected = await _search(pg_store, (), query, scope, pool, page)
+                    for windows in WINDOWS:
+                        got = await _search(pg_store, windows, query, scope, pool, page)
+                        assert got == expected, (pool, scope_name, query_name, page, windows)
                     compared += bool(expected)
     # Most combinations find something (the comparison is not between empty lists).
     assert compared >= 80
@@ -154,11 +155,11 @@ async def test_a_match_just_outside_the_window_is_found(pg_store: PostgresStore)
     batch = [NewMessage(make_message(sid), [TextPart(text=t)]) for t in texts]
     appended = await pg_store.append_messages(batch)
     query = SearchQuery(all_of=_w("heron"), newest_first=True, group_limit=3)
-    for window in (0, 2, 5, 1_000_000):
-        pg_store.search_window = window
+    for windows in ((), (2,), (5,), (2, 5), (1_000_000,)):
+        pg_store.search_windows = windows
         hits = await pg_store.search_text(
             query=query, scope="messages", where=SearchFilter(session_ids=[sid]), limit=10
         )
         newest = [appended[i].message_id for i in (9, 2, 1)]
         # More than group_limit matches: the newest 3, then the oldest one.
-        assert [h.id for h in hits] == [*newest, appended[0].message_id], window
+        assert [h.id for h in hits] == [*newest, appended[0].message_id], windows

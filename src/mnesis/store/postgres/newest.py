@@ -15,6 +15,7 @@ same way from the oldest end.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -24,10 +25,10 @@ from mnesis.store.postgres.rows import DOWN_CTE, fetch, fetch_one
 from mnesis.store.postgres.search_sql import filter_sql, group_condition, own_text_condition
 from mnesis.store.search_query import GroupMatches, SearchQuery
 
-__all__ = ["DEFAULT_WINDOW", "newest_group_keys"]
+__all__ = ["DEFAULT_WINDOWS", "newest_group_keys"]
 
-DEFAULT_WINDOW = 4096
-"""Rows of the scope read newest first before a group asks the GIN index."""
+DEFAULT_WINDOWS = (256, 4096)
+"""Sizes of the windows read before a group asks the GIN index, smallest first."""
 
 _Direction = Literal["DESC", "ASC"]
 _WINDOW_TSV = "p.tsv_all"
@@ -57,15 +58,41 @@ def _conditions(group: SearchQuery, scope: str) -> tuple[_Condition, _Condition 
     return condition, _Condition(own, own_window)
 
 
+@dataclass(frozen=True, slots=True)
+class _Window:
+    """The matches of some conditions among the scope's first ``size`` rows."""
+
+    size: int
+    full: bool
+    """The scope holds at least ``size`` rows (else the window is all of it)."""
+    keys: dict[_Condition, list[int]]
+
+    def first(self, condition: _Condition, n: int) -> list[int] | None:
+        """The first ``n`` matches of ``condition``, when the window proves them."""
+        keys = self.keys.get(condition)
+        if keys is None or (len(keys) < n and self.full):
+            return None
+        return keys[:n]
+
+    def promising(self, condition: _Condition, n: int, size: int) -> bool:
+        """At this window's density, a window of ``size`` rows would hold ``n``."""
+        keys = self.keys.get(condition)
+        return keys is not None and len(keys) * size >= n * self.size
+
+
 class _Finder:
-    """The first ``n`` matches of a condition in key order, from the window or the
-    GIN index, on one connection."""
+    """The first ``n`` matches of a condition in key order, from the windows (each
+    read once, for every condition planned and still unanswered) or the GIN index."""
 
     def __init__(
-        self, conn: Conn, scope: Literal["messages", "summaries"], where: SearchFilter, window: int
+        self,
+        conn: Conn,
+        scope: Literal["messages", "summaries"],
+        where: SearchFilter,
+        windows: Sequence[int],
     ) -> None:
         self.conn = conn
-        self.window = window
+        self.windows = [w for w in windows if w > 0]
         self.clauses, self.args = filter_sql(where, scope)
         # Summaries under a summary: the filter is ``AND false``, no lineage CTE.
         lineage = where.under_summary is not None and scope == "messages"
@@ -89,23 +116,27 @@ class _Finder:
             self.rows = f"SELECT s.key, s.search_tsv FROM summaries s WHERE true {self.clauses}"
             self.alias = "s"
         self.planned: dict[_Direction, list[tuple[_Condition, int]]] = {"DESC": [], "ASC": []}
-        self.found: dict[_Direction, dict[_Condition, list[int]] | None] = {}
-        self.full: dict[_Direction, bool] = {}
+        self.read: dict[_Direction, list[_Window]] = {"DESC": [], "ASC": []}
 
     def plan(self, direction: _Direction, condition: _Condition, n: int) -> None:
-        """Collect up to ``n`` matches of ``condition`` in the ``direction`` window."""
+        """Collect up to ``n`` matches of ``condition`` when a ``direction`` window is read."""
         self.planned[direction].append((condition, n))
 
     async def first(self, direction: _Direction, condition: _Condition, n: int) -> list[int]:
-        """The first ``n`` keys matching ``condition``, newest (``DESC``) or oldest first."""
-        if self.window > 0:
-            if direction not in self.found:
-                await self._read_window(direction)
-            seen = self.found[direction]
-            if seen is not None and condition in seen:
-                keys = seen[condition]
-                if len(keys) >= n or not self.full[direction]:
-                    return keys[:n]
+        """The first ``n`` keys matching ``condition``, newest (``DESC``) or oldest first:
+        from the smallest window that proves them; a larger window is read only when
+        the previous one's density says it would hold ``n``; else the GIN index."""
+        read = self.read[direction]
+        for i, size in enumerate(self.windows):
+            if i == len(read):
+                if i > 0 and not read[-1].promising(condition, n, size):
+                    break
+                await self._read_window(direction, size)
+            found = read[i].first(condition, n)
+            if found is not None:
+                return found
+            if not read[i].full:
+                break
         sql = (
             # "+ 0": the key's index must not give the order, or the planner walks it
             # and tests every row's vector until enough match (all rows when few do)
@@ -116,11 +147,16 @@ class _Finder:
         rows = await fetch(self.conn, sql, [*self.head, *condition.table[1], *self.args, n])
         return [r[0] for r in rows]
 
-    async def _read_window(self, direction: _Direction) -> None:
-        planned = self.planned[direction]
-        if not planned:
-            self.found[direction] = None
-            return
+    async def _read_window(self, direction: _Direction, size: int) -> None:
+        """Read the next window: the conditions the previous windows left unanswered
+        (those whose density there promises enough matches in this one)."""
+        read = self.read[direction]
+        planned = [
+            (condition, n)
+            for condition, n in self.planned[direction]
+            if not read
+            or (read[-1].first(condition, n) is None and read[-1].promising(condition, n, size))
+        ]
         select: list[str] = ["count(*)"]
         params: list[Any] = [*self.head]
         for condition, n in planned:
@@ -130,18 +166,16 @@ class _Finder:
                 f"FILTER (WHERE {where}))[1:%s::int]"
             )
             params += [*args, n]
-        params += [*self.args, self.window]
+        params += [*self.args, size]
         sql = (
             f"{self.cte} SELECT {', '.join(select)} FROM ({self.rows} "
             f"ORDER BY {self.key} {direction} LIMIT %s) {self.alias}"
         )
         row = await fetch_one(self.conn, sql, params)
         assert row is not None  # An aggregate without GROUP BY gives one row.
-        self.full[direction] = row[0] >= self.window
         conditions = [condition for condition, _ in planned]
-        self.found[direction] = {
-            condition: list(keys or []) for condition, keys in zip(conditions, row[1:], strict=True)
-        }
+        keys = {c: list(k or []) for c, k in zip(conditions, row[1:], strict=True)}
+        read.append(_Window(size, row[0] >= size, keys))
 
 
 async def newest_group_keys(
@@ -150,13 +184,13 @@ async def newest_group_keys(
     scope: Literal["messages", "summaries"],
     where: SearchFilter,
     wanted: int,
-    window: int = DEFAULT_WINDOW,
+    windows: Sequence[int] = DEFAULT_WINDOWS,
 ) -> list[int]:
     """The keys of a ``newest_first`` query's matches, best first, as
     :class:`GroupMatches` orders them, until ``wanted`` are found (see
-    ``SearchQuery.group_limit``; ``window`` 0 asks the GIN index for every group)."""
+    ``SearchQuery.group_limit``; no ``windows``: the GIN index for every group)."""
     group_limit = query.group_limit or wanted
-    finder = _Finder(conn, scope, where, window)
+    finder = _Finder(conn, scope, where, windows)
     levels = [[_conditions(g, scope) for g in groups] for groups in query.planned_groups()]
     for groups in levels:
         for condition, own_text in groups:

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from mnesis.store.base import SearchFilter, SearchHit
 from mnesis.store.postgres.db import Conn
-from mnesis.store.postgres.newest import DEFAULT_WINDOW, newest_group_keys
+from mnesis.store.postgres.newest import DEFAULT_WINDOWS, newest_group_keys
 from mnesis.store.postgres.rows import DOWN_CTE, PostgresStoreBase, fetch
 from mnesis.store.postgres.search_sql import PART_TSV, filter_sql, render_tsquery
 from mnesis.store.search_query import SearchQuery
@@ -25,9 +25,9 @@ _RANK = "-ts_rank_cd(%s::real[], {col}, to_tsquery('english', %s), 1)"
 class SearchMixin(PostgresStoreBase):
     """Ranked search and scans over messages and summaries (part of ``PostgresStore``)."""
 
-    search_window: int = DEFAULT_WINDOW
-    """Newest rows of the scope a ``newest_first`` search reads before asking the GIN
-    index (0: always the index); a tuning knob, results do not depend on it."""
+    search_windows: tuple[int, ...] = DEFAULT_WINDOWS
+    """Sizes of the windows of newest rows a ``newest_first`` search reads before
+    asking the GIN index (empty: always the index); results do not depend on them."""
 
     async def search_text(
         self,
@@ -107,7 +107,7 @@ class SearchMixin(PostgresStoreBase):
                 # every row of a scan: the GIN index over it is the cheaper plan.
                 await conn.execute("SET LOCAL enable_seqscan = off")
                 keys = await newest_group_keys(
-                    conn, query, scope, where, limit + offset, self.search_window
+                    conn, query, scope, where, limit + offset, self.search_windows
                 )
                 return await _rows(conn, keys)
 

@@ -1,16 +1,20 @@
-"""The newest (and oldest) matches of each group of a ``group_limit`` search: a window
-of the scope's newest rows first, the GIN index when the window holds too few.
+"""The newest (and oldest) matches of each group of a ``group_limit`` search: windows
+of the newest rows first, the GIN index when they hold too few.
 
 A group's newest ``n`` matches are the newest ``n`` rows of the scope that match.
 Asking the GIN index which rows match costs as much as there are matches (a common
 word: most of a million rows); walking the key index newest first costs as many rows
-as it takes to find ``n`` matches. One statement reads the scope's newest ``window``
-rows (a backward index walk) and collects every group's matches among them. Every
-row of the scope outside the window is older than every row inside, so when the
-window holds ``n`` matches of a group they are its newest ``n``; when the window is
-the whole scope (fewer than ``window`` rows) its matches are all there are. Only
-otherwise (rare words) the group asks the GIN index. The oldest matches are found the
-same way from the oldest end.
+as it takes to find ``n`` matches. One statement reads the newest ``size`` rows of
+the table (of the session, when the search names one: an index walk either way, so
+the other filters never make it read more) and collects, among those in the scope,
+every group's matches. Every row of the scope outside the window is older than every
+row inside, so when the window holds ``n`` matches of a group they are its newest
+``n``; when the window is the whole table (or session) its matches are all there are.
+Otherwise a larger window is read for the groups whose density in the first
+promises ``n`` matches there and more than ``size`` in the whole table (the GIN
+path's cost), and the rest (rare words) ask the GIN index. Which path answers
+changes the cost, never the rows. The oldest matches are found the same way from the
+oldest end.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ __all__ = ["DEFAULT_WINDOWS", "newest_group_keys"]
 DEFAULT_WINDOWS = (256, 4096)
 """Sizes of the windows read before a group asks the GIN index, smallest first."""
 
+_EVIDENCE = 4
+"""Matches a window must hold before its density counts (see ``_Window.promising``)."""
 _Direction = Literal["DESC", "ASC"]
 _WINDOW_TSV = "p.tsv_all"
 """The window's precomputed ``search_tsv || context_tsv`` (see ``PART_TSV``)."""
@@ -60,12 +66,14 @@ def _conditions(group: SearchQuery, scope: str) -> tuple[_Condition, _Condition 
 
 @dataclass(frozen=True, slots=True)
 class _Window:
-    """The matches of some conditions among the scope's first ``size`` rows."""
+    """The matches of some conditions among the first ``size`` rows of the walk."""
 
     size: int
     full: bool
-    """The scope holds at least ``size`` rows (else the window is all of it)."""
+    """The walk read ``size`` rows (else the window holds every row it could)."""
     keys: dict[_Condition, list[int]]
+    table_rows: float
+    """The planner's estimate of the table's rows (``reltuples``; -1: never counted)."""
 
     def first(self, condition: _Condition, n: int) -> list[int] | None:
         """The first ``n`` matches of ``condition``, when the window proves them."""
@@ -75,9 +83,15 @@ class _Window:
         return keys[:n]
 
     def promising(self, condition: _Condition, n: int, size: int) -> bool:
-        """At this window's density, a window of ``size`` rows would hold ``n``."""
+        """This window holds a few matches (one mention of a rare word reaches a few
+        rows through their neighbour context), at a density that promises twice ``n``
+        in a window of ``size`` rows and more than ``size`` in the whole table (the
+        rows the GIN path would read)."""
         keys = self.keys.get(condition)
-        return keys is not None and len(keys) * size >= n * self.size
+        if keys is None or len(keys) < _EVIDENCE:
+            return False
+        found = len(keys)
+        return found * size >= 2 * n * self.size and found * self.table_rows > size * self.size
 
 
 class _Finder:
@@ -98,23 +112,39 @@ class _Finder:
         lineage = where.under_summary is not None and scope == "messages"
         self.head: list[Any] = [where.under_summary] if lineage else []
         self.cte = DOWN_CTE if lineage else ""
+        # The walk takes only the filter an index walks in key order (one session), so
+        # it reads ``size`` rows however few of them the other filters keep.
+        ids = where.session_ids
+        one = ids is not None and len(ids) == 1
+        self.walk_args: list[Any] = [ids[0]] if ids is not None and one else []
         if scope == "messages":
             self.key = "p.key"
             self.matched = "FROM message_parts p JOIN messages m ON m.id = p.message_id WHERE "
             self.tail = f"AND NOT m.is_summary {self.clauses}"
+            self.walk = (
+                "SELECT p.key, p.message_id, p.session_id, p.search_tsv, p.context_tsv "
+                f"FROM message_parts p {'WHERE p.session_id = %s' if one else ''}"
+            )
             self.rows = (
                 "SELECT p.key, p.search_tsv, p.context_tsv, "
-                "p.search_tsv || p.context_tsv AS tsv_all "
-                "FROM message_parts p JOIN messages m ON m.id = p.message_id "
-                f"WHERE NOT m.is_summary {self.clauses}"
+                "p.search_tsv || p.context_tsv AS tsv_all, "
+                f"(NOT m.is_summary {self.clauses}) AS in_scope "
+                "FROM ({walk}) p JOIN messages m ON m.id = p.message_id"
             )
             self.alias = "p"
         else:
             self.key = "s.key"
             self.matched = "FROM summaries s WHERE "
             self.tail = self.clauses
-            self.rows = f"SELECT s.key, s.search_tsv FROM summaries s WHERE true {self.clauses}"
+            self.walk = (
+                "SELECT s.key, s.session_id, s.created_at, s.search_tsv "
+                f"FROM summaries s {'WHERE s.session_id = %s' if one else ''}"
+            )
+            self.rows = (
+                f"SELECT s.key, s.search_tsv, (true {self.clauses}) AS in_scope FROM ({{walk}}) s"
+            )
             self.alias = "s"
+        self.table = "message_parts" if scope == "messages" else "summaries"
         self.planned: dict[_Direction, list[tuple[_Condition, int]]] = {"DESC": [], "ASC": []}
         self.read: dict[_Direction, list[_Window]] = {"DESC": [], "ASC": []}
 
@@ -157,25 +187,30 @@ class _Finder:
             if not read
             or (read[-1].first(condition, n) is None and read[-1].promising(condition, n, size))
         ]
-        select: list[str] = ["count(*)"]
+        table_rows = (
+            f"(SELECT reltuples FROM pg_class WHERE oid = '{self.table}'::regclass)"
+            if not read
+            else "NULL"
+        )
+        select: list[str] = ["count(*)", table_rows]
         params: list[Any] = [*self.head]
+        alias = self.alias
         for condition, n in planned:
             where, args = condition.window
             select.append(
-                f"(array_agg({self.alias}.key ORDER BY {self.alias}.key {direction}) "
-                f"FILTER (WHERE {where}))[1:%s::int]"
+                f"(array_agg({alias}.key ORDER BY {alias}.key {direction}) "
+                f"FILTER (WHERE {alias}.in_scope AND {where}))[1:%s::int]"
             )
             params += [*args, n]
-        params += [*self.args, size]
-        sql = (
-            f"{self.cte} SELECT {', '.join(select)} FROM ({self.rows} "
-            f"ORDER BY {self.key} {direction} LIMIT %s) {self.alias}"
-        )
+        params += [*self.args, *self.walk_args, size]
+        walk = f"{self.walk} ORDER BY {self.key} {direction} LIMIT %s"
+        sql = f"{self.cte} SELECT {', '.join(select)} FROM ({self.rows.format(walk=walk)}) {alias}"
         row = await fetch_one(self.conn, sql, params)
         assert row is not None  # An aggregate without GROUP BY gives one row.
         conditions = [condition for condition, _ in planned]
-        keys = {c: list(k or []) for c, k in zip(conditions, row[1:], strict=True)}
-        read.append(_Window(size, row[0] >= size, keys))
+        keys = {c: list(k or []) for c, k in zip(conditions, row[2:], strict=True)}
+        estimate = float(row[1]) if not read else read[0].table_rows
+        read.append(_Window(size, row[0] >= size, keys, estimate))
 
 
 async def newest_group_keys(

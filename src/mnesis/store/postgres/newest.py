@@ -204,7 +204,10 @@ class _Finder:
             params += [*args, n]
         params += [*self.args, *self.walk_args, size]
         walk = f"{self.walk} ORDER BY {self.key} {direction} LIMIT %s"
-        sql = f"{self.cte} SELECT {', '.join(select)} FROM ({self.rows.format(walk=walk)}) {alias}"
+        # "OFFSET 0" keeps the rows a subquery: each row's vectors are read (and
+        # concatenated) once, not once per condition that names them.
+        rows = self.rows.format(walk=walk)
+        sql = f"{self.cte} SELECT {', '.join(select)} FROM ({rows} OFFSET 0) {alias}"
         row = await fetch_one(self.conn, sql, params)
         assert row is not None  # An aggregate without GROUP BY gives one row.
         conditions = [condition for condition, _ in planned]

@@ -11,8 +11,9 @@ SQLite floor. The server is :class:`benchmarks._pg.Cluster` (``fsync=off``,
 ``bench_session``, so noise hits them alike.
 
 The 1M-message grep store is built with ``COPY`` straight into ``messages`` and
-``message_parts`` (no context rows, no tool outputs: ~250 characters per message), as a
-bulk import would; ``record()`` would take hours for that many.
+``message_parts`` (:func:`build_grep_store`: no context rows, no tool outputs, ~250
+characters per message with the neighbour context the writer would give it), as a bulk
+import would; ``record()`` would take hours for that many.
 """
 
 from __future__ import annotations
@@ -57,7 +58,14 @@ from mnesis.models.ids import new_id
 from mnesis.store.shared.search_context import search_context
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
 
-__all__ = ["bench_postgres", "pg_server"]
+__all__ = [
+    "GREP_QUERIES",
+    "bench_postgres",
+    "build_grep_store",
+    "grep_report",
+    "pg_server",
+    "time_grep",
+]
 
 
 @contextmanager

@@ -11,8 +11,9 @@ SQLite floor. The server is :class:`benchmarks._pg.Cluster` (``fsync=off``,
 ``bench_session``, so noise hits them alike.
 
 The 1M-message grep store is built with ``COPY`` straight into ``messages`` and
-``message_parts`` (no context rows, no tool outputs: ~250 characters per message), as a
-bulk import would; ``record()`` would take hours for that many.
+``message_parts`` (:func:`build_grep_store`: no context rows, no tool outputs, ~250
+characters per message with the neighbour context the writer would give it), as a bulk
+import would; ``record()`` would take hours for that many.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,9 +55,17 @@ from benchmarks.bench_session import (
 from mnesis import FakeLLM, MnesisSession, StorePool
 from mnesis.context.builder import ContextBudget
 from mnesis.models.ids import new_id
+from mnesis.store.shared.search_context import search_context
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
 
-__all__ = ["bench_postgres", "pg_server"]
+__all__ = [
+    "GREP_QUERIES",
+    "bench_postgres",
+    "build_grep_store",
+    "grep_report",
+    "pg_server",
+    "time_grep",
+]
 
 
 @contextmanager
@@ -260,25 +269,31 @@ async def _bench_context(dsn: str, cache: SessionCache, quick: bool) -> Report:
 
 
 # -- 3. grep over 1M messages -------------------------------------------------------------
-async def _bench_grep(dsn: str, quick: bool) -> Report:
-    total = 100_000 if quick else 1_000_000
-    sessions = 100
-    url = _new_database(dsn)
-    pool = StorePool()
-    store = await pool.acquire(db_path=url)
-    await store.close()
-    await pool.close_all()
+GREP_QUERIES = (
+    "which port did we move to after the tls migration",
+    '"tls migration"',
+    "port 8443",
+    "session store latency",
+    "compaction window budget",
+)
+"""A multi-word question, a phrase and two words of the planted fact (rare: one message
+in 9,973), and three words of the 70-word filler vocabulary (each in about half the rows)."""
+
+
+def build_grep_store(url: str, total: int, sessions: int = 100) -> list[str]:
+    """Bulk-load ``total`` messages (one text part each) into the migrated, empty
+    database ``url`` with ``COPY``, each part with the neighbour context the writer
+    would give it; returns the session ids."""
     workload = Workload(tool_output_chars=0)
-    started = time.perf_counter()
     session_ids = [new_id("sess") for _ in range(sessions)]
     now = int(time.time() * 1000)
+    per = total // sessions
     with psycopg.connect(url) as conn:
         with conn.cursor().copy(
             "COPY sessions (id, model, created_at, updated_at) FROM STDIN"
         ) as copy:
             for sid in session_ids:
                 copy.write_row((sid, MODEL, now, now))
-        per = total // sessions
         ids = [(new_id("msg"), new_id("part")) for _ in range(per * sessions)]
         with conn.cursor().copy(
             "COPY messages (id, session_id, seq, role, created_at, token_estimate) FROM STDIN"
@@ -291,10 +306,12 @@ async def _bench_grep(dsn: str, quick: bool) -> Report:
                     )  # fmt: skip
         with conn.cursor().copy(
             "COPY message_parts (id, message_id, session_id, ordinal, part_type, content, "
-            "text_content, token_estimate, created_at) FROM STDIN"
+            "text_content, token_estimate, created_at, search_context) FROM STDIN"
         ) as parts:
             for s, sid in enumerate(session_ids):
+                previous: list[tuple[str, str]] = []
                 for i in range(per):
+                    role = "user" if i % 2 == 0 else "assistant"
                     text = (
                         workload.user_text(s * per + i)
                         if i % 2 == 0
@@ -302,27 +319,40 @@ async def _bench_grep(dsn: str, quick: bool) -> Report:
                     )
                     if i % 9973 == 17:
                         text += " the deployment used port 8443 after the tls migration"
+                    context = search_context(role, now + i, previous)
                     parts.write_row(
                         (ids[s * per + i][1], ids[s * per + i][0], sid, 0, "text",
-                         json.dumps({"type": "text", "text": text}), text, 60, now + i)
+                         json.dumps({"type": "text", "text": text}), text, 60, now + i, context)
                     )  # fmt: skip
+                    previous = [(role, text), *previous[:1]]
         conn.commit()
         conn.autocommit = True
         conn.execute("VACUUM ANALYZE")
-    built = time.perf_counter() - started
-    queries = [
-        "which port did we move to after the tls migration",
-        '"tls migration"',
-        "session store latency",
-        "compaction window budget",
-    ]
+    return session_ids
+
+
+async def _migrated_database(dsn: str) -> str:
+    url = _new_database(dsn)
+    pool = StorePool()
+    store = await pool.acquire(db_path=url)
+    await store.close()
+    await pool.close_all()
+    return url
+
+
+async def time_grep(
+    url: str, session_id: str, rounds: int, queries: Sequence[str] = GREP_QUERIES
+) -> tuple[dict[str, list[float]], dict[str, int]]:
+    """Wall times of ``grep`` over every session (limit 20) per query, queries taking
+    turns, and the number of matches of each."""
     samples: dict[str, list[float]] = {q: [] for q in queries}
     found: dict[str, int] = {}
+    pool = StorePool()
     try:
         session = await MnesisSession.load(
-            session_ids[0], config=no_auto_config(), db_path=url, pool=pool, llm=FakeLLM()
+            session_id, config=no_auto_config(), db_path=url, pool=pool, llm=FakeLLM()
         )
-        for _ in range(3 if quick else 7):
+        for _ in range(rounds):
             for q in queries:
                 t = time.perf_counter()
                 result = await session.retrieval.grep(q, all_sessions=True, limit=20)
@@ -331,17 +361,33 @@ async def _bench_grep(dsn: str, quick: bool) -> Report:
         await session.close()
     finally:
         await pool.close_all()
+    return samples, found
+
+
+def grep_report(total: int, samples: dict[str, list[float]], found: dict[str, int]) -> Report:
+    """The P3 table of one store size."""
     report = Report(
         f"P3. full-text grep over {total:,} messages on PostgreSQL (all sessions, limit 20)",
         ["query", "matches", "p50 ms", "p95 ms"],
     )
-    for q in queries:
-        report.rows.append([q, str(found[q]), fmt_ms(median(samples[q])), fmt_ms(p95(samples[q]))])
+    for q, values in samples.items():
+        report.rows.append([q, str(found[q]), fmt_ms(median(values)), fmt_ms(p95(values))])
+    return report
+
+
+async def _bench_grep(dsn: str, quick: bool) -> Report:
+    total = 100_000 if quick else 1_000_000
+    url = await _migrated_database(dsn)
+    started = time.perf_counter()
+    session_ids = build_grep_store(url, total)
+    built = time.perf_counter() - started
+    report = grep_report(total, *await time_grep(url, session_ids[0], 3 if quick else 7))
     report.notes.append(
-        f"{total:,} messages in {sessions} sessions (~250 characters each, one text part) "
-        f"bulk-loaded with COPY into messages/message_parts in {built:.0f}s (tsvector "
-        "columns generated and GIN-indexed by the server during the load), then VACUUM "
-        "ANALYZE; searched through the public retrieval engine."
+        f"{total:,} messages in {len(session_ids)} sessions (~250 characters each, one "
+        "text part with its neighbour context) bulk-loaded with COPY into "
+        f"messages/message_parts in {built:.0f}s (tsvector columns generated and "
+        "GIN-indexed by the server during the load), then VACUUM ANALYZE; searched "
+        "through the public retrieval engine."
     )
     return report
 

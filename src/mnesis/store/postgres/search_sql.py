@@ -1,0 +1,103 @@
+"""SQL fragments of PostgreSQL full-text search: ``tsquery`` text, scope filters and
+the match conditions of the candidate pool's groups."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mnesis.store.base import SearchFilter
+from mnesis.store.search_query import SearchQuery, Term
+
+__all__ = [
+    "PART_TSV",
+    "filter_sql",
+    "group_condition",
+    "own_text_condition",
+    "render_tsquery",
+]
+
+PART_TSV = "(p.search_tsv || p.context_tsv)"
+"""A part's text and its neighbour context, as the GIN index holds them."""
+_MATCH = "@@ to_tsquery('english', %s)"
+
+
+def filter_sql(where: SearchFilter, scope: str) -> tuple[str, list[Any]]:
+    """Session, time-range and lineage clauses of a search (``AND ...``) and their
+    parameters; the lineage clause needs ``DOWN_CTE``."""
+    clauses: list[str] = []
+    args: list[Any] = []
+    alias = "p" if scope == "messages" else "s"
+    created = "m.created_at" if scope == "messages" else "s.created_at"
+    if where.session_ids is not None:
+        if len(where.session_ids) == 1:
+            clauses.append(f"AND {alias}.session_id = %s")
+            args.append(where.session_ids[0])
+        else:
+            clauses.append(f"AND {alias}.session_id = ANY(%s)")
+            args.append(list(where.session_ids))
+    if where.since is not None:
+        clauses.append(f"AND {created} >= %s")
+        args.append(where.since)
+    if where.until is not None:
+        clauses.append(f"AND {created} < %s")
+        args.append(where.until)
+    if where.under_summary is not None:
+        if scope == "messages":
+            clauses.append(
+                "AND p.message_id IN (SELECT sm.message_id FROM summary_messages sm "
+                "JOIN down ON sm.summary_id = down.id)"
+            )
+        else:
+            clauses.append("AND false")
+    return " ".join(clauses), args
+
+
+def group_condition(group: SearchQuery, scope: str, both: str = PART_TSV) -> tuple[str, list[str]]:
+    """The ``WHERE`` condition of one group's matches and its parameters; ``both`` is
+    the expression of a part's text and context vector (columns of ``p``/``s``)."""
+    tsquery = render_tsquery(group)
+    if scope == "summaries":
+        return f"s.search_tsv {_MATCH}", [tsquery]
+    if group.context_only:
+        return f"{both} {_MATCH} AND p.context_tsv {_MATCH}", [tsquery, tsquery]
+    if group.include_context:
+        return f"{both} {_MATCH}", [tsquery]
+    return f"{both} {_MATCH} AND p.search_tsv {_MATCH}", [tsquery, tsquery]
+
+
+def own_text_condition(group: SearchQuery, both: str = PART_TSV) -> tuple[str, list[str]] | None:
+    """The condition of a group's own-text matches (see ``SearchQuery.group_limit``)."""
+    own = group.own_text_terms()[0]
+    if not group.include_context or group.context_only or not own:
+        return None
+    everything = render_tsquery(SearchQuery(all_of=group.all_of))
+    text = render_tsquery(SearchQuery(all_of=own))
+    return f"{both} {_MATCH} AND p.search_tsv {_MATCH}", [everything, text]
+
+
+def _quote(phrase: tuple[str, ...]) -> str:
+    """A quoted ``tsquery`` phrase: PostgreSQL parses and stems its words and joins them
+    with ``<->``; inside quotes no character is an operator."""
+    text = " ".join(phrase).replace("\\", "\\\\").replace("'", "''")
+    return f"'{text}'"
+
+
+def _tsquery_term(term: Term) -> str:
+    quoted = [_quote(phrase) for phrase in term.alternatives]
+    return quoted[0] if len(quoted) == 1 else "(" + " | ".join(quoted) + ")"
+
+
+def render_tsquery(query: SearchQuery) -> str:
+    """The ``to_tsquery('english', ...)`` text of a query; every phrase is quoted, so no
+    word can form an operator."""
+    parts = [_tsquery_term(t) for t in query.all_of]
+    if query.any_of:
+        groups = [" & ".join(_tsquery_term(t) for t in g) for g in query.any_groups()]
+        if query.at_least > 1:
+            groups = [f"({g})" for g in groups]
+        parts.append("(" + " | ".join(groups) + ")")
+    expression = " & ".join(parts)
+    if query.not_all_of:
+        excluded = " & ".join(_tsquery_term(t) for t in query.not_all_of)
+        expression = f"({expression}) & !({excluded})"
+    return expression

@@ -61,7 +61,9 @@ class SearchMixin(SQLiteStoreBase):
 
             clauses, args = _filter_sql(where, scope)
             sessions = ""
-            if where.session_ids is not None:
+            if where.session_ids is not None and not _sessions_hold_everything(
+                conn, scope, where.session_ids
+            ):
                 tokens = " OR ".join(
                     '"' + sid[5:].replace('"', '""') + '"' for sid in where.session_ids
                 )
@@ -77,6 +79,7 @@ class SearchMixin(SQLiteStoreBase):
                     args = [*args, dumps(list(where.session_ids))]
             if query.newest_first:
                 head = [where.under_summary] if where.under_summary and scope == "messages" else []
+                absent = _absent_terms(conn, scope, query.any_of)
                 levels = [
                     [
                         (
@@ -84,15 +87,20 @@ class SearchMixin(SQLiteStoreBase):
                             _own_text_match(q, sessions) if scope == "messages" else None,
                         )
                         for q in groups
+                        if not absent.intersection(q.all_of)
                     ]
                     for groups in query.planned_groups()
                 ]
                 keys = _newest_of_groups(
                     conn, scope, levels, query.group_limit or limit + offset, limit + offset
                 )
-                sql = _keys_sql(scope, clauses, bool(head))
-                rows = conn.execute(sql, [*head, dumps(keys), *args, limit, offset]).fetchall()
                 filtered = where.since is not None or where.until is not None or head
+                sql = _keys_sql(scope, clauses, bool(head))
+                # Without filters nearly every key passes: join the page's first.
+                page = keys if filtered else keys[: limit + offset]
+                rows = conn.execute(sql, [*head, dumps(page), *args, limit, offset]).fetchall()
+                if len(rows) < limit and len(page) < len(keys):
+                    rows = conn.execute(sql, [*head, dumps(keys), *args, limit, offset]).fetchall()
                 if filtered and len(rows) < limit:
                     # The filters come after the index here: rank every match instead.
                     rows = _ranked(
@@ -258,6 +266,36 @@ def _own_text_match(group: SearchQuery, sessions: str) -> str | None:
     return f"{sessions}({expression})"
 
 
+def _absent_terms(conn: sqlite3.Connection, scope: str, terms: Sequence[Term]) -> set[Term]:
+    """The terms no indexed row holds: a combination holding one matches nothing."""
+    if len(terms) < 2:
+        return set()
+    table = "message_parts_fts" if scope == "messages" else "summaries_fts"
+    sql = " UNION ALL ".join(
+        f"SELECT {index} FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT 1)"
+        for index in range(len(terms))
+    )
+    present = {r[0] for r in conn.execute(sql, [_fts5_term(t) for t in terms])}
+    return {t for index, t in enumerate(terms) if index not in present}
+
+
+def _union_of_limited(
+    conn: sqlite3.Connection, table: str, queries: list[tuple[str, str, int]]
+) -> list[list[int]]:
+    """Each ``(match, direction, limit)`` query's rowids, all in one statement."""
+    if not queries:
+        return []
+    sql = " UNION ALL ".join(
+        f"SELECT * FROM (SELECT {index}, rowid FROM {table} WHERE {table} MATCH ? "
+        f"ORDER BY rowid {direction} LIMIT {count})"
+        for index, (_, direction, count) in enumerate(queries)
+    )
+    out: list[list[int]] = [[] for _ in queries]
+    for index, rowid in conn.execute(sql, [match for match, _, _ in queries]):
+        out[index].append(rowid)
+    return out
+
+
 def _newest_of_groups(
     conn: sqlite3.Connection,
     scope: str,
@@ -267,24 +305,26 @@ def _newest_of_groups(
 ) -> list[int]:
     """The rowids of each group's newest ``group_limit`` matches, level by level
     until ``enough``. A group with more matches also gives its oldest ones and, first,
-    the newest of its own-text matches (its second expression)."""
+    the newest of its own-text matches (its second expression). One statement per
+    level gives the newest matches, a second the crowded groups' other matches."""
     table = "message_parts_fts" if scope == "messages" else "summaries_fts"
-    sql = f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid %s LIMIT ?"
-
-    def rowids(match: str, direction: str, count: int) -> list[int]:
-        return [r[0] for r in conn.execute(sql % direction, (match, count))]
-
     found = GroupMatches()
     for groups in levels:
-        for match, own_text in groups:
-            newest = rowids(match, "DESC", group_limit + 1)
-            own: list[int] = []
-            oldest: list[int] = []
-            if len(newest) > group_limit:
-                if own_text is not None:
-                    own = rowids(own_text, "DESC", group_limit)
-                oldest = rowids(match, "ASC", max(1, group_limit // 2))
-            found.add_group(newest[:group_limit], own, oldest)
+        newest = _union_of_limited(
+            conn, table, [(match, "DESC", group_limit + 1) for match, _ in groups]
+        )
+        crowded = [i for i, rows in enumerate(newest) if len(rows) > group_limit]
+        owners = [i for i in crowded if groups[i][1] is not None]
+        more = _union_of_limited(
+            conn,
+            table,
+            [(groups[i][1] or "", "DESC", group_limit) for i in owners]
+            + [(groups[i][0], "ASC", max(1, group_limit // 2)) for i in crowded],
+        )
+        own = dict(zip(owners, more[: len(owners)], strict=True))
+        oldest = dict(zip(crowded, more[len(owners) :], strict=True))
+        for index, rows in enumerate(newest):
+            found.add_group(rows[:group_limit], own.get(index, []), oldest.get(index, []))
         if found.end_level() >= enough:
             break
     return found.keys()
@@ -305,6 +345,33 @@ def _keys_sql(scope: str, clauses: str, under_summary: bool) -> str:
         "JOIN message_parts p ON p.rowid = j.value JOIN messages m ON m.id = p.message_id "
         f"WHERE m.is_summary = 0 {clauses} ORDER BY j.key LIMIT ? OFFSET ?"
     )
+
+
+_OTHER_SESSIONS_CHECKED = 64
+"""Other sessions probed for rows before a search assumes some of them hold rows."""
+
+
+def _sessions_hold_everything(
+    conn: sqlite3.Connection, scope: str, session_ids: Sequence[str]
+) -> bool:
+    """True when no other session has rows in ``scope``: a session filter would keep
+    every match, and intersecting with the session's posting list (all of the index)
+    costs more than the search itself."""
+    others = [
+        r[0]
+        for r in conn.execute(
+            "SELECT id FROM sessions WHERE id NOT IN (SELECT value FROM json_each(?)) LIMIT ?",
+            (dumps(list(session_ids)), _OTHER_SESSIONS_CHECKED + 1),
+        )
+    ]
+    if len(others) > _OTHER_SESSIONS_CHECKED:
+        return False
+    table = "message_parts" if scope == "messages" else "summaries"
+    row = conn.execute(
+        f"SELECT EXISTS (SELECT 1 FROM json_each(?) o JOIN {table} t ON t.session_id = o.value)",
+        (dumps(others),),
+    ).fetchone()
+    return not row[0]
 
 
 def _sessions_are_a_small_share(conn: sqlite3.Connection, session_ids: Sequence[str]) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from mnesis.store.base import SearchFilter, SearchHit
@@ -82,9 +83,10 @@ class SearchMixin(SQLiteStoreBase):
                 absent = _absent_terms(conn, scope, query.any_of)
                 levels = [
                     [
-                        (
+                        _Group(
                             f"{sessions}({match_of(q)})",
                             _own_text_match(q, sessions) if scope == "messages" else None,
+                            frozenset(q.all_of),
                         )
                         for q in groups
                         if not absent.intersection(q.all_of)
@@ -296,31 +298,49 @@ def _union_of_limited(
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class _Group:
+    """One combination of terms of a coordination level, as the index is asked."""
+
+    match: str
+    own_text: str | None
+    """The expression of its own-text matches (see ``_own_text_match``)."""
+    terms: frozenset[Term]
+
+
 def _newest_of_groups(
     conn: sqlite3.Connection,
     scope: str,
-    levels: list[list[tuple[str, str | None]]],
+    levels: list[list[_Group]],
     group_limit: int,
     enough: int,
 ) -> list[int]:
     """The rowids of each group's newest ``group_limit`` matches, level by level
     until ``enough``. A group with more matches also gives its oldest ones and, first,
-    the newest of its own-text matches (its second expression). One statement per
-    level gives the newest matches, a second the crowded groups' other matches."""
+    the newest of its own-text matches, unless a fuller group of an earlier level gave
+    its own-text matches already (they are the subset's too, and finding few of them
+    costs a scan of every match). One statement per level gives the newest matches,
+    a second the crowded groups' other matches."""
     table = "message_parts_fts" if scope == "messages" else "summaries_fts"
     found = GroupMatches()
+    owned: list[frozenset[Term]] = []
     for groups in levels:
         newest = _union_of_limited(
-            conn, table, [(match, "DESC", group_limit + 1) for match, _ in groups]
+            conn, table, [(g.match, "DESC", group_limit + 1) for g in groups]
         )
         crowded = [i for i, rows in enumerate(newest) if len(rows) > group_limit]
-        owners = [i for i in crowded if groups[i][1] is not None]
+        owners = [
+            i
+            for i in crowded
+            if groups[i].own_text is not None and not any(groups[i].terms < s for s in owned)
+        ]
         more = _union_of_limited(
             conn,
             table,
-            [(groups[i][1] or "", "DESC", group_limit) for i in owners]
-            + [(groups[i][0], "ASC", max(1, group_limit // 2)) for i in crowded],
+            [(groups[i].own_text or "", "DESC", group_limit) for i in owners]
+            + [(groups[i].match, "ASC", max(1, group_limit // 2)) for i in crowded],
         )
+        owned += [groups[i].terms for i in owners]
         own = dict(zip(owners, more[: len(owners)], strict=True))
         oldest = dict(zip(crowded, more[len(owners) :], strict=True))
         for index, rows in enumerate(newest):

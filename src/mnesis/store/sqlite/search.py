@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -81,18 +82,19 @@ class SearchMixin(SQLiteStoreBase):
             if query.newest_first:
                 head = [where.under_summary] if where.under_summary and scope == "messages" else []
                 absent = _absent_terms(conn, scope, query.any_of)
-                levels = [
+                # Rendered level by level: the walk often stops after the first few.
+                levels = (
                     [
                         _Group(
                             f"{sessions}({match_of(q)})",
                             _own_text_match(q, sessions) if scope == "messages" else None,
                             frozenset(q.all_of),
                         )
-                        for q in groups
+                        for q in level.per_group()
                         if not absent.intersection(q.all_of)
                     ]
-                    for groups in query.planned_groups()
-                ]
+                    for level in query.levels()
+                )
                 keys = _newest_of_groups(
                     conn, scope, levels, query.group_limit or limit + offset, limit + offset
                 )
@@ -311,7 +313,7 @@ class _Group:
 def _newest_of_groups(
     conn: sqlite3.Connection,
     scope: str,
-    levels: list[list[_Group]],
+    levels: Iterable[list[_Group]],
     group_limit: int,
     enough: int,
 ) -> list[int]:
@@ -433,6 +435,7 @@ def _filter_sql(where: SearchFilter, scope: str) -> tuple[str, list[Any]]:
     return " ".join(clauses), args
 
 
+@functools.lru_cache(maxsize=1024)
 def _fts5_term(term: Term) -> str:
     quoted = ['"' + " ".join(phrase).replace('"', '""') + '"' for phrase in term.alternatives]
     return quoted[0] if len(quoted) == 1 else "(" + " OR ".join(quoted) + ")"

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from mnesis.store.base import SearchFilter, SearchHit
 from mnesis.store.codec import dumps
-from mnesis.store.search_query import GroupMatches, SearchQuery, Term
+from mnesis.store.search_query import SearchQuery, Term
 from mnesis.store.shared.sql import DOWN_CTE
 from mnesis.store.sqlite.rows import SQLiteStoreBase
+from mnesis.store.sqlite.search_levels import Group, absent, newest_of_groups
 
 __all__ = ["SearchMixin", "render_fts5"]
 
@@ -81,22 +81,23 @@ class SearchMixin(SQLiteStoreBase):
                     args = [*args, dumps(list(where.session_ids))]
             if query.newest_first:
                 head = [where.under_summary] if where.under_summary and scope == "messages" else []
-                absent = _absent_terms(conn, scope, query.any_of)
+                fts = "message_parts_fts" if scope == "messages" else "summaries_fts"
+                missing = _absent_terms(conn, fts, query.any_of)
                 # Rendered level by level: the walk often stops after the first few.
                 levels = (
                     [
-                        _Group(
+                        Group(
                             f"{sessions}({match_of(q)})",
                             _own_text_match(q, sessions) if scope == "messages" else None,
                             frozenset(q.all_of),
                         )
                         for q in level.per_group()
-                        if not absent.intersection(q.all_of)
+                        if not missing.intersection(q.all_of)
                     ]
                     for level in query.levels()
                 )
-                keys = _newest_of_groups(
-                    conn, scope, levels, query.group_limit or limit + offset, limit + offset
+                keys = newest_of_groups(
+                    conn, fts, levels, query.group_limit or limit + offset, limit + offset
                 )
                 filtered = where.since is not None or where.until is not None or head
                 sql = _keys_sql(scope, clauses, bool(head))
@@ -270,86 +271,11 @@ def _own_text_match(group: SearchQuery, sessions: str) -> str | None:
     return f"{sessions}({expression})"
 
 
-def _absent_terms(conn: sqlite3.Connection, scope: str, terms: Sequence[Term]) -> set[Term]:
+def _absent_terms(conn: sqlite3.Connection, table: str, terms: Sequence[Term]) -> set[Term]:
     """The terms no indexed row holds: a combination holding one matches nothing."""
     if len(terms) < 2:
         return set()
-    table = "message_parts_fts" if scope == "messages" else "summaries_fts"
-    sql = " UNION ALL ".join(
-        f"SELECT {index} FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT 1)"
-        for index in range(len(terms))
-    )
-    present = {r[0] for r in conn.execute(sql, [_fts5_term(t) for t in terms])}
-    return {t for index, t in enumerate(terms) if index not in present}
-
-
-def _union_of_limited(
-    conn: sqlite3.Connection, table: str, queries: list[tuple[str, str, int]]
-) -> list[list[int]]:
-    """Each ``(match, direction, limit)`` query's rowids, all in one statement."""
-    if not queries:
-        return []
-    sql = " UNION ALL ".join(
-        f"SELECT * FROM (SELECT {index}, rowid FROM {table} WHERE {table} MATCH ? "
-        f"ORDER BY rowid {direction} LIMIT {count})"
-        for index, (_, direction, count) in enumerate(queries)
-    )
-    out: list[list[int]] = [[] for _ in queries]
-    for index, rowid in conn.execute(sql, [match for match, _, _ in queries]):
-        out[index].append(rowid)
-    return out
-
-
-@dataclass(frozen=True, slots=True)
-class _Group:
-    """One combination of terms of a coordination level, as the index is asked."""
-
-    match: str
-    own_text: str | None
-    """The expression of its own-text matches (see ``_own_text_match``)."""
-    terms: frozenset[Term]
-
-
-def _newest_of_groups(
-    conn: sqlite3.Connection,
-    scope: str,
-    levels: Iterable[list[_Group]],
-    group_limit: int,
-    enough: int,
-) -> list[int]:
-    """The rowids of each group's newest ``group_limit`` matches, level by level
-    until ``enough``. A group with more matches also gives its oldest ones and, first,
-    the newest of its own-text matches, unless a fuller group of an earlier level gave
-    its own-text matches already (they are the subset's too, and finding few of them
-    costs a scan of every match). One statement per level gives the newest matches,
-    a second the crowded groups' other matches."""
-    table = "message_parts_fts" if scope == "messages" else "summaries_fts"
-    found = GroupMatches()
-    owned: list[frozenset[Term]] = []
-    for groups in levels:
-        newest = _union_of_limited(
-            conn, table, [(g.match, "DESC", group_limit + 1) for g in groups]
-        )
-        crowded = [i for i, rows in enumerate(newest) if len(rows) > group_limit]
-        owners = [
-            i
-            for i in crowded
-            if groups[i].own_text is not None and not any(groups[i].terms < s for s in owned)
-        ]
-        more = _union_of_limited(
-            conn,
-            table,
-            [(groups[i].own_text or "", "DESC", group_limit) for i in owners]
-            + [(groups[i].match, "ASC", max(1, group_limit // 2)) for i in crowded],
-        )
-        owned += [groups[i].terms for i in owners]
-        own = dict(zip(owners, more[: len(owners)], strict=True))
-        oldest = dict(zip(crowded, more[len(owners) :], strict=True))
-        for index, rows in enumerate(newest):
-            found.add_group(rows[:group_limit], own.get(index, []), oldest.get(index, []))
-        if found.end_level() >= enough:
-            break
-    return found.keys()
+    return {terms[index] for index in absent(conn, table, [_fts5_term(t) for t in terms])}
 
 
 def _keys_sql(scope: str, clauses: str, under_summary: bool) -> str:

@@ -35,7 +35,10 @@ reuses it on later runs: 1M messages take about 15 minutes to build.
 thread does in the background (``fts_merge``: bounded steps down to two segments or
 fewer); ``--optimize-index`` merges it into one segment (FTS5 ``'optimize'``).
 Latency is wall time per call; "CPU" is the process time of the call (every thread of
-the process), which a loaded machine inflates far less than wall time.
+the process), which a loaded machine inflates far less than wall time. ``--floor``
+also times the raw FTS5 ``MATCH`` of each question's terms with plain ``sqlite3``
+(no store, no thread, no re-rank): the best ten by BM25 of any term, and the newest
+40 rows holding any term.
 """
 
 from __future__ import annotations
@@ -67,7 +70,9 @@ from mnesis.retrieval.query import parse_query
 from mnesis.retrieval.ranking import ranked_page
 from mnesis.store.base import NewMessage, SearchFilter
 from mnesis.store.immutable import ImmutableStore
+from mnesis.store.search_query import SearchQuery
 from mnesis.store.sqlite.fts_merge import MergeState, merge_step, segment_count
+from mnesis.store.sqlite.search import render_fts5
 
 DAY_MS = 86_400_000
 START_MS = 1_767_571_200_000  # Monday 2026-01-05 00:00 UTC
@@ -529,6 +534,34 @@ async def evaluate(
     return results, per_turn_ms
 
 
+FLOOR_SQL = {
+    "raw FTS5: BM25 top 10, any term": "SELECT rowid FROM message_parts_fts "
+    "WHERE message_parts_fts MATCH ? ORDER BY rank LIMIT 10",
+    "raw FTS5: newest 40, any term": "SELECT rowid FROM message_parts_fts "
+    "WHERE message_parts_fts MATCH ? ORDER BY rowid DESC LIMIT 40",
+}
+
+
+def floor(path: str) -> dict[str, Scores]:
+    """Latency of the raw FTS5 ``MATCH`` of each question's terms (see ``FLOOR_SQL``)."""
+    saved = _sidecar(path)
+    assert saved is not None, "build the database first (--keep)"
+    results: dict[str, Scores] = {}
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        for name, sql in FLOOR_SQL.items():
+            scores = results[name] = Scores()
+            for question in saved["questions"]:
+                parsed = parse_query(question["text"])
+                match = render_fts5(
+                    SearchQuery(all_of=tuple(parsed.required), any_of=tuple(parsed.optional))
+                )
+                t, cpu = time.perf_counter(), time.process_time()
+                conn.execute(sql, (match,)).fetchall()
+                scores.millis.append((time.perf_counter() - t) * 1000)
+                scores.cpu_millis.append((time.process_time() - cpu) * 1000)
+    return results
+
+
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -547,6 +580,12 @@ def report(total: int, results: dict[str, Scores], per_turn_ms: float, index_seg
     )
     print("|---|---|---|---|---|---|---|---|" + "---|" * len(kinds))
     for name, s in results.items():
+        if not s.at[1]:
+            # A latency floor: no ranking to score.
+            cells = ["", "", "", ""] + [f"{_pct(s.millis, q):.1f}" for q in (0.5, 0.95)]
+            cells.append(f"{_pct(s.cpu_millis, 0.5):.1f}")
+            print(f"| {name} | " + " | ".join(cells) + " |" + " |" * len(kinds))
+            continue
         cells = [f"{statistics.mean(s.at[k]):.3f}" for k in (1, 5, 10)]
         # Even questions are the reduced run of the tests; odd ones were never tuned on.
         cells.append(f"{statistics.mean(s.at[5][::2]):.3f} / {statistics.mean(s.at[5][1::2]):.3f}")
@@ -561,6 +600,11 @@ async def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000])
     parser.add_argument("--quick", action="store_true", help="2k messages only")
     parser.add_argument("--only", nargs="*", help="rankings to run (default: all)")
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also time the raw FTS5 MATCH of each question's terms with plain sqlite3",
+    )
     parser.add_argument(
         "--merge-index",
         action="store_true",
@@ -585,6 +629,8 @@ async def main() -> None:
                 await _build(path, total)
                 (_optimize if args.optimize_index else _merge)(path)
             results, per_turn = await evaluate(path, total, args.only)
+            if args.floor:
+                results.update(floor(path))
             report(total, results, per_turn, segments(path))
 
 

@@ -106,6 +106,22 @@ class TestStatements:
         assert '"billing" AND "retry" AND "limit"' in own[0]
         await session.close()
 
+    @pytest.mark.sqlite_only("SQLite's limit on the terms of a compound SELECT")
+    async def test_a_question_of_many_words_is_asked_in_several_statements(
+        self, db_path: str, pool: StorePool
+    ) -> None:
+        session = await _session(db_path, pool)
+        said = await session.record("the quokka word sits among many", "ok")
+        # Past SQLite's 500 terms per compound SELECT, each held by a row.
+        words = ["quokka", *(f"w{index}x" for index in range(501))]
+        await session.record(" ".join(words[1:]), "ok")
+        statements = await _traced(session, _query(*words), limit=40)
+        hits = await _ids(session, _query(*words), SearchFilter(session_ids=[session.id]))
+        assert said.user_message_id in hits
+        # The single words' level: 502 newest-match queries in 6 statements.
+        assert sum("ORDER BY rowid DESC" in s for s in statements) >= 6
+        await session.close()
+
     @pytest.mark.sqlite_only("compares with the walk that asks for every combination")
     async def test_skipping_combinations_with_an_absent_word_finds_the_same(
         self, db_path: str, pool: StorePool, monkeypatch: pytest.MonkeyPatch

@@ -17,33 +17,42 @@ from dataclasses import dataclass
 
 from mnesis.store.search_query import GroupMatches, Term
 
-__all__ = ["Group", "absent", "newest_of_groups"]
+__all__ = ["UNION_TERMS", "Group", "absent", "newest_of_groups"]
+
+
+UNION_TERMS = 100
+"""Most subqueries per statement (SQLite allows 500 terms in a compound ``SELECT``)."""
 
 
 def absent(conn: sqlite3.Connection, table: str, expressions: list[str]) -> set[int]:
-    """The indexes of the FTS5 expressions no row matches (one statement)."""
-    sql = " UNION ALL ".join(
-        f"SELECT {index} FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT 1)"
-        for index in range(len(expressions))
-    )
-    present = {r[0] for r in conn.execute(sql, expressions)} if expressions else set()
+    """The indexes of the FTS5 expressions no row matches (one statement per
+    ``UNION_TERMS``)."""
+    present: set[int] = set()
+    for start in range(0, len(expressions), UNION_TERMS):
+        chunk = expressions[start : start + UNION_TERMS]
+        sql = " UNION ALL ".join(
+            f"SELECT {start + index} FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT 1)"
+            for index in range(len(chunk))
+        )
+        present.update(r[0] for r in conn.execute(sql, chunk))
     return set(range(len(expressions))) - present
 
 
 def _union_of_limited(
     conn: sqlite3.Connection, table: str, queries: list[tuple[str, str, int]]
 ) -> list[list[int]]:
-    """Each ``(match, direction, limit)`` query's rowids, all in one statement."""
-    if not queries:
-        return []
-    sql = " UNION ALL ".join(
-        f"SELECT * FROM (SELECT {index}, rowid FROM {table} WHERE {table} MATCH ? "
-        f"ORDER BY rowid {direction} LIMIT {count})"
-        for index, (_, direction, count) in enumerate(queries)
-    )
+    """Each ``(match, direction, limit)`` query's rowids, in one statement per
+    ``UNION_TERMS`` queries."""
     out: list[list[int]] = [[] for _ in queries]
-    for index, rowid in conn.execute(sql, [match for match, _, _ in queries]):
-        out[index].append(rowid)
+    for start in range(0, len(queries), UNION_TERMS):
+        chunk = queries[start : start + UNION_TERMS]
+        sql = " UNION ALL ".join(
+            f"SELECT * FROM (SELECT {start + index}, rowid FROM {table} WHERE {table} MATCH ? "
+            f"ORDER BY rowid {direction} LIMIT {count})"
+            for index, (_, direction, count) in enumerate(chunk)
+        )
+        for index, rowid in conn.execute(sql, [match for match, _, _ in chunk]):
+            out[index].append(rowid)
     return out
 
 

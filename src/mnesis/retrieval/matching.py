@@ -8,7 +8,6 @@ substrings.
 
 from __future__ import annotations
 
-import bisect
 import math
 import re
 from dataclasses import dataclass, field
@@ -70,17 +69,24 @@ class Coverage:
 
 
 class _Text:
-    """A text prepared for term checks: its sorted distinct lower-case words."""
+    """A text prepared for term checks: its start, as given and in lower case."""
 
-    __slots__ = ("text", "words")
+    __slots__ = ("lower", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text[:_MAX_CHARS]
-        self.words = sorted(set(_WORD_RE.findall(self.text.lower())))
+        self.lower = self.text.lower()
 
     def has_prefix(self, stem: str) -> bool:
-        at = bisect.bisect_left(self.words, stem)
-        return at < len(self.words) and self.words[at].startswith(stem)
+        """Whether a word (``\\w+``) of the text starts with ``stem``."""
+        text = self.lower
+        at = text.find(stem)
+        while at > 0:
+            before = text[at - 1]
+            if not (before.isalnum() or before == "_"):
+                return True
+            at = text.find(stem, at + 1)
+        return at == 0
 
 
 class TermMatcher:
@@ -93,7 +99,10 @@ class TermMatcher:
             checks: list[str | re.Pattern[str]] = []
             for phrase in term.alternatives:
                 if len(phrase) == 1 and not _CJK_RE.search(phrase[0]):
-                    checks.append(_stem(phrase[0].lower()))
+                    stem = _stem(phrase[0].lower())
+                    if _WORD_RE.fullmatch(stem):
+                        # Otherwise no word can start with it.
+                        checks.append(stem)
                 else:
                     checks.append(re.compile(_phrase_pattern(phrase), re.IGNORECASE))
             self._checks.append(checks)

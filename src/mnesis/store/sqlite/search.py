@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Sequence
 from typing import Any, Literal
 
 from mnesis.store.base import SearchFilter, SearchHit
 from mnesis.store.codec import dumps
-from mnesis.store.search_query import GroupMatches, SearchQuery, Term
+from mnesis.store.search_query import SearchQuery, Term
 from mnesis.store.shared.sql import DOWN_CTE
 from mnesis.store.sqlite.rows import SQLiteStoreBase
+from mnesis.store.sqlite.search_levels import Group, absent, newest_of_groups
 
 __all__ = ["SearchMixin", "render_fts5"]
 
@@ -61,7 +63,9 @@ class SearchMixin(SQLiteStoreBase):
 
             clauses, args = _filter_sql(where, scope)
             sessions = ""
-            if where.session_ids is not None:
+            if where.session_ids is not None and not _sessions_hold_everything(
+                conn, scope, where.session_ids
+            ):
                 tokens = " OR ".join(
                     '"' + sid[5:].replace('"', '""') + '"' for sid in where.session_ids
                 )
@@ -77,22 +81,31 @@ class SearchMixin(SQLiteStoreBase):
                     args = [*args, dumps(list(where.session_ids))]
             if query.newest_first:
                 head = [where.under_summary] if where.under_summary and scope == "messages" else []
-                levels = [
+                fts = "message_parts_fts" if scope == "messages" else "summaries_fts"
+                missing = _absent_terms(conn, fts, query.any_of)
+                # Rendered level by level: the walk often stops after the first few.
+                levels = (
                     [
-                        (
+                        Group(
                             f"{sessions}({match_of(q)})",
                             _own_text_match(q, sessions) if scope == "messages" else None,
+                            frozenset(q.all_of),
                         )
-                        for q in groups
+                        for q in level.per_group()
+                        if not missing.intersection(q.all_of)
                     ]
-                    for groups in query.planned_groups()
-                ]
-                keys = _newest_of_groups(
-                    conn, scope, levels, query.group_limit or limit + offset, limit + offset
+                    for level in query.levels()
                 )
-                sql = _keys_sql(scope, clauses, bool(head))
-                rows = conn.execute(sql, [*head, dumps(keys), *args, limit, offset]).fetchall()
+                keys = newest_of_groups(
+                    conn, fts, levels, query.group_limit or limit + offset, limit + offset
+                )
                 filtered = where.since is not None or where.until is not None or head
+                sql = _keys_sql(scope, clauses, bool(head))
+                # Without filters nearly every key passes: join the page's first.
+                page = keys if filtered else keys[: limit + offset]
+                rows = conn.execute(sql, [*head, dumps(page), *args, limit, offset]).fetchall()
+                if len(rows) < limit and len(page) < len(keys):
+                    rows = conn.execute(sql, [*head, dumps(keys), *args, limit, offset]).fetchall()
                 if filtered and len(rows) < limit:
                     # The filters come after the index here: rank every match instead.
                     rows = _ranked(
@@ -258,36 +271,11 @@ def _own_text_match(group: SearchQuery, sessions: str) -> str | None:
     return f"{sessions}({expression})"
 
 
-def _newest_of_groups(
-    conn: sqlite3.Connection,
-    scope: str,
-    levels: list[list[tuple[str, str | None]]],
-    group_limit: int,
-    enough: int,
-) -> list[int]:
-    """The rowids of each group's newest ``group_limit`` matches, level by level
-    until ``enough``. A group with more matches also gives its oldest ones and, first,
-    the newest of its own-text matches (its second expression)."""
-    table = "message_parts_fts" if scope == "messages" else "summaries_fts"
-    sql = f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rowid %s LIMIT ?"
-
-    def rowids(match: str, direction: str, count: int) -> list[int]:
-        return [r[0] for r in conn.execute(sql % direction, (match, count))]
-
-    found = GroupMatches()
-    for groups in levels:
-        for match, own_text in groups:
-            newest = rowids(match, "DESC", group_limit + 1)
-            own: list[int] = []
-            oldest: list[int] = []
-            if len(newest) > group_limit:
-                if own_text is not None:
-                    own = rowids(own_text, "DESC", group_limit)
-                oldest = rowids(match, "ASC", max(1, group_limit // 2))
-            found.add_group(newest[:group_limit], own, oldest)
-        if found.end_level() >= enough:
-            break
-    return found.keys()
+def _absent_terms(conn: sqlite3.Connection, table: str, terms: Sequence[Term]) -> set[Term]:
+    """The terms no indexed row holds: a combination holding one matches nothing."""
+    if len(terms) < 2:
+        return set()
+    return {terms[index] for index in absent(conn, table, [_fts5_term(t) for t in terms])}
 
 
 def _keys_sql(scope: str, clauses: str, under_summary: bool) -> str:
@@ -305,6 +293,33 @@ def _keys_sql(scope: str, clauses: str, under_summary: bool) -> str:
         "JOIN message_parts p ON p.rowid = j.value JOIN messages m ON m.id = p.message_id "
         f"WHERE m.is_summary = 0 {clauses} ORDER BY j.key LIMIT ? OFFSET ?"
     )
+
+
+_OTHER_SESSIONS_CHECKED = 64
+"""Other sessions probed for rows before a search assumes some of them hold rows."""
+
+
+def _sessions_hold_everything(
+    conn: sqlite3.Connection, scope: str, session_ids: Sequence[str]
+) -> bool:
+    """True when no other session has rows in ``scope``: a session filter would keep
+    every match, and intersecting with the session's posting list (all of the index)
+    costs more than the search itself."""
+    others = [
+        r[0]
+        for r in conn.execute(
+            "SELECT id FROM sessions WHERE id NOT IN (SELECT value FROM json_each(?)) LIMIT ?",
+            (dumps(list(session_ids)), _OTHER_SESSIONS_CHECKED + 1),
+        )
+    ]
+    if len(others) > _OTHER_SESSIONS_CHECKED:
+        return False
+    table = "message_parts" if scope == "messages" else "summaries"
+    row = conn.execute(
+        f"SELECT EXISTS (SELECT 1 FROM json_each(?) o JOIN {table} t ON t.session_id = o.value)",
+        (dumps(others),),
+    ).fetchone()
+    return not row[0]
 
 
 def _sessions_are_a_small_share(conn: sqlite3.Connection, session_ids: Sequence[str]) -> bool:
@@ -346,6 +361,7 @@ def _filter_sql(where: SearchFilter, scope: str) -> tuple[str, list[Any]]:
     return " ".join(clauses), args
 
 
+@functools.lru_cache(maxsize=1024)
 def _fts5_term(term: Term) -> str:
     quoted = ['"' + " ".join(phrase).replace('"', '""') + '"' for phrase in term.alternatives]
     return quoted[0] if len(quoted) == 1 else "(" + " OR ".join(quoted) + ")"

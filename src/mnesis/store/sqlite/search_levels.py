@@ -1,0 +1,107 @@
+"""The candidate search's walk over coordination levels, on SQLite's FTS5 index.
+
+Each combination of terms of a level (see ``SearchQuery.levels``) gives its newest
+matches; a crowded one also its oldest and its own-text matches. FTS5 stops an
+``ORDER BY rowid LIMIT`` query at the limit, so a combination with many matches costs
+little; one with few costs a walk over its terms' posting lists. Hence: a level's
+combinations are asked in one statement, combinations holding a term no row holds
+are not asked, and own-text matches (rare by nature) are asked once per fuller
+combination.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from mnesis.store.search_query import GroupMatches, Term
+
+__all__ = ["UNION_TERMS", "Group", "absent", "newest_of_groups"]
+
+
+UNION_TERMS = 100
+"""Most subqueries per statement (SQLite allows 500 terms in a compound ``SELECT``)."""
+
+
+def absent(conn: sqlite3.Connection, table: str, expressions: list[str]) -> set[int]:
+    """The indexes of the FTS5 expressions no row matches (one statement per
+    ``UNION_TERMS``)."""
+    present: set[int] = set()
+    for start in range(0, len(expressions), UNION_TERMS):
+        chunk = expressions[start : start + UNION_TERMS]
+        sql = " UNION ALL ".join(
+            f"SELECT {start + index} FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT 1)"
+            for index in range(len(chunk))
+        )
+        present.update(r[0] for r in conn.execute(sql, chunk))
+    return set(range(len(expressions))) - present
+
+
+def _union_of_limited(
+    conn: sqlite3.Connection, table: str, queries: list[tuple[str, str, int]]
+) -> list[list[int]]:
+    """Each ``(match, direction, limit)`` query's rowids, in one statement per
+    ``UNION_TERMS`` queries."""
+    out: list[list[int]] = [[] for _ in queries]
+    for start in range(0, len(queries), UNION_TERMS):
+        chunk = queries[start : start + UNION_TERMS]
+        sql = " UNION ALL ".join(
+            f"SELECT * FROM (SELECT {start + index}, rowid FROM {table} WHERE {table} MATCH ? "
+            f"ORDER BY rowid {direction} LIMIT {count})"
+            for index, (_, direction, count) in enumerate(chunk)
+        )
+        for index, rowid in conn.execute(sql, [match for match, _, _ in chunk]):
+            out[index].append(rowid)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """One combination of terms of a coordination level, as the index is asked."""
+
+    match: str
+    own_text: str | None
+    """The expression of its own-text matches, if it has one."""
+    terms: frozenset[Term]
+
+
+def newest_of_groups(
+    conn: sqlite3.Connection,
+    table: str,
+    levels: Iterable[list[Group]],
+    group_limit: int,
+    enough: int,
+) -> list[int]:
+    """The rowids of each group's newest ``group_limit`` matches, level by level
+    until ``enough``. A group with more matches also gives its oldest ones and, first,
+    the newest of its own-text matches, unless a fuller group of an earlier level gave
+    its own-text matches already (they are the subset's too, and finding few of them
+    costs a scan of every match). One statement per level gives the newest matches,
+    a second the crowded groups' other matches."""
+    found = GroupMatches()
+    owned: list[frozenset[Term]] = []
+    for groups in levels:
+        newest = _union_of_limited(
+            conn, table, [(g.match, "DESC", group_limit + 1) for g in groups]
+        )
+        crowded = [i for i, rows in enumerate(newest) if len(rows) > group_limit]
+        owners = [
+            i
+            for i in crowded
+            if groups[i].own_text is not None and not any(groups[i].terms < s for s in owned)
+        ]
+        more = _union_of_limited(
+            conn,
+            table,
+            [(groups[i].own_text or "", "DESC", group_limit) for i in owners]
+            + [(groups[i].match, "ASC", max(1, group_limit // 2)) for i in crowded],
+        )
+        owned += [groups[i].terms for i in owners]
+        own = dict(zip(owners, more[: len(owners)], strict=True))
+        oldest = dict(zip(crowded, more[len(owners) :], strict=True))
+        for index, rows in enumerate(newest):
+            found.add_group(rows[:group_limit], own.get(index, []), oldest.get(index, []))
+        if found.end_level() >= enough:
+            break
+    return found.keys()

@@ -15,6 +15,7 @@ indexed query for a session the cache does not know.
 from __future__ import annotations
 
 import datetime
+import functools
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
@@ -69,14 +70,20 @@ def neighbour_args(session_id: str, seq: int) -> tuple[str, int, int]:
     return (session_id, seq, seq - WINDOW)
 
 
-def _meta(role: str, created_at_ms: int) -> str | None:
-    # SQLite's ``created_at / 1000`` is integer division truncating toward zero.
-    seconds = abs(created_at_ms) // 1000 * (1 if created_at_ms >= 0 else -1)
+@functools.lru_cache(maxsize=1024)
+def _day_line(role: str, days: int) -> str | None:
+    """The first line of a context: speaker, then the UTC day ``days`` after 1970-01-01."""
     try:
-        day = _EPOCH + datetime.timedelta(seconds=seconds)
+        day = _EPOCH + datetime.timedelta(days=days)
     except OverflowError:
         return None  # Outside the years SQLite's date() formats: no context.
     return f"{role} {day.date().isoformat()} {_WEEKDAYS[day.weekday()]} {_MONTHS[day.month - 1]}"
+
+
+def _meta(role: str, created_at_ms: int) -> str | None:
+    # SQLite's ``created_at / 1000`` is integer division truncating toward zero.
+    seconds = abs(created_at_ms) // 1000 * (1 if created_at_ms >= 0 else -1)
+    return _day_line(role, seconds // 86_400)
 
 
 def search_context(

@@ -11,12 +11,13 @@ from typing import Any
 
 import pytest
 
-from mnesis.importers import import_file
+from mnesis.importers import detect_format, import_file
 from mnesis.integrity.checker import IntegrityChecker
 from mnesis.store import ImmutableStore
 from mnesis.store.base import SearchFilter
 from mnesis.store.search_query import SearchQuery, Term
 
+SAMPLES = Path(__file__).parent / "samples"
 _BASE = {"sessionId": "5e55-split", "cwd": "/home/ada/app", "isSidechain": False}
 
 
@@ -155,3 +156,26 @@ async def test_an_import_stopped_between_extending_and_its_batch_resumes_exactly
         assert await _shape(store, again.session_ids) == whole
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize("name", ["claude_code.jsonl", "codex_rollout.jsonl"])
+async def test_each_cut_of_a_sample_stores_what_one_import_stores(
+    tmp_path: Path, name: str
+) -> None:
+    lines = (SAMPLES / name).read_text().splitlines(keepends=True)
+    shapes = []
+    for cut in range(len(lines) + 1):
+        path = tmp_path / f"{cut}.jsonl"
+        store = await ImmutableStore.open(str(tmp_path / f"{cut}.db"))
+        try:
+            path.write_text("".join(lines[:cut]))
+            if cut:
+                await import_file(store, str(path), detect_format(str(SAMPLES / name)))
+            with path.open("a") as handle:
+                handle.write("".join(lines[cut:]))
+            report = await import_file(store, str(path))
+            shapes.append(await _shape(store, report.session_ids))
+        finally:
+            await store.close()
+    assert shapes[0][-1] == []
+    assert all(shape == shapes[0] for shape in shapes), [s == shapes[0] for s in shapes]

@@ -5,9 +5,10 @@ tool call answered by a tool result (so 4 lines per exchange with a tool, 2 with
 The rate counts stored messages (a tool-result line becomes part of the assistant
 message that made the call, not a message of its own). The floor is the time plain
 ``sqlite3`` ``executemany`` takes to insert the very rows the import stored into a fresh
-database of the same schema (indexes, full-text triggers): what the database itself
-costs. CPU seconds (every thread of the process) are reported next to the wall clock:
-on a shared machine they move far less than the wall clock does. Run:
+database of the same schema (indexes, the full-text index filled as ``append_batch``
+fills it), and the same without the full-text index: what the database itself costs.
+CPU seconds (every thread of the process) are reported next to the wall clock: on a
+shared machine they move far less than the wall clock does. Run:
 
     python -m benchmarks.bench_import [--turns 50000] [--postgres]
 """
@@ -31,6 +32,7 @@ from benchmarks._pg import with_database
 from benchmarks.bench_postgres import pg_server
 from mnesis.importers import import_file
 from mnesis.store.immutable import ImmutableStore
+from mnesis.store.sqlite.migrations.m008_bulk_fts import INDEX_NEW_PARTS
 
 
 def claude_code_lines(turns: int, *, output_bytes: int = 400) -> Iterator[str]:
@@ -89,29 +91,30 @@ def write_transcript(path: str, turns: int) -> int:
 _TABLES = ("sessions", "messages", "message_parts", "context_items")
 
 
-def _floor(source: str, target: str) -> tuple[float, float]:
+def _floor(source: str, target: str, *, fts: bool = True) -> tuple[float, float]:
     """Seconds (wall clock, CPU) to insert the rows an import stored, with plain
     ``sqlite3`` ``executemany`` in one transaction, into a fresh mnesis database (same
     schema, indexes and triggers): the cost of the rows themselves, without any Python
-    around them."""
+    around them. The parts are indexed as ``append_batch`` indexes them (one
+    ``INSERT … SELECT`` after the rows, see ``m008_bulk_fts``); ``fts=False`` leaves the
+    full-text index out (the cost of everything else)."""
     with contextlib.closing(sqlite3.connect(source)) as src:
         tables = {}
         for table in _TABLES:
-            # Generated columns are the database's to fill; the trigger fills search_context.
-            columns = [
-                row[1]
-                for row in src.execute(f"PRAGMA table_xinfo({table})")
-                if row[6] == 0 and row[1] != "search_context"
-            ]
+            columns = [row[1] for row in src.execute(f"PRAGMA table_xinfo({table})")]
             rows = src.execute(f"SELECT {', '.join(columns)} FROM {table}")
             tables[table] = (columns, rows.fetchall())
     with contextlib.closing(sqlite3.connect(target, isolation_level=None)) as dst:
         dst.execute("PRAGMA foreign_keys = ON")
         started, cpu = time.perf_counter(), time.process_time()
         dst.execute("BEGIN IMMEDIATE")
+        dst.execute("INSERT INTO fts_deferred (id) VALUES (1)")
         for table, (columns, rows) in tables.items():
             marks = ", ".join("?" for _ in columns)
             dst.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
+        if fts:
+            dst.execute(INDEX_NEW_PARTS, (0,))
+        dst.execute("DELETE FROM fts_deferred")
         dst.execute("COMMIT")
         return time.perf_counter() - started, time.process_time() - cpu
 
@@ -131,19 +134,24 @@ async def _run(turns: int) -> None:
             unchanged = time.perf_counter() - again
         finally:
             await store.close()
-        floor_db = os.path.join(tmp, "floor.db")
-        await (await ImmutableStore.open(floor_db)).close()
-        floor, floor_cpu = _floor(db, floor_db)
-        rate = report.messages_added / elapsed
+        floors = {}
+        for name, fts in (("floor.db", True), ("floor-nofts.db", False)):
+            floor_db = os.path.join(tmp, name)
+            await (await ImmutableStore.open(floor_db)).close()
+            floors[fts] = _floor(db, floor_db, fts=fts)
+        n = report.messages_added
+        (floor, floor_cpu), bare_cpu = floors[True], floors[False][1]
         print(
             f"{turns:,} exchanges, {size / 1e6:.1f} MB, {report.lines_read:,} lines → "
-            f"{report.messages_added:,} messages in {elapsed:.2f} s: {rate:,.0f} messages/s, "
-            f"{size / 1e6 / elapsed:.1f} MB/s; "
-            f"re-import ({second.status}) {unchanged * 1000:.1f} ms\n"
-            f"floor (sqlite3 executemany of the same rows): {floor:.2f} s, "
-            f"{report.messages_added / floor:,.0f} messages/s; import / floor: "
-            f"{elapsed / floor:.2f}x the time, {cpu / floor_cpu:.2f}x the CPU "
-            f"({cpu:.2f} s / {floor_cpu:.2f} s, all threads)"
+            f"{n:,} messages in {elapsed:.2f} s: {n / elapsed:,.0f} messages/s wall, "
+            f"{n / cpu:,.0f} messages per CPU-second ({cpu:.2f} s, all threads), "
+            f"{size / 1e6 / elapsed:.1f} MB/s; re-import ({second.status}) "
+            f"{unchanged * 1000:.1f} ms\n"
+            f"floor (sqlite3 executemany of the same rows, FTS as append_batch indexes): "
+            f"{floor:.2f} s wall, {floor_cpu:.2f} s CPU = {n / floor_cpu:,.0f} messages per "
+            f"CPU-second; without the full-text index: {bare_cpu:.2f} s CPU = "
+            f"{n / bare_cpu:,.0f} messages per CPU-second\n"
+            f"import / floor: {elapsed / floor:.2f}x the time, {cpu / floor_cpu:.2f}x the CPU"
         )
 
 

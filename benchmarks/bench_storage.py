@@ -12,8 +12,11 @@ assistant message:
 
 "Text" is the UTF-8 size of every text the caller gave (user text, reply text, tool
 output). "On disk" is the database file after the session is closed and the WAL is
-checkpointed into it (the full-text index included), not vacuumed. The breakdown
-(``dbstat``) names the largest tables and indexes, in bytes per byte of text.
+checkpointed into it (the full-text index included), not vacuumed; "without free
+pages" leaves out the pages on SQLite's free list (FTS5 segment merges free pages that
+later writes reuse; how many are free at the end depends on when the background merge
+ran). The breakdown (``dbstat``) names the largest tables and indexes, in bytes per byte
+of text.
 
 It uses only the public API, so the same script measures an older checkout (run it
 with that checkout's ``src`` first on ``PYTHONPATH``) for a before/after comparison.
@@ -45,6 +48,9 @@ class StorageResult:
     turns: int
     text_bytes: int
     disk_bytes: int
+    free_bytes: int = 0
+    """Pages of the file on SQLite's free list (left by FTS5 segment merges, reused by
+    later writes; how many depends on when the background merge ran)."""
     record_ms: list[float] = field(default_factory=list)
     breakdown: list[tuple[str, int]] = field(default_factory=list)
 
@@ -52,6 +58,11 @@ class StorageResult:
     def per_byte(self) -> float:
         """Bytes on disk per byte of text."""
         return self.disk_bytes / self.text_bytes
+
+    @property
+    def used_per_byte(self) -> float:
+        """Bytes on disk per byte of text, free pages left out."""
+        return (self.disk_bytes - self.free_bytes) / self.text_bytes
 
     @property
     def per_message(self) -> float:
@@ -103,6 +114,8 @@ def _on_disk(path: str, result: StorageResult) -> None:
     conn = sqlite3.connect(path)
     try:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page = conn.execute("PRAGMA page_size").fetchone()[0]
+        result.free_bytes = page * conn.execute("PRAGMA freelist_count").fetchone()[0]
         try:
             result.breakdown = conn.execute(
                 "SELECT name, SUM(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC LIMIT 8"
@@ -116,14 +129,15 @@ def _on_disk(path: str, result: StorageResult) -> None:
 
 def _table(results: list[StorageResult]) -> str:
     lines = [
-        "| workload | turns | text bytes | on disk | B on disk / B of text | B / message "
-        "| record() ms / message (median) |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| workload | turns | text bytes | on disk | B on disk / B of text "
+        "| without free pages | B / message | record() ms / message (median) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         lines.append(
             f"| {r.workload} | {r.turns:,} | {r.text_bytes:,} | {r.disk_bytes:,} "
-            f"| {r.per_byte:.2f} | {r.per_message:,.0f} | {r.ms_per_message:.3f} |"
+            f"| {r.per_byte:.2f} | {r.used_per_byte:.2f} | {r.per_message:,.0f} "
+            f"| {r.ms_per_message:.3f} |"
         )
     for r in results:
         parts = ", ".join(f"{n} {b / r.text_bytes:.2f}" for n, b in r.breakdown)
@@ -155,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
                     {
                         "workload": r.workload,
                         "per_byte": r.per_byte,
+                        "used_per_byte": r.used_per_byte,
                         "per_message": r.per_message,
                         "ms_per_message": r.ms_per_message,
                     }

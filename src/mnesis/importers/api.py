@@ -28,6 +28,7 @@ from mnesis.importers.pipeline import Limits, ParseThread
 from mnesis.importers.reader import FINGERPRINT_BYTES, fingerprint, read_jsonl
 from mnesis.importers.records import ParsedItem
 from mnesis.importers.writer import BatchWriter
+from mnesis.models.ids import new_id
 from mnesis.store.base import ImportSource
 from mnesis.store.immutable import ImmutableStore
 
@@ -181,6 +182,7 @@ async def _import(
     builder = BatchBuilder(
         label=parser.label,
         sessions=source.state.get("sessions") if source else None,
+        tails=source.state.get("tails") if source else None,
     )
     if source is None:
         source = ImportSource(source_key=key, format=fmt, path=full, session_id="")
@@ -235,16 +237,42 @@ def _json_lines(path: str, skip: int) -> list[_JsonItem]:
     return [_JsonItem(i + 1, item, size) for i, item in enumerate(items)][skip:]
 
 
+async def _stored_parts(store: ImmutableStore, message_id: str) -> set[str] | None:
+    """The part IDs of a stored message (None: no such message)."""
+    try:
+        found = await store.get_message(message_id)
+    except MessageNotFoundError:
+        return None
+    return {p.id for p in found.parts if p.id is not None}
+
+
 async def _settle_pending(store: ImmutableStore, source: ImportSource) -> ImportSource:
-    """Finish the bookkeeping of a batch an interrupted import announced."""
+    """Finish the bookkeeping of a batch an interrupted import announced: done when its
+    last message is stored (or, for a batch that only continued stored messages, its
+    continuations are). Continuations stored without their batch are left out when the
+    lines are parsed again (:attr:`~mnesis.importers.batches.Tail.skip`)."""
     pending = source.state.pop("pending", None)
     if not isinstance(pending, dict):
         return source
-    try:
-        await store.get_message(str(pending["message_id"]))
-    except MessageNotFoundError:
+    extended = []
+    for key, message_id, first_part, count in pending.get("extensions", []):
+        parts = await _stored_parts(store, str(message_id))
+        extended.append((str(key), parts is not None and first_part in parts, int(count)))
+    last = pending.get("message_id")
+    if last is not None:
+        done = await _stored_parts(store, str(last)) is not None
+    else:
+        done = bool(extended) and all(stored for _, stored, _ in extended)
+    if not done:
+        tails = source.state.get("tails", {})
+        for key, stored, count in extended:
+            if stored and isinstance(tails.get(key), dict):
+                tails[key]["skip"] = count
+        if any(stored for _, stored, _ in extended):
+            await store.put_import_source(source)
         return source
     source.byte_offset = int(pending["offset"])
+    source.state["tails"] = pending.get("tails", {})
     source.lines = int(pending["lines"])
     source.state["json_items"] = int(pending.get("json_items", 0))
     await store.put_import_source(source)
@@ -262,9 +290,16 @@ async def _commit(
         span = min(FINGERPRINT_BYTES, batch.offset)
         source.fingerprint = fingerprint(path, span)
         source.state["fingerprint_bytes"] = span
-    if batch.last_message_id is not None:
+    if batch.last_message_id is not None or batch.extensions:
+        for extension in batch.extensions:
+            first = extension.parts[0]
+            first.id = first.id or new_id("part")
         source.state["pending"] = {
             "message_id": batch.last_message_id,
+            "extensions": [
+                [e.session_key, e.message_id, e.parts[0].id, len(e.parts)] for e in batch.extensions
+            ],
+            "tails": batch.tails,
             "offset": batch.offset,
             "lines": batch.lines,
             "json_items": batch.lines,
@@ -272,6 +307,7 @@ async def _commit(
         await store.put_import_source(source)
     await writer.write(batch)
     source.state.pop("pending", None)
+    source.state["tails"] = batch.tails
     source.byte_offset, source.lines = batch.offset, batch.lines
     source.state["json_items"] = batch.lines
     source.messages += len(batch.messages)

@@ -7,11 +7,18 @@ over a :class:`Batch` that :class:`~mnesis.importers.writer.BatchWriter` writes.
 call whose result has not arrived when its batch is cut is stored ``running``; the
 result, when it comes, is written as a completion of the stored call (the tool lifecycle
 is the one mutation the append-only store permits), in this import or a later one.
+
+One API message split over several lines (Claude Code's assistant lines sharing a
+``message.id``) is one stored message even when its lines straddle two imports of a
+growing file: each batch leaves the last message of each session as its :class:`Tail`
+(kept in the import's progress record), and lines that continue it are appended to the
+stored message as new parts (:class:`Extension`), as a live session appends parts.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from mnesis.importers.records import Meta, ParsedItem, ToolCall, ToolResult, Turn
 from mnesis.models.ids import new_id
@@ -20,7 +27,7 @@ from mnesis.models.parts import MessagePart, ReasoningPart, TextPart, ToolPart, 
 from mnesis.store.base import NewMessage, SessionRecord
 from mnesis.tokens.estimator import heuristic_token_count
 
-__all__ = ["SIDECHAIN", "Batch", "BatchBuilder", "part_tokens"]
+__all__ = ["SIDECHAIN", "Batch", "BatchBuilder", "Extension", "Tail", "part_tokens"]
 
 SIDECHAIN = "sidechain"
 """Session key of the sub-agent (sidechain) turns of a Claude Code session."""
@@ -36,6 +43,45 @@ def part_tokens(part: MessagePart) -> int:
         size = heuristic_token_count(part.output or "") + heuristic_token_count(str(part.input))
         return size + 8
     return 0
+
+
+@dataclass(slots=True)
+class Tail:
+    """The last stored message of a session, which the next lines may continue."""
+
+    message_id: str
+    merge_key: str
+    role: str
+    skip: int = 0
+    """Parts of the continuation already stored (an import interrupted between writing
+    an extension and its batch): the next parse leaves them out."""
+
+    def to_state(self) -> dict[str, Any]:
+        """The JSON form kept in the import's progress record."""
+        return {"id": self.message_id, "key": self.merge_key, "role": self.role, "skip": self.skip}
+
+    @classmethod
+    def from_state(cls, value: Any) -> Tail | None:
+        """A tail from its JSON form (None for anything else)."""
+        if not isinstance(value, dict):
+            return None
+        message_id, key, role = value.get("id"), value.get("key"), value.get("role")
+        if not (isinstance(message_id, str) and isinstance(key, str) and isinstance(role, str)):
+            return None
+        skip = value.get("skip", 0)
+        return cls(message_id, key, role, skip=skip if isinstance(skip, int) and skip > 0 else 0)
+
+
+@dataclass(slots=True)
+class Extension:
+    """Parts that continue an already stored message (appended before the batch's
+    messages)."""
+
+    session_key: str
+    message_id: str
+    parts: list[MessagePart]
+    tokens: list[int]
+    finish_reason: str | None
 
 
 @dataclass(slots=True)
@@ -56,6 +102,9 @@ class Batch:
     last_message_id: str | None
     tool_results: int
     """Tool results parsed since the previous cut."""
+    extensions: list[Extension] = field(default_factory=list)
+    tails: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Session key → :meth:`Tail.to_state` of its last stored message after this batch."""
     offset: int = 0
     """Byte offset (or JSON item count) just past the last line this batch covers."""
     lines: int = 0
@@ -81,6 +130,9 @@ class _Sink:
     model: str | None = None
     first_text: str | None = None
     first_at: int = 0
+    tail: Tail | None = None
+    extension: list[MessagePart] = field(default_factory=list)
+    extension_finish: str | None = None
 
 
 class BatchBuilder:
@@ -91,15 +143,21 @@ class BatchBuilder:
         *,
         label: str,
         sessions: dict[str, str] | None = None,
+        tails: dict[str, Any] | None = None,
         parent_key: str | None = None,
     ) -> None:
         """``sessions`` maps session keys (``""`` for the file's own) to sessions that an
-        earlier import created; ``label`` starts the titles of new sessions."""
+        earlier import created, ``tails`` those keys to the :meth:`Tail.to_state` of their
+        last stored message; ``label`` starts the titles of new sessions."""
         self.label = label
         self.meta = Meta()
         self._sinks: dict[str | None, _Sink] = {}
         for key, session_id in (sessions or {}).items():
             self._sinks[key or None] = _Sink(key or None, session_id, announced=True)
+        for key, state in (tails or {}).items():
+            sink = self._sinks.get(key or None)
+            if sink is not None:
+                sink.tail = Tail.from_state(state)
         self._open_calls: dict[str, ToolPart] = {}
         self._late: list[tuple[ToolResult, str | None]] = []
         self._parent_key = parent_key
@@ -132,10 +190,26 @@ class BatchBuilder:
             return
         self._turn(item, key)
 
+    def _continues_tail(self, sink: _Sink | None, turn: Turn) -> bool:
+        """Whether ``turn`` continues the stored message the session's last batch ended
+        with (nothing of the session buffered since)."""
+        tail = sink.tail if sink is not None and not sink.buffer else None
+        return (
+            tail is not None
+            and turn.merge_key is not None
+            and tail.merge_key == turn.merge_key
+            and tail.role == turn.role
+        )
+
     def _turn(self, turn: Turn, key: str | None) -> None:
         sink = self._sink(key)
+        pieces = [p for p in turn.parts if isinstance(p, ToolCall) or p.text]
+        extends = self._continues_tail(sink, turn)
+        if extends and sink.tail is not None and sink.tail.skip:
+            skipped = min(sink.tail.skip, len(pieces))
+            pieces, sink.tail.skip = pieces[skipped:], sink.tail.skip - skipped
         parts: list[MessagePart] = []
-        for piece in turn.parts:
+        for piece in pieces:
             if isinstance(piece, ToolCall):
                 part = ToolPart(
                     tool_name=piece.name or "unknown",
@@ -145,10 +219,15 @@ class BatchBuilder:
                 )
                 self._open_calls[piece.call_id] = part
                 parts.append(part)
-            elif piece.text:
+            else:
                 parts.append(piece)
                 self.buffered_chars += len(piece.text)
         if not parts:
+            return
+        if extends:
+            sink.extension.extend(parts)
+            if turn.finish_reason:
+                sink.extension_finish = turn.finish_reason
             return
         if turn.model and sink.model is None and turn.role == "assistant":
             sink.model = turn.model
@@ -199,6 +278,8 @@ class BatchBuilder:
             if isinstance(item, Turn):
                 key = SIDECHAIN if item.sidechain else item.session_key
                 sink = self._sinks.get(key)
+                if self._continues_tail(sink, item):
+                    return False
                 last = sink.buffer[-1] if sink is not None and sink.buffer else None
                 return (
                     last is None
@@ -209,6 +290,13 @@ class BatchBuilder:
         return False
 
     # -- cutting -----------------------------------------------------------------
+    def _close_calls(self, parts: list[MessagePart]) -> None:
+        """Forget the calls written ``running``: a result that arrives after the cut
+        completes the stored call."""
+        for part in parts:
+            if isinstance(part, ToolPart) and part.status.state == "running":
+                self._open_calls.pop(part.tool_call_id, None)
+
     def _announce(self, sink: _Sink, out: list[SessionRecord]) -> None:
         parent = self._sinks.get(self._parent_key) if sink.key == SIDECHAIN else None
         if parent is not None and not parent.announced:
@@ -247,15 +335,33 @@ class BatchBuilder:
             self._announce(self._sink(None), sessions)
         last_id = next((s.buffer[-1].message.id for s in self._sinks.values() if s.buffer), None)
         messages: list[NewMessage] = []
+        extensions: list[Extension] = []
         for sink in self._sinks.values():
+            if sink.extension and sink.tail is not None:
+                tokens = [part_tokens(p) for p in sink.extension]
+                extensions.append(
+                    Extension(
+                        sink.key or "",
+                        sink.tail.message_id,
+                        sink.extension,
+                        tokens,
+                        sink.extension_finish,
+                    )
+                )
+                self._close_calls(sink.extension)
+            sink.extension, sink.extension_finish = [], None
             for pending in sink.buffer:
                 tokens = [part_tokens(p) for p in pending.parts]
                 pending.message.token_estimate = sum(tokens) + _MESSAGE_OVERHEAD
                 messages.append(NewMessage(pending.message, pending.parts, tokens))
-                for part in pending.parts:
-                    # A result that arrives after the cut completes the stored call.
-                    if isinstance(part, ToolPart) and part.status.state == "running":
-                        self._open_calls.pop(part.tool_call_id, None)
+                self._close_calls(pending.parts)
+            if sink.buffer:
+                last = sink.buffer[-1]
+                sink.tail = (
+                    None
+                    if last.merge_key is None
+                    else Tail(last.message.id, last.merge_key, last.message.role)
+                )
             sink.buffer = []
         late = []
         for result, key in self._late:
@@ -277,6 +383,12 @@ class BatchBuilder:
             ),
             last_message_id=last_id,
             tool_results=self._tool_results,
+            extensions=extensions,
+            tails={
+                (k or ""): s.tail.to_state()
+                for k, s in self._sinks.items()
+                if s.tail is not None and s.announced and k in (None, SIDECHAIN)
+            },
         )
         self._late, self._tool_results = [], 0
         self.buffered = self.buffered_chars = 0

@@ -44,6 +44,7 @@ class ClaudeCodeParser:
 
     def __init__(self) -> None:
         self._last_at = 0
+        self._meta: tuple[Any, Any] | None = None
 
     def parse(self, record: Any) -> list[ParsedItem]:
         """The items of one line; raises ``ValueError`` for a record of the wrong shape."""
@@ -61,7 +62,11 @@ class ClaudeCodeParser:
         at = parse_timestamp(record.get("timestamp"), self._last_at)
         self._last_at = at
         sidechain = bool(record.get("isSidechain"))
-        items: list[ParsedItem] = [Meta(cwd=record.get("cwd"), source_id=record.get("sessionId"))]
+        items: list[ParsedItem] = []
+        meta = (record.get("cwd"), record.get("sessionId"))
+        if meta != self._meta:  # the same on nearly every line: given once per change
+            self._meta = meta
+            items.append(Meta(cwd=meta[0], source_id=meta[1]))
         content = message.get("content")
         if kind == "user":
             items.extend(self._user(content, at, sidechain))

@@ -1,11 +1,12 @@
-"""Write the :class:`~mnesis.importers.batches.Batch` es of an import: sessions, then the
-messages in one ``append_batch`` transaction, then the completions of tool calls whose
-result arrived after their call's batch was cut."""
+"""Write the :class:`~mnesis.importers.batches.Batch` es of an import: sessions, the parts
+that continue messages stored by an earlier batch, then the messages in one
+``append_batch`` transaction, then the completions of tool calls whose result arrived
+after their call's batch was cut."""
 
 from __future__ import annotations
 
 from mnesis.errors import PartNotFoundError
-from mnesis.importers.batches import Batch, part_tokens
+from mnesis.importers.batches import Batch, Extension, part_tokens
 from mnesis.importers.records import ToolResult
 from mnesis.models.parts import ToolPart
 from mnesis.store.immutable import ImmutableStore
@@ -31,7 +32,10 @@ class BatchWriter:
             await self.store.create_session(record)
 
     async def write(self, batch: Batch) -> None:
-        """Append the batch's messages (one transaction), then complete late results."""
+        """Extend the stored messages the batch continues, append its messages (one
+        transaction), then complete late results."""
+        for extension in batch.extensions:
+            await self._extend(extension)
         if batch.messages:
             appended = await self.store.append_batch(batch.messages)
             for new, landed in zip(batch.messages, appended, strict=True):
@@ -42,6 +46,21 @@ class BatchWriter:
         self.tool_results += batch.tool_results
         for result, session_id in batch.late:
             await self._complete_late(result, session_id)
+
+    async def _extend(self, extension: Extension) -> None:
+        """Append the parts that continue a stored message (its token estimate grows by
+        theirs, as if they had come with it)."""
+        stored = await self.store.get_message(extension.message_id)
+        part_ids = await self.store.append_parts(
+            extension.message_id,
+            extension.parts,
+            part_tokens=extension.tokens,
+            finish_reason=extension.finish_reason,
+            token_estimate=stored.message.token_estimate + sum(extension.tokens),
+        )
+        for part, part_id in zip(extension.parts, part_ids, strict=True):
+            if isinstance(part, ToolPart) and part.status.state == "running":
+                self._written_calls[part.tool_call_id] = (part_id, extension.message_id)
 
     async def _complete_late(self, result: ToolResult, session_id: str | None) -> None:
         found = self._written_calls.pop(result.call_id, None)

@@ -41,13 +41,18 @@ __all__ = [
 ]
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_ASCII_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))
+
+
 def dumps(obj: Any) -> str:
-    """JSON that SQLite/PostgreSQL can store: lone surrogates are \\u-escaped."""
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    """JSON that SQLite/PostgreSQL can store: lone surrogates are \\u-escaped. (One
+    encoder per module: ``json.dumps`` with options builds a new one per call.)"""
+    text = _ENCODER.encode(obj)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        text = json.dumps(obj, ensure_ascii=True, separators=(",", ":"))
+        text = _ASCII_ENCODER.encode(obj)
     return text
 
 

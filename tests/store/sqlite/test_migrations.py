@@ -38,6 +38,8 @@ EXPECTED_TABLES = {
     "map_items",
     "import_sources",
     "purge_grants",
+    # holds the full-text insert trigger off inside a batch append (m008)
+    "fts_deferred",
     # embedding vectors of the semantic extra (m007)
     "part_vectors",
     "summary_vectors",

@@ -57,6 +57,13 @@ async def _workload(store: ImmutableStore) -> None:
         await store.append_messages(
             [NewMessage(make_message(sid, "user"), [TextPart(text="batch heron")])] * 1
         )
+        # The import's write path: the batch's parts are indexed in one statement.
+        await store.append_batch(
+            [
+                NewMessage(make_message(sid, role), [TextPart(text=f"imported heron {role}")])
+                for role in ("user", "assistant")
+            ]
+        )
         items = await message_items(store, sid)
         first = make_commit(sid, items[:4])
         await store.commit_compaction(first)
@@ -164,3 +171,5 @@ async def test_every_index_is_used_and_every_hot_statement_uses_one(
         and not any(marker in statement for marker in _WHOLE_TABLE_READS)
     }
     assert full_scans == {}
+    bulk = [s for s in plans if "FROM message_parts p WHERE p.rowid >" in s]
+    assert bulk and all("USING INTEGER PRIMARY KEY (rowid>?)" in plans[s] for s in bulk)

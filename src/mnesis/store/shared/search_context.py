@@ -15,17 +15,20 @@ indexed query for a session the cache does not know.
 from __future__ import annotations
 
 import datetime
+import functools
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 __all__ = [
     "NEIGHBOURS_SELECT",
+    "SESSION_PARTS_SELECT",
     "WINDOW",
     "Contexts",
     "Neighbour",
     "NeighbourCache",
     "neighbour_args",
+    "rebuild_contexts",
     "search_context",
     "with_contexts",
 ]
@@ -69,14 +72,20 @@ def neighbour_args(session_id: str, seq: int) -> tuple[str, int, int]:
     return (session_id, seq, seq - WINDOW)
 
 
-def _meta(role: str, created_at_ms: int) -> str | None:
-    # SQLite's ``created_at / 1000`` is integer division truncating toward zero.
-    seconds = abs(created_at_ms) // 1000 * (1 if created_at_ms >= 0 else -1)
+@functools.lru_cache(maxsize=1024)
+def _day_line(role: str, days: int) -> str | None:
+    """The first line of a context: speaker, then the UTC day ``days`` after 1970-01-01."""
     try:
-        day = _EPOCH + datetime.timedelta(seconds=seconds)
+        day = _EPOCH + datetime.timedelta(days=days)
     except OverflowError:
         return None  # Outside the years SQLite's date() formats: no context.
     return f"{role} {day.date().isoformat()} {_WEEKDAYS[day.weekday()]} {_MONTHS[day.month - 1]}"
+
+
+def _meta(role: str, created_at_ms: int) -> str | None:
+    # SQLite's ``created_at / 1000`` is integer division truncating toward zero.
+    seconds = abs(created_at_ms) // 1000 * (1 if created_at_ms >= 0 else -1)
+    return _day_line(role, seconds // 86_400)
 
 
 def search_context(
@@ -130,6 +139,45 @@ def _after(
         ]
     )
     return (mine + list(previous))[:_NEIGHBOURS]
+
+
+SESSION_PARTS_SELECT = (
+    "SELECT p.rowid, m.seq, m.role, m.created_at, m.is_summary, p.part_type, "
+    "p.text_content FROM message_parts p JOIN messages m ON m.id = p.message_id "
+    "WHERE p.session_id = ? ORDER BY p.rowid"
+)
+"""Every part of a session in the order it was written (args: the session ID), for
+:func:`rebuild_contexts`."""
+
+
+def rebuild_contexts(rows: Iterable[Sequence[Any]]) -> dict[int, str | None]:
+    """The ``search_context`` each indexed part of a session was written with, rebuilt
+    from the rows of :data:`SESSION_PARTS_SELECT` (row key → context; None for tool
+    parts), without reading the stored column.
+
+    Exact because history is append-only: the neighbours a writer saw were the text
+    parts already stored, i.e. those with a lower row key, and they never change.
+    (Parts indexed by migration ``m004_search_context`` from rows that existed before
+    it saw every neighbour present then; they differ only where a part was appended to
+    an older message after a newer one had been written.)
+    """
+    texts: dict[int, list[tuple[str, str]]] = {}
+    out: dict[int, str | None] = {}
+    for key, seq, role, created_at, is_summary, part_type, text in rows:
+        if text is None:
+            continue
+        if part_type == "tool":
+            out[key] = None
+        else:
+            previous: list[tuple[str, str]] = []
+            for earlier in range(seq - 1, seq - WINDOW - 1, -1):
+                previous += texts.get(earlier, ())
+                if len(previous) >= _NEIGHBOURS:
+                    break
+            out[key] = search_context(role, created_at, previous)
+        if part_type == "text" and not is_summary:
+            texts.setdefault(seq, []).append((role, text))
+    return out
 
 
 class NeighbourCache:

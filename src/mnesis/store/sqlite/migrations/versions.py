@@ -5,7 +5,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-from mnesis.store.sqlite.migrations import m004_search_context, m005_text_once, m007_vectors
+from mnesis.store.sqlite.migrations import (
+    m004_search_context,
+    m005_text_once,
+    m007_vectors,
+    m008_bulk_fts,
+)
 
 __all__ = ["MIGRATIONS", "Migration"]
 
@@ -332,4 +337,5 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m004_search_context", m004_search_context.SQL),
     ("m005_text_once", m005_text_once.migrate),
     ("m007_vectors", m007_vectors.SQL),
+    ("m008_bulk_fts", m008_bulk_fts.SQL),
 ]

@@ -1,0 +1,181 @@
+"""A Claude Code message split over several lines stays one message when its lines
+straddle two imports of a growing file (the second import appends the rest of its parts
+to the stored message), and an import interrupted between that append and its batch
+neither loses nor repeats a part."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mnesis.importers import detect_format, import_file
+from mnesis.integrity.checker import IntegrityChecker
+from mnesis.store import ImmutableStore
+from mnesis.store.base import SearchFilter
+from mnesis.store.search_query import SearchQuery, Term
+
+SAMPLES = Path(__file__).parent / "samples"
+_BASE = {"sessionId": "5e55-split", "cwd": "/home/ada/app", "isSidechain": False}
+
+
+def _line(kind: str, uuid: str, second: int, message: dict[str, Any], **extra: Any) -> str:
+    record = {
+        **_BASE,
+        **extra,
+        "type": kind,
+        "uuid": uuid,
+        "timestamp": f"2025-06-01T10:00:{second:02d}.000Z",
+        "message": message,
+    }
+    return json.dumps(record) + "\n"
+
+
+def _assistant(message_id: str, blocks: list[dict[str, Any]], stop: str | None) -> dict[str, Any]:
+    return {
+        "id": message_id,
+        "role": "assistant",
+        "model": "claude-sonnet-4-5-20250929",
+        "content": blocks,
+        "stop_reason": stop,
+    }
+
+
+def _lines() -> list[str]:
+    """Two exchanges; each reply is one API message written as three lines (thinking,
+    text, tool call), its tool result after it; a sidechain reply is split too."""
+    out = []
+    for turn, (msg, call) in enumerate((("msg_A", "toolu_A"), ("msg_B", "toolu_B"))):
+        at = turn * 10
+        out.append(_line("user", f"u{turn}", at, {"role": "user", "content": f"heron {turn}?"}))
+        out.append(
+            _line(
+                "assistant",
+                f"a{turn}1",
+                at + 1,
+                _assistant(msg, [{"type": "thinking", "thinking": f"osprey {turn}"}], None),
+            )
+        )
+        out.append(
+            _line(
+                "assistant",
+                f"a{turn}2",
+                at + 2,
+                _assistant(msg, [{"type": "text", "text": f"pelican {turn}"}], None),
+            )
+        )
+        tool = {"type": "tool_use", "id": call, "name": "Bash", "input": {"command": "ls"}}
+        out.append(_line("assistant", f"a{turn}3", at + 3, _assistant(msg, [tool], "tool_use")))
+        result = {"type": "tool_result", "tool_use_id": call, "content": f"egret {turn}"}
+        out.append(_line("user", f"r{turn}", at + 4, {"role": "user", "content": [result]}))
+        side = _assistant(f"side_{turn}", [{"type": "text", "text": f"grebe {turn}"}], None)
+        out.append(_line("assistant", f"s{turn}1", at + 5, side, isSidechain=True))
+        side = _assistant(f"side_{turn}", [{"type": "text", "text": f"stork {turn}"}], "end_turn")
+        out.append(_line("assistant", f"s{turn}2", at + 6, side, isSidechain=True))
+    return out
+
+
+async def _shape(store: ImmutableStore, session_ids: list[str]) -> list[Any]:
+    """Each session's messages without IDs, and what searching them finds."""
+    out: list[Any] = []
+    for sid in session_ids:
+        for m in await store.get_messages(sid):
+            parts = [p.model_dump(exclude={"id"}) for p in m.parts]
+            message = m.message
+            out.append((message.role, message.created_at, message.finish_reason, parts))
+            out.append(message.token_estimate)
+        for word in ("osprey", "pelican", "egret", "grebe", "stork", "heron"):
+            hits = await store.search_text(
+                query=SearchQuery(all_of=(Term.word(word),)),
+                scope="messages",
+                where=SearchFilter(session_ids=[sid]),
+                limit=50,
+            )
+            out.append(sorted((h.role or "", h.text, h.context or "") for h in hits))
+    report = await IntegrityChecker(store, deep=True).run()
+    out.append([v.kind for v in report.violations])
+    return out
+
+
+async def _import_in_pieces(tmp_path: Path, name: str, cuts: list[int]) -> list[Any]:
+    lines = _lines()
+    path = tmp_path / f"{name}.jsonl"
+    store = await ImmutableStore.open(str(tmp_path / f"{name}.db"))
+    try:
+        path.write_text("")
+        sessions: list[str] = []
+        for start, end in zip([0, *cuts], [*cuts, len(lines)], strict=True):
+            with path.open("a") as handle:
+                handle.write("".join(lines[start:end]))
+            report = await import_file(store, str(path))
+            sessions = report.session_ids
+        return await _shape(store, sessions)
+    finally:
+        await store.close()
+
+
+async def test_each_cut_of_a_growing_file_stores_what_one_import_stores(tmp_path: Path) -> None:
+    whole = await _import_in_pieces(tmp_path, "whole", [])
+    assert whole[-1] == []
+    messages = [m for m in whole if isinstance(m, tuple)]
+    # user, assistant (3 lines), user, assistant; and the sidechain's two replies
+    assert [m[0] for m in messages] == ["user", "assistant"] * 2 + ["assistant"] * 2
+    assert [len(m[3]) for m in messages] == [1, 3, 1, 3, 1 + 1, 1 + 1]
+    for cut in range(1, len(_lines())):
+        assert await _import_in_pieces(tmp_path, f"cut{cut}", [cut]) == whole, cut
+    assert await _import_in_pieces(tmp_path, "every", list(range(1, len(_lines())))) == whole
+
+
+async def test_an_import_stopped_between_extending_and_its_batch_resumes_exactly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    whole = await _import_in_pieces(tmp_path, "whole", [])
+    lines = _lines()
+    path = tmp_path / "grow.jsonl"
+    path.write_text("".join(lines[:2]))  # the reply's first line only
+    store = await ImmutableStore.open(str(tmp_path / "grow.db"))
+    try:
+        sessions = (await import_file(store, str(path))).session_ids
+        with path.open("a") as handle:
+            handle.write("".join(lines[2:]))
+
+        async def dies(*args: object, **kwargs: object) -> None:
+            raise RuntimeError("killed")
+
+        with monkeypatch.context() as patch:
+            patch.setattr(store, "append_batch", dies)
+            with pytest.raises(RuntimeError, match="killed"):
+                await import_file(store, str(path))
+        # The reply got its two other parts; the batch after them was not written.
+        (reply,) = [m for m in await store.get_messages(sessions[0]) if m.role == "assistant"]
+        assert len(reply.parts) == 3
+        again = await import_file(store, str(path))
+        assert again.status == "grown"
+        assert await _shape(store, again.session_ids) == whole
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("name", ["claude_code.jsonl", "codex_rollout.jsonl"])
+async def test_each_cut_of_a_sample_stores_what_one_import_stores(
+    tmp_path: Path, name: str
+) -> None:
+    lines = (SAMPLES / name).read_text().splitlines(keepends=True)
+    shapes = []
+    for cut in range(len(lines) + 1):
+        path = tmp_path / f"{cut}.jsonl"
+        store = await ImmutableStore.open(str(tmp_path / f"{cut}.db"))
+        try:
+            path.write_text("".join(lines[:cut]))
+            if cut:
+                await import_file(store, str(path), detect_format(str(SAMPLES / name)))
+            with path.open("a") as handle:
+                handle.write("".join(lines[cut:]))
+            report = await import_file(store, str(path))
+            shapes.append(await _shape(store, report.session_ids))
+        finally:
+            await store.close()
+    assert shapes[0][-1] == []
+    assert all(shape == shapes[0] for shape in shapes), [s == shapes[0] for s in shapes]

@@ -4,6 +4,7 @@
     python -m benchmarks.bench_semantic --sizes 10000 100000
     python -m benchmarks.bench_semantic --quick          # 2k messages
     python -m benchmarks.bench_semantic --latency 100000 # query latency only (random vectors)
+    python -m benchmarks.bench_semantic --keep DIR       # keep (and reuse) the databases in DIR
 
 Runs on the corpus and the 300 questions of ``bench_recall`` (six kinds, 50 each).
 For each ranking it reports evidence recall@1/5/10, per-kind recall@5 and the
@@ -19,12 +20,20 @@ the session, per embedded text and per stored message. Needs the ``semantic`` ex
 ``--latency N`` skips the model for the corpus: it stores random unit vectors for
 every text (recall is then meaningless) and reports only the latency of the dense
 search (cached and streamed) and of hybrid ``grep`` at that size.
+
+``--keep DIR`` stores each database as ``DIR/semantic-<size>.db`` (``latency-<size>.db``
+for ``--latency``) with the sidecars of ``bench_recall`` (questions, and here the index
+cost of the pass that embedded it) and reuses them: a later run embeds nothing and only
+scores. A copy of a ``bench_recall --keep`` database (with its ``.json``) can be
+renamed into place to skip building the corpus; never point it at an original, the
+run adds vectors to it.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import sys
@@ -35,9 +44,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.bench_recall import Scores, _pct, build, score
-from mnesis import MnesisConfig, MnesisSession, StorePool
-from mnesis.config import CompactionConfig, RetrievalConfig
+from benchmarks.bench_recall import Scores, _open, _pct, score
+from mnesis import MnesisSession, StorePool
+from mnesis.config import RetrievalConfig
 from mnesis.retrieval import RetrievalEngine
 from mnesis.retrieval.semantic import search
 from mnesis.retrieval.semantic.model import DIM, MODEL_ID, load_embedder
@@ -79,32 +88,35 @@ def rankers(session: MnesisSession) -> dict[str, Ranker]:
 async def evaluate(path: str, total: int) -> tuple[dict[str, Scores], dict[str, float]]:
     """Scores of each ranking on a ``total``-message corpus, and the index costs."""
     pool = StorePool()
-    session = await MnesisSession.create(
-        model="fake/bench",
-        db_path=path,
-        pool=pool,
-        config=MnesisConfig(compaction=CompactionConfig(auto=False)),
-    )
-    corpus = build(session.id, total)
-    for index in range(0, len(corpus.messages), 2_000):
-        await session.store.append_messages(corpus.messages[index : index + 2_000])
+    session, corpus, _ = await _open(path, total, pool)
     engine = RetrievalEngine(session.store, session.id, config=RetrievalConfig(semantic=True))
     await asyncio.to_thread(load_embedder)
+    stored = await session.store.count_messages(session.id)
     started = time.perf_counter()
     embedded = await engine.index_semantic()
     seconds = time.perf_counter() - started
-    costs = {
-        "texts": embedded,
-        "ms_per_text": seconds * 1000 / max(1, embedded),
-        "ms_per_message": seconds * 1000 / len(corpus.messages),
-        "index_seconds": seconds,
-    }
+    costs = _costs(path, embedded, seconds, stored)
     results: dict[str, Scores] = {}
     for name, rank in rankers(session).items():
         results[name] = await score(rank, corpus.questions)
     await session.close()
     await pool.close_all()
     return results, costs
+
+
+def _costs(path: str, embedded: int, seconds: float, stored: int) -> dict[str, float]:
+    """The index cost of this run, or of the run that embedded a reused database."""
+    sidecar = Path(path + ".index.json")
+    if embedded == 0 and sidecar.exists():
+        return dict(json.loads(sidecar.read_text()))
+    costs = {
+        "texts": embedded,
+        "ms_per_text": seconds * 1000 / max(1, embedded),
+        "ms_per_message": seconds * 1000 / max(1, stored),
+        "index_seconds": seconds,
+    }
+    sidecar.write_text(json.dumps(costs))
+    return costs
 
 
 def report(total: int, results: dict[str, Scores], costs: dict[str, float]) -> None:
@@ -133,15 +145,7 @@ async def latency(path: str, total: int) -> None:
     import numpy as np
 
     pool = StorePool()
-    session = await MnesisSession.create(
-        model="fake/bench",
-        db_path=path,
-        pool=pool,
-        config=MnesisConfig(compaction=CompactionConfig(auto=False)),
-    )
-    corpus = build(session.id, total)
-    for index in range(0, len(corpus.messages), 2_000):
-        await session.store.append_messages(corpus.messages[index : index + 2_000])
+    session, corpus, _ = await _open(path, total, pool)
     vectors = session.store.vectors
     assert vectors is not None
     rng = np.random.default_rng(7)
@@ -186,14 +190,16 @@ async def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000])
     parser.add_argument("--quick", action="store_true", help="2k messages only")
     parser.add_argument("--latency", type=int, help="latency only, random vectors")
+    parser.add_argument("--keep", metavar="DIR", help="store the databases in DIR, reuse them")
     args = parser.parse_args()
     sizes = [2_000] if args.quick else args.sizes
     with tempfile.TemporaryDirectory() as tmp:
+        where = args.keep or tmp
         if args.latency:
-            await latency(os.path.join(tmp, "latency.db"), args.latency)
+            await latency(os.path.join(where, f"latency-{args.latency}.db"), args.latency)
             return
         for total in sizes:
-            results, costs = await evaluate(os.path.join(tmp, f"semantic-{total}.db"), total)
+            results, costs = await evaluate(os.path.join(where, f"semantic-{total}.db"), total)
             report(total, results, costs)
 
 

@@ -12,7 +12,9 @@ latency p50/p95 of a ``grep`` call (query embedding and vector scan included):
 
 * ``lexical``: ``grep`` as shipped (``RetrievalConfig.semantic=False``);
 * ``dense``: the brute-force cosine search alone (what the vectors find by themselves);
-* ``hybrid``: ``grep`` with ``RetrievalConfig.semantic=True`` (RRF of both).
+* ``hybrid``: ``grep`` with ``RetrievalConfig.semantic=True`` (RRF of both, with the
+  standout and reply corrections of ``semantic.hybrid``);
+* ``hybrid, plain RRF``: the same without those corrections (what shipped first).
 
 The index cost is the time of one full ``RetrievalEngine.index_semantic`` pass over
 the session, per embedded text and per stored message. Needs the ``semantic`` extra.
@@ -33,13 +35,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -48,6 +51,7 @@ from benchmarks.bench_recall import Scores, _open, _pct, score
 from mnesis import MnesisSession, StorePool
 from mnesis.config import RetrievalConfig
 from mnesis.retrieval import RetrievalEngine
+from mnesis.retrieval.semantic import hybrid as fusion
 from mnesis.retrieval.semantic import search
 from mnesis.retrieval.semantic.model import DIM, MODEL_ID, load_embedder
 from mnesis.retrieval.semantic.search import dense_search
@@ -82,7 +86,27 @@ def rankers(session: MnesisSession) -> dict[str, Ranker]:
     async def by_hybrid(query: str) -> list[str]:
         return [m.id for m in (await hybrid.grep(query, scope="messages", limit=10)).matches]
 
-    return {"lexical": by_lexical, "dense": by_dense, "hybrid": by_hybrid}
+    async def by_plain_rrf(query: str) -> list[str]:
+        with _plain_rrf():
+            return await by_hybrid(query)
+
+    return {
+        "lexical": by_lexical,
+        "dense": by_dense,
+        "hybrid": by_hybrid,
+        "hybrid, plain RRF": by_plain_rrf,
+    }
+
+
+@contextlib.contextmanager
+def _plain_rrf() -> Iterator[None]:
+    """Fusion without the standout and reply corrections (for comparison only)."""
+    saved = fusion.KEEP_REPLIES, fusion.STANDOUT_WEIGHT
+    fusion.KEEP_REPLIES, fusion.STANDOUT_WEIGHT = False, 1.0
+    try:
+        yield
+    finally:
+        fusion.KEEP_REPLIES, fusion.STANDOUT_WEIGHT = saved
 
 
 async def evaluate(path: str, total: int) -> tuple[dict[str, Scores], dict[str, float]]:

@@ -3,7 +3,11 @@ turns after they are stored, so ``grep`` finds paraphrases without embedding any
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
+from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
@@ -12,6 +16,7 @@ from mnesis._session.indexer import SemanticIndexer
 from mnesis.config import RetrievalConfig
 from mnesis.retrieval.semantic import MODEL_ID
 from mnesis.retrieval.semantic import index as semantic_index
+from mnesis.retrieval.semantic.model import load_embedder
 
 FACT = "Amara's kids start at the Riverside school in September"
 QUESTION = "where will the young ones be educated"
@@ -71,16 +76,31 @@ async def test_without_the_background_pass_the_same_grep_has_no_dense_hit(
     await session.close()
 
 
-async def test_a_turn_returns_before_its_texts_are_embedded(db_path: str, pool: StorePool) -> None:
+async def test_turns_never_wait_for_the_embedding(
+    db_path: str, pool: StorePool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedder = load_embedder()
+    entered, release = threading.Event(), threading.Event()
+    embed = embedder.embed
+
+    def held(texts: Sequence[str]) -> Any:
+        entered.set()
+        release.wait(timeout=60)
+        return embed(texts)
+
+    monkeypatch.setattr(embedder, "embed", held)
     session = await _session(db_path, pool)
     await session.record(FACT, "noted")
+    assert await asyncio.to_thread(entered.wait, 60), "the first round reached the model"
+    await session.record(FILLER[0], FILLER[1])  # while that model call is held
     indexer = _indexer(session)
-    assert indexer.running, "the turn left the embedding to a background task"
+    assert indexer.running
     vectors = session.store.vectors
     assert vectors is not None
     assert await vectors.count(session.id, MODEL_ID, "message") == 0
+    release.set()
     await indexer.idle()
-    assert await vectors.count(session.id, MODEL_ID, "message") == 2
+    assert await vectors.count(session.id, MODEL_ID, "message") == 4
     await session.close()
 
 

@@ -173,13 +173,12 @@ async def latency(path: str, total: int) -> None:
     vectors = session.store.vectors
     assert vectors is not None
     rng = np.random.default_rng(7)
-    stored = 0
     while batch := await vectors.pending(session.id, MODEL_ID, "message", 5_000):
         matrix = rng.standard_normal((len(batch), DIM)).astype(np.float32)
         matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
         rows = [(t, row.tobytes()) for t, row in zip(batch, matrix, strict=True)]
         await vectors.put(MODEL_ID, rows)
-        stored += len(batch)
+    stored = await vectors.count(session.id, MODEL_ID, "message")
     embedder = load_embedder()
     hybrid = RetrievalEngine(session.store, session.id, config=RetrievalConfig(semantic=True))
     await hybrid.index_semantic()

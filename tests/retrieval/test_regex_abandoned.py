@@ -15,6 +15,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 import mnesis
 
 _PROBE = textwrap.dedent(
@@ -64,6 +66,9 @@ _PROBE = textwrap.dedent(
 )
 
 
+@pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity (Linux) to share one core"
+)
 def test_an_abandoned_scan_ends_near_the_bound_on_a_busy_core(tmp_path: Path) -> None:
     probe = subprocess.run(
         [sys.executable, "-c", _PROBE, str(tmp_path / "r.db")],

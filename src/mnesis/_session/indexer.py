@@ -17,7 +17,7 @@ import logging
 from typing import Any
 
 from mnesis.errors import StoreReadOnlyError
-from mnesis.events.bus import EventBus, MnesisEvent
+from mnesis.events.bus import EventBus, EventHandler, MnesisEvent
 from mnesis.retrieval.engine import RetrievalEngine
 from mnesis.retrieval.semantic.model import available
 
@@ -34,8 +34,9 @@ PASS_SECONDS = 2.0
 class SemanticIndexer:
     """Embeds a session's new texts in the background (see the module docstring)."""
 
-    def __init__(self, retrieval: RetrievalEngine) -> None:
+    def __init__(self, retrieval: RetrievalEngine, bus: EventBus) -> None:
         self._retrieval = retrieval
+        self._bus = bus
         self._session_id = retrieval.session_id
         self._task: asyncio.Task[None] | None = None
         self._dirty = False
@@ -47,11 +48,17 @@ class SemanticIndexer:
         backed by a store that keeps vectors; otherwise None."""
         if not retrieval.config.semantic or retrieval.store.vectors is None or not available():
             return None
-        indexer = cls(retrieval)
-        bus.subscribe(MnesisEvent.MESSAGE_CREATED, indexer._on_write)
-        bus.subscribe(MnesisEvent.COMPACTION_COMPLETED, indexer._on_write)
-        bus.subscribe(MnesisEvent.SESSION_CLOSED, indexer._on_closed)
+        indexer = cls(retrieval, bus)
+        for event, handler in indexer._handlers():
+            bus.subscribe(event, handler)
         return indexer
+
+    def _handlers(self) -> list[tuple[MnesisEvent, EventHandler]]:
+        return [
+            (MnesisEvent.MESSAGE_CREATED, self._on_write),
+            (MnesisEvent.COMPACTION_COMPLETED, self._on_write),
+            (MnesisEvent.SESSION_CLOSED, self._on_closed),
+        ]
 
     @property
     def running(self) -> bool:
@@ -66,6 +73,8 @@ class SemanticIndexer:
     async def stop(self) -> None:
         """Stop indexing for good (the texts left wait for ``grep`` or a later session)."""
         self._stopped = True
+        for event, handler in self._handlers():  # a bus shared by sessions outlives this one
+            self._bus.unsubscribe(event, handler)
         task, self._task = self._task, None
         if task is not None and not task.done():
             task.cancel()

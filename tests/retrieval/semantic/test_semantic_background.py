@@ -14,6 +14,7 @@ import pytest
 from mnesis import MnesisConfig, MnesisSession, StorePool
 from mnesis._session.indexer import SemanticIndexer
 from mnesis.config import RetrievalConfig
+from mnesis.events.bus import EventBus, MnesisEvent
 from mnesis.retrieval.semantic import MODEL_ID
 from mnesis.retrieval.semantic import index as semantic_index
 from mnesis.retrieval.semantic.model import load_embedder
@@ -139,3 +140,17 @@ async def test_sessions_without_semantic_recall_have_no_indexer(
     session = await MnesisSession.create(model="fake/m", db_path=db_path, pool=pool)
     assert session._wiring.indexer is None
     await session.close()
+
+
+async def test_a_closed_session_leaves_a_shared_bus(db_path: str, pool: StorePool) -> None:
+    bus = EventBus()
+    config = MnesisConfig(retrieval=RetrievalConfig(semantic=True))
+    session = await MnesisSession.create(
+        model="fake/m", db_path=db_path, pool=pool, config=config, event_bus=bus
+    )
+    indexer = _indexer(session)
+    await session.close()
+    bus.publish(MnesisEvent.MESSAGE_CREATED, {"session_id": session.id})
+    assert not indexer.running
+    handlers = bus._handlers.get(MnesisEvent.MESSAGE_CREATED, [])
+    assert all(getattr(h, "__self__", None) is not indexer for h in handlers)

@@ -4,6 +4,7 @@
     python -m benchmarks.bench_semantic --sizes 10000 100000
     python -m benchmarks.bench_semantic --quick          # 2k messages
     python -m benchmarks.bench_semantic --latency 100000 # query latency only (random vectors)
+    python -m benchmarks.bench_semantic --keep DIR       # keep (and reuse) the databases in DIR
 
 Runs on the corpus and the 300 questions of ``bench_recall`` (six kinds, 50 each).
 For each ranking it reports evidence recall@1/5/10, per-kind recall@5 and the
@@ -11,7 +12,9 @@ latency p50/p95 of a ``grep`` call (query embedding and vector scan included):
 
 * ``lexical``: ``grep`` as shipped (``RetrievalConfig.semantic=False``);
 * ``dense``: the brute-force cosine search alone (what the vectors find by themselves);
-* ``hybrid``: ``grep`` with ``RetrievalConfig.semantic=True`` (RRF of both).
+* ``hybrid``: ``grep`` with ``RetrievalConfig.semantic=True`` (RRF of both, with the
+  standout and reply corrections of ``semantic.hybrid``);
+* ``hybrid, plain RRF``: the same without those corrections (what shipped first).
 
 The index cost is the time of one full ``RetrievalEngine.index_semantic`` pass over
 the session, per embedded text and per stored message. Needs the ``semantic`` extra.
@@ -19,26 +22,36 @@ the session, per embedded text and per stored message. Needs the ``semantic`` ex
 ``--latency N`` skips the model for the corpus: it stores random unit vectors for
 every text (recall is then meaningless) and reports only the latency of the dense
 search (cached and streamed) and of hybrid ``grep`` at that size.
+
+``--keep DIR`` stores each database as ``DIR/semantic-<size>.db`` (``latency-<size>.db``
+for ``--latency``) with the sidecars of ``bench_recall`` (questions, and here the index
+cost of the pass that embedded it) and reuses them: a later run embeds nothing and only
+scores. A copy of a ``bench_recall --keep`` database (with its ``.json``) can be
+renamed into place to skip building the corpus; never point it at an original, the
+run adds vectors to it.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import json
 import os
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.bench_recall import Scores, _pct, build, score
-from mnesis import MnesisConfig, MnesisSession, StorePool
-from mnesis.config import CompactionConfig, RetrievalConfig
+from benchmarks.bench_recall import Scores, _open, _pct, score
+from mnesis import MnesisSession, StorePool
+from mnesis.config import RetrievalConfig
 from mnesis.retrieval import RetrievalEngine
+from mnesis.retrieval.semantic import hybrid as fusion
 from mnesis.retrieval.semantic import search
 from mnesis.retrieval.semantic.model import DIM, MODEL_ID, load_embedder
 from mnesis.retrieval.semantic.search import dense_search
@@ -73,38 +86,61 @@ def rankers(session: MnesisSession) -> dict[str, Ranker]:
     async def by_hybrid(query: str) -> list[str]:
         return [m.id for m in (await hybrid.grep(query, scope="messages", limit=10)).matches]
 
-    return {"lexical": by_lexical, "dense": by_dense, "hybrid": by_hybrid}
+    async def by_plain_rrf(query: str) -> list[str]:
+        with _plain_rrf():
+            return await by_hybrid(query)
+
+    return {
+        "lexical": by_lexical,
+        "dense": by_dense,
+        "hybrid": by_hybrid,
+        "hybrid, plain RRF": by_plain_rrf,
+    }
+
+
+@contextlib.contextmanager
+def _plain_rrf() -> Iterator[None]:
+    """Fusion without the standout and reply corrections (for comparison only)."""
+    saved = fusion.KEEP_REPLIES, fusion.STANDOUT_WEIGHT
+    fusion.KEEP_REPLIES, fusion.STANDOUT_WEIGHT = False, 1.0
+    try:
+        yield
+    finally:
+        fusion.KEEP_REPLIES, fusion.STANDOUT_WEIGHT = saved
 
 
 async def evaluate(path: str, total: int) -> tuple[dict[str, Scores], dict[str, float]]:
     """Scores of each ranking on a ``total``-message corpus, and the index costs."""
     pool = StorePool()
-    session = await MnesisSession.create(
-        model="fake/bench",
-        db_path=path,
-        pool=pool,
-        config=MnesisConfig(compaction=CompactionConfig(auto=False)),
-    )
-    corpus = build(session.id, total)
-    for index in range(0, len(corpus.messages), 2_000):
-        await session.store.append_messages(corpus.messages[index : index + 2_000])
+    session, corpus, _ = await _open(path, total, pool)
     engine = RetrievalEngine(session.store, session.id, config=RetrievalConfig(semantic=True))
     await asyncio.to_thread(load_embedder)
+    stored = await session.store.count_messages(session.id)
     started = time.perf_counter()
     embedded = await engine.index_semantic()
     seconds = time.perf_counter() - started
-    costs = {
-        "texts": embedded,
-        "ms_per_text": seconds * 1000 / max(1, embedded),
-        "ms_per_message": seconds * 1000 / len(corpus.messages),
-        "index_seconds": seconds,
-    }
+    costs = _costs(path, embedded, seconds, stored)
     results: dict[str, Scores] = {}
     for name, rank in rankers(session).items():
         results[name] = await score(rank, corpus.questions)
     await session.close()
     await pool.close_all()
     return results, costs
+
+
+def _costs(path: str, embedded: int, seconds: float, stored: int) -> dict[str, float]:
+    """The index cost of this run, or of the run that embedded a reused database."""
+    sidecar = Path(path + ".index.json")
+    if embedded == 0 and sidecar.exists():
+        return dict(json.loads(sidecar.read_text()))
+    costs = {
+        "texts": embedded,
+        "ms_per_text": seconds * 1000 / max(1, embedded),
+        "ms_per_message": seconds * 1000 / max(1, stored),
+        "index_seconds": seconds,
+    }
+    sidecar.write_text(json.dumps(costs))
+    return costs
 
 
 def report(total: int, results: dict[str, Scores], costs: dict[str, float]) -> None:
@@ -133,25 +169,16 @@ async def latency(path: str, total: int) -> None:
     import numpy as np
 
     pool = StorePool()
-    session = await MnesisSession.create(
-        model="fake/bench",
-        db_path=path,
-        pool=pool,
-        config=MnesisConfig(compaction=CompactionConfig(auto=False)),
-    )
-    corpus = build(session.id, total)
-    for index in range(0, len(corpus.messages), 2_000):
-        await session.store.append_messages(corpus.messages[index : index + 2_000])
+    session, corpus, _ = await _open(path, total, pool)
     vectors = session.store.vectors
     assert vectors is not None
     rng = np.random.default_rng(7)
-    stored = 0
     while batch := await vectors.pending(session.id, MODEL_ID, "message", 5_000):
         matrix = rng.standard_normal((len(batch), DIM)).astype(np.float32)
         matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
         rows = [(t, row.tobytes()) for t, row in zip(batch, matrix, strict=True)]
         await vectors.put(MODEL_ID, rows)
-        stored += len(batch)
+    stored = await vectors.count(session.id, MODEL_ID, "message")
     embedder = load_embedder()
     hybrid = RetrievalEngine(session.store, session.id, config=RetrievalConfig(semantic=True))
     await hybrid.index_semantic()
@@ -186,14 +213,16 @@ async def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000])
     parser.add_argument("--quick", action="store_true", help="2k messages only")
     parser.add_argument("--latency", type=int, help="latency only, random vectors")
+    parser.add_argument("--keep", metavar="DIR", help="store the databases in DIR, reuse them")
     args = parser.parse_args()
     sizes = [2_000] if args.quick else args.sizes
     with tempfile.TemporaryDirectory() as tmp:
+        where = args.keep or tmp
         if args.latency:
-            await latency(os.path.join(tmp, "latency.db"), args.latency)
+            await latency(os.path.join(where, f"latency-{args.latency}.db"), args.latency)
             return
         for total in sizes:
-            results, costs = await evaluate(os.path.join(tmp, f"semantic-{total}.db"), total)
+            results, costs = await evaluate(os.path.join(where, f"semantic-{total}.db"), total)
             report(total, results, costs)
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from mnesis._session.doom import DoomLoopDetector
 from mnesis._session.expansion import SpawnSubAgent, SubAgentExpander
 from mnesis._session.gate import CompactionGate
+from mnesis._session.indexer import SemanticIndexer
 from mnesis._session.meter import ContextMeter
 from mnesis._session.model_round import ModelRound
 from mnesis._session.state import OpenState
@@ -70,6 +71,8 @@ class Wiring:
     tools: ToolLoop
     turns: TurnRunner
     files: LargeFileHandler
+    indexer: SemanticIndexer | None
+    """Keeps the semantic vectors filled after turns (``RetrievalConfig.semantic``)."""
 
 
 def wire(
@@ -150,4 +153,5 @@ def wire(
         tools=tools,
         turns=turns,
         files=LargeFileHandler(store, estimator, config.file),
+        indexer=SemanticIndexer.attach(retrieval, bus),
     )

@@ -4,9 +4,10 @@ Matching runs in a worker thread, so a catastrophic pattern never stalls the eve
 loop. It keeps the GIL (no ``concurrent=True``): it then hands the interpreter to
 the loop at every switch interval, where a GIL-free match would compete with the
 loop for the CPU and delay it more on a busy machine (measured: no missed 10 ms
-tick against 16-27 missed per second). Every text is matched with the time left as
-its own timeout, and the loop stops waiting at the wall-clock bound whatever the
-thread does, so the scan returns on time.
+tick against 16-27 missed per second). Every window of text is matched with the
+time left as its own timeout (converted to the CPU time the engine counts), and
+the loop stops waiting at the wall-clock bound whatever the thread does, so the
+scan returns on time and an abandoned thread ends about then too.
 
 The paging state is, per pool (``"messages"`` / ``"summaries"``), the key of the
 last text scanned (``<pool>_before``) and whether the pool is exhausted
@@ -39,6 +40,8 @@ OVERLAP_CHARS = 10_000
 """How much consecutive windows share. A match that starts in a window's last
 ``OVERLAP_CHARS`` is left to the next window, so only a match (with what its
 lookarounds read) longer than this can differ from matching the whole text."""
+_PROBE_CPU_SECONDS = 0.05
+_MIN_CPU_SECONDS = 0.005
 
 
 class _Progress:
@@ -62,15 +65,12 @@ def _match_page(
     """Match ``texts`` in order (in a worker thread); ``None`` texts are skipped.
 
     Records matches and the scanned count in ``progress``; returns whether the
-    deadline stopped the scan.
+    deadline (or the loop abandoning the scan) stopped it.
     """
     for index, text in enumerate(texts):
         if text is not None:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or progress.stop.is_set():
-                return True
             try:
-                match = _search(pattern, original_text(text), deadline)
+                match = _search(pattern, original_text(text), deadline, progress.stop)
             except (TimeoutError, MemoryError):
                 return True
             if match is not None:
@@ -81,19 +81,43 @@ def _match_page(
     return False
 
 
-def _search(pattern: Any, text: str, deadline: float) -> Any:
+def _search(pattern: Any, text: str, deadline: float, stop: threading.Event) -> Any:
     """The first match of ``pattern`` in ``text``, window by window (see
-    ``WINDOW_CHARS``); ``TimeoutError`` at the ``deadline``."""
+    ``WINDOW_CHARS``); ``TimeoutError`` at the ``deadline`` or once ``stop`` is set."""
     start = 0
     while True:
         end = min(start + WINDOW_CHARS, len(text))
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError("regex scan reached its bound")
-        match = pattern.search(text, start, end, timeout=remaining)
+        match = _search_window(pattern, text, start, end, deadline, stop)
         if end == len(text) or (match is not None and match.start() < end - OVERLAP_CHARS):
             return match
         start = end - OVERLAP_CHARS
+
+
+def _search_window(
+    pattern: Any, text: str, start: int, end: int, deadline: float, stop: threading.Event
+) -> Any:
+    """``pattern.search`` over ``text[start:end]``, ending by the wall-clock ``deadline``.
+
+    The engine's ``timeout`` counts the process's CPU time, which runs slower than
+    the wall clock on a busy machine (a 0.5 s timeout took 1.2 s with one other
+    process on the core). So the first attempt is short (``_PROBE_CPU_SECONDS``:
+    nearly every window is done by then) and measures that rate; the next converts
+    the wall time left into CPU time at the rate measured, and so on until a match,
+    the deadline or ``stop``.
+    """
+    budget: float | None = None
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or stop.is_set():
+            raise TimeoutError("regex scan reached its bound")
+        if budget is None:
+            budget = min(_PROBE_CPU_SECONDS, remaining)
+        wall, cpu = time.monotonic(), time.process_time()
+        try:
+            return pattern.search(text, start, end, timeout=budget)
+        except TimeoutError:
+            rate = (time.process_time() - cpu) / max(time.monotonic() - wall, 1e-6)
+            budget = max(rate * (deadline - time.monotonic()), _MIN_CPU_SECONDS)
 
 
 async def _match_within(
@@ -101,9 +125,10 @@ async def _match_within(
 ) -> tuple[list[tuple[int, int, str]], int, bool]:
     """``_match_page`` in its own thread, abandoned at the ``deadline``.
 
-    The ``regex`` timeout alone overshoots on a busy machine, so the loop stops
-    waiting at the wall-clock deadline and keeps what was fully scanned; the thread
-    (a daemon) ends at its own timeout and its late results are dropped.
+    The loop stops waiting at the wall-clock deadline and keeps what was fully
+    scanned; the thread (a daemon) sees ``stop`` between windows and its engine
+    timeout ends at about the same deadline (see ``_search_window``); its late
+    results are dropped.
     """
     loop = asyncio.get_running_loop()
     finished = asyncio.Event()

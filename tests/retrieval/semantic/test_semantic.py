@@ -119,7 +119,8 @@ async def test_summaries_are_embedded_and_found(db_path: str, pool: StorePool) -
 async def test_a_time_budget_bounds_the_catch_up_and_a_later_call_finishes(
     db_path: str, pool: StorePool
 ) -> None:
-    session = await _session(db_path, pool)
+    # semantic=False: no background indexing, the vectors stay for this test to fill.
+    session = await _session(db_path, pool, semantic=False)
     for text in FILLER * 60:
         await session.record(text, "ok")
     vectors = _vectors(session.store)

@@ -43,12 +43,11 @@ async def test_hybrid_grep_beats_lexical_on_paraphrases_and_keeps_the_rest(
     after = await _recall_at_5(hybrid, questions)
     report = {k: (round(before[k], 2), round(after[k], 2)) for k in sorted(after)}
     assert after["paraphrase"] >= max(0.9, before["paraphrase"]), report
-    # Fusion must not trade the other kinds away. Replies lose a little: the turns that
-    # restate the question's topic are close to it, and RRF lifts them past a reply
-    # that only the lexical context column ranks high (see docs/benchmarks.md).
-    for kind in ("temporal", "toollog", "coding"):
+    # Fusion must not trade the other kinds away. Replies lost 0.14 under plain RRF
+    # (the turns restating the question's topic outranked them); a reply found through
+    # its question now keeps its lexical place (see docs/benchmarks.md).
+    for kind in ("temporal", "toollog", "coding", "reply"):
         assert after[kind] >= before[kind] - 0.05, report
-    assert after["reply"] >= before["reply"] - 0.2, report
     assert after["all"] >= 0.85 and after["all"] >= before["all"] - 0.02, report
     await session.close()
 

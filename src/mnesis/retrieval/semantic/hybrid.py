@@ -5,6 +5,18 @@ search (``search.dense_search``) the ``DEPTH`` stored texts closest to the query
 Each hit scores ``sum(weight / (RRF_K + rank))`` over the lists that hold it, and
 says which found it (``"lexical"``, ``"semantic"`` or ``"both"``). Dense hits below
 ``MIN_SIMILARITY`` are left out, so a query about nothing stored adds no noise.
+
+Two corrections to plain RRF, each for what one list sees and the other cannot:
+
+* a dense hit that stands out (its cosine ``STANDOUT`` above the ``STANDOUT_RANK``-th
+  hit's) counts ``STANDOUT_WEIGHT`` times: a paraphrase that shares only a name with
+  the query is far closer than the turns that merely name the person, but those are
+  in both lists and plain RRF ranks anything in both lists first;
+* a reply that the lexical list holds only for its question's words keeps at least
+  its lexical place (``KEEP_REPLIES``): the turns restating the question's topic are
+  close to the query in both lists and would push it down.
+
+See docs/benchmarks.md for what each does on the recall benchmark.
 Before searching, the texts of the searched sessions that have no vector yet are
 embedded for at most ``RetrievalConfig.semantic_index_seconds`` (see ``index``).
 """
@@ -38,6 +50,12 @@ DEPTH = 50
 RRF_K = 60
 LEXICAL_WEIGHT = 1.0
 SEMANTIC_WEIGHT = 1.0
+KEEP_REPLIES = True
+"""Replies found through their question keep their lexical place (see above)."""
+STANDOUT = 0.15
+"""Cosine margin over the ``STANDOUT_RANK``-th dense hit that makes a hit stand out."""
+STANDOUT_RANK = 10
+STANDOUT_WEIGHT = 2.0
 MIN_SIMILARITY = 0.2
 """Cosine below which a dense hit is not a hit."""
 _Pool = Literal["messages", "summaries"]
@@ -49,6 +67,8 @@ class HybridHit:
 
     item: Ranked
     found_by: FoundBy
+    lexical_rank: int | None = None
+    """1-based place in the lexical list, when that list holds the hit."""
 
 
 async def hybrid_page(
@@ -83,9 +103,7 @@ async def hybrid_page(
         include_traces=include_traces,
     )
     dense = await _dense(store, config, query, pools, where, depth, exclude_ids)
-    dense_rank: dict[tuple[str, str], int] = {
-        (h.kind, h.id): rank for rank, h in enumerate(dense, 1)
-    }
+    dense_rank: dict[tuple[str, str], float] = _dense_scores(dense)
     fused = _fuse(lexical, dense_rank)
     seen = {(f.item.hit.kind, f.item.hit.id) for f in fused}
     missing = [h for h in dense if (h.kind, h.id) not in seen]
@@ -93,6 +111,8 @@ async def hybrid_page(
     fused.extend(await _dense_only(store, missing, dense_rank, matcher, parsed.highlights))
     fused.sort(key=lambda f: -f.item.score)
     fused = _collapse(fused)
+    if KEEP_REPLIES:
+        fused = _keep_replies(fused)
     page = fused[offset : offset + size]
     more = lexical_more or len(fused) > offset + size
     return page, {"offset": offset + len(page)}, more
@@ -137,23 +157,38 @@ async def _dense(
     return [h for h in hits if h.score >= MIN_SIMILARITY]
 
 
-def _fuse(lexical: list[Ranked], dense_rank: dict[tuple[str, str], int]) -> list[HybridHit]:
+def _dense_scores(dense: list[DenseHit]) -> dict[tuple[str, str], float]:
+    """Each dense hit's share of the fused score: ``SEMANTIC_WEIGHT / (RRF_K + rank)``,
+    times ``STANDOUT_WEIGHT`` for a hit much closer than the rest (see ``STANDOUT``)."""
+    if not dense:
+        return {}
+    reference = dense[min(len(dense), STANDOUT_RANK) - 1].score
+    out: dict[tuple[str, str], float] = {}
+    for rank, hit in enumerate(dense, 1):
+        weight = SEMANTIC_WEIGHT / (RRF_K + rank)
+        if hit.score - reference >= STANDOUT:
+            weight *= STANDOUT_WEIGHT
+        out[(hit.kind, hit.id)] = weight
+    return out
+
+
+def _fuse(lexical: list[Ranked], dense_score: dict[tuple[str, str], float]) -> list[HybridHit]:
     """Lexical hits with their fused score; dense-only hits come from ``_dense_only``."""
     out: list[HybridHit] = []
     for rank, item in enumerate(lexical, 1):
         score = LEXICAL_WEIGHT / (RRF_K + rank)
-        other = dense_rank.get((item.hit.kind, item.hit.id))
+        other = dense_score.get((item.hit.kind, item.hit.id))
         if other is not None:
-            score += SEMANTIC_WEIGHT / (RRF_K + other)
+            score += other
         item.score = score
-        out.append(HybridHit(item, "lexical" if other is None else "both"))
+        out.append(HybridHit(item, "lexical" if other is None else "both", rank))
     return out
 
 
 async def _dense_only(
     store: ImmutableStore,
     hits: list[DenseHit],
-    ranks: dict[tuple[str, str], int],
+    ranks: dict[tuple[str, str], float],
     matcher: TermMatcher,
     highlights: list[str],
 ) -> list[HybridHit]:
@@ -165,7 +200,7 @@ async def _dense_only(
         found = texts.get((hit.kind, hit.id))
         if found is None:
             continue
-        score = SEMANTIC_WEIGHT / (RRF_K + ranks[(hit.kind, hit.id)])
+        score = ranks[(hit.kind, hit.id)]
         coverage = matcher.coverage(found.text, None)
         item = Ranked(found, coverage, score, snippet(found.text, highlights))
         out.append(HybridHit(item, "semantic"))
@@ -216,4 +251,26 @@ def _collapse(fused: list[HybridHit]) -> list[HybridHit]:
             leader.item.duplicates.append(hit.item.hit.id)
             continue
         out.append(hit)
+    return out
+
+
+def _is_reply(item: Ranked) -> bool:
+    """Whether the lexical list holds ``item`` only for its previous turn's words."""
+    coverage = item.coverage
+    return not coverage.own and (coverage.neighbour or "").startswith("previous turn")
+
+
+def _keep_replies(fused: list[HybridHit]) -> list[HybridHit]:
+    """Replies the lexical list found through their question keep at least their
+    lexical place: the dense list cannot tell a reply from a restatement."""
+    targets = {
+        id(h): min(at, h.lexical_rank - 1)
+        for at, h in enumerate(fused)
+        if h.lexical_rank is not None and _is_reply(h.item)
+    }
+    if not targets:
+        return fused
+    out = [h for h in fused if id(h) not in targets]
+    for hit in sorted((h for h in fused if id(h) in targets), key=lambda h: targets[id(h)]):
+        out.insert(min(targets[id(hit)], len(out)), hit)
     return out

@@ -27,8 +27,9 @@ if TYPE_CHECKING:
 __all__ = ["CACHE_BYTES", "CHUNK", "DenseHit", "dense_search"]
 
 CHUNK = 4096
-CACHE_BYTES = 128 * 2**20
-"""Vectors kept in memory per process, all sessions together (about 87k vectors)."""
+CACHE_BYTES = 256 * 2**20
+"""Vectors kept in memory per process, all sessions together (about 175k vectors, so a
+100k-message session is searched in memory: ~30 ms against ~1.5-3 s streamed)."""
 
 
 @dataclass(frozen=True, slots=True)

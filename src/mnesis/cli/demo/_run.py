@@ -11,10 +11,11 @@ engine decides depends on the wall clock or on the iteration order of a set.
 from __future__ import annotations
 
 import asyncio
-import os
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 from mnesis.cli.demo._config import DEMO_MODEL, SYSTEM_PROMPT, demo_config
 from mnesis.cli.demo._live import LiveStats
@@ -93,9 +94,23 @@ async def _run_session(
 def run_demo_sync(
     db_path: str, turns: int, seed: int, on_turn: Callable[[LiveStats], None] | None = None
 ) -> DemoReport:
-    """:func:`run_demo` on its own event loop, with the database's size on disk filled in."""
+    """:func:`run_demo` on its own event loop, with the database's size filled in."""
     report = asyncio.run(run_demo(db_path, turns=turns, seed=seed, on_turn=on_turn))
-    report.db_bytes = sum(
-        os.path.getsize(p) for p in (db_path, db_path + "-wal") if os.path.exists(p)
-    )
+    report.db_bytes = _used_bytes(db_path)
     return report
+
+
+def _used_bytes(db_path: str) -> int:
+    """The bytes the database's pages hold, free pages left out.
+
+    How many pages the background full-text merge has freed depends on timing,
+    so the file's size would differ between two runs of one seed.
+    """
+    conn = sqlite3.connect(f"{Path(db_path).resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+    finally:
+        conn.close()
+    return int((pages - free) * size)

@@ -12,12 +12,13 @@ import pytest
 from mnesis.integrity.checker import IntegrityChecker
 from mnesis.models.ids import new_id
 from mnesis.models.message import Message
-from mnesis.models.parts import MessagePart, ReasoningPart, TextPart, ToolPart, ToolStatus
+from mnesis.models.parts import TextPart
 from mnesis.store import ImmutableStore, StorePool
 from mnesis.store.base import NewMessage, SearchFilter, SessionRecord
 from mnesis.store.search_query import SearchQuery, Term
 from mnesis.store.sqlite import database as sqlite_database
 from mnesis.store.sqlite.migrations import MIGRATIONS
+from tests.store.sqlite.helpers import random_parts
 
 _WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa 中文 naïve".split()
 _QUERIES = ("alpha", "delta", "中文", "kappa", "naive", "theta")
@@ -29,25 +30,7 @@ def _batch(sessions: list[str], count: int, seed: int) -> list[NewMessage]:
     rng = random.Random(seed)
     out = []
     for i in range(count):
-        parts: list[MessagePart] = []
-        for _ in range(rng.randrange(0, 4)):
-            text = " ".join(rng.choice(_WORDS) for _ in range(rng.randrange(1, 60)))
-            kind = rng.randrange(3)
-            if kind == 0:
-                parts.append(TextPart(text=text))
-            elif kind == 1:
-                parts.append(ReasoningPart(text=text))
-            else:
-                done = rng.random() < 0.5
-                parts.append(
-                    ToolPart(
-                        tool_name="Bash",
-                        tool_call_id=f"call_{i}_{len(parts)}",
-                        input={"command": text[:30]},
-                        output=text if done else None,
-                        status=ToolStatus(state="completed" if done else "running"),
-                    )
-                )
+        parts = random_parts(rng, _WORDS, 60, running_tools=True)
         message = Message(
             id=new_id("msg"),
             session_id=sessions[i % len(sessions)],

@@ -9,34 +9,17 @@ from pathlib import Path
 
 from mnesis.models.ids import new_id
 from mnesis.models.message import Message
-from mnesis.models.parts import MessagePart, ReasoningPart, TextPart, ToolPart, ToolStatus
+from mnesis.models.parts import MessagePart, TextPart
 from mnesis.store import StorePool
 from mnesis.store.base import NewMessage, SessionRecord
 from mnesis.store.shared.search_context import SESSION_PARTS_SELECT, rebuild_contexts
+from tests.store.sqlite.helpers import random_parts
 
 _WORDS = "alpha beta gamma\ndelta epsilon 中文 zeta".split(" ")
 
 
 def _parts(rng: random.Random) -> list[MessagePart]:
-    parts: list[MessagePart] = []
-    for _ in range(rng.randrange(0, 4)):
-        text = " ".join(rng.choice(_WORDS) for _ in range(rng.randrange(1, 200)))
-        kind = rng.randrange(3)
-        if kind == 0:
-            parts.append(TextPart(text=text))
-        elif kind == 1:
-            parts.append(ReasoningPart(text=text))
-        else:
-            parts.append(
-                ToolPart(
-                    tool_name="read",
-                    tool_call_id=f"call{rng.randrange(10**6)}",
-                    input={"q": text[:20]},
-                    output=text,
-                    status=ToolStatus(state="completed"),
-                )
-            )
-    return parts
+    return random_parts(rng, _WORDS, 200)
 
 
 def _message(rng: random.Random, session_id: str) -> Message:

@@ -17,7 +17,6 @@ from mnesis.models.parts import (
     ReasoningPart,
     TextPart,
     ToolPart,
-    ToolStatus,
 )
 from mnesis.store import ImmutableStore, StorePool
 from mnesis.store.base import NewMessage, SessionRecord
@@ -25,7 +24,7 @@ from mnesis.store.codec import encode_part
 from mnesis.store.sqlite import database as sqlite_database
 from mnesis.store.sqlite.migrations import MIGRATIONS
 from mnesis.store.sqlite.migrations.m004_search_context import context_sql
-from tests.store.sqlite.helpers import sqlite_db
+from tests.store.sqlite.helpers import random_parts, sqlite_db
 
 _WORDS = "alpha beta gamma delta\nepsilon 中文 zeta eta theta".split(" ")
 
@@ -35,27 +34,7 @@ def _message(session_id: str, role: str, at: int) -> Message:
 
 
 def _parts(rng: random.Random) -> list[MessagePart]:
-    parts: list[MessagePart] = []
-    for _ in range(rng.randrange(0, 4)):
-        text = " ".join(rng.choice(_WORDS) for _ in range(rng.randrange(1, 400)))
-        kind = rng.randrange(4)
-        if kind == 0:
-            parts.append(TextPart(text=text))
-        elif kind == 1:
-            parts.append(ReasoningPart(text=text))
-        elif kind == 2:
-            parts.append(
-                ToolPart(
-                    tool_name="read",
-                    tool_call_id=f"call{rng.randrange(10**6)}",
-                    input={"q": text[:20]},
-                    output=text,
-                    status=ToolStatus(state="completed"),
-                )
-            )
-        else:
-            parts.append(FileRefPart(content_id="c", path="a.txt", exploration_summary=text))
-    return parts
+    return random_parts(rng, _WORDS, 400, file_refs=True)
 
 
 async def _store(path: str, pool: StorePool) -> ImmutableStore:

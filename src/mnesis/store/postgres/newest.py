@@ -108,7 +108,7 @@ class _Finder:
         self.conn = conn
         self.windows = [w for w in windows if w > 0]
         self.clauses, self.args = filter_sql(where, scope)
-        # Summaries under a summary: the filter is ``AND false``, no lineage CTE.
+        # Summaries under a summary: the filter is ``AND 1 = 0``, no lineage CTE.
         lineage = where.under_summary is not None and scope == "messages"
         self.head: list[Any] = [where.under_summary] if lineage else []
         self.cte = DOWN_CTE if lineage else ""

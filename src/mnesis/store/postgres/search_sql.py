@@ -7,6 +7,8 @@ from typing import Any
 
 from mnesis.store.base import SearchFilter
 from mnesis.store.search_query import SearchQuery, Term
+from mnesis.store.shared.search_filter import range_and_lineage
+from mnesis.store.shared.sql import pg
 
 __all__ = [
     "PART_TSV",
@@ -27,7 +29,6 @@ def filter_sql(where: SearchFilter, scope: str) -> tuple[str, list[Any]]:
     clauses: list[str] = []
     args: list[Any] = []
     alias = "p" if scope == "messages" else "s"
-    created = "m.created_at" if scope == "messages" else "s.created_at"
     if where.session_ids is not None:
         if len(where.session_ids) == 1:
             clauses.append(f"AND {alias}.session_id = %s")
@@ -35,20 +36,9 @@ def filter_sql(where: SearchFilter, scope: str) -> tuple[str, list[Any]]:
         else:
             clauses.append(f"AND {alias}.session_id = ANY(%s)")
             args.append(list(where.session_ids))
-    if where.since is not None:
-        clauses.append(f"AND {created} >= %s")
-        args.append(where.since)
-    if where.until is not None:
-        clauses.append(f"AND {created} < %s")
-        args.append(where.until)
-    if where.under_summary is not None:
-        if scope == "messages":
-            clauses.append(
-                "AND p.message_id IN (SELECT sm.message_id FROM summary_messages sm "
-                "JOIN down ON sm.summary_id = down.id)"
-            )
-        else:
-            clauses.append("AND false")
+    bounds, bound_args = range_and_lineage(where, scope)
+    clauses.extend(pg(clause) for clause in bounds)
+    args.extend(bound_args)
     return " ".join(clauses), args
 
 

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from mnesis.store.base import SearchFilter, SearchHit
 from mnesis.store.codec import dumps
 from mnesis.store.search_query import SearchQuery, Term
+from mnesis.store.shared.search_filter import range_and_lineage
 from mnesis.store.shared.sql import DOWN_CTE
 from mnesis.store.sqlite.rows import SQLiteStoreBase
 from mnesis.store.sqlite.search_levels import Group, absent, newest_of_groups
@@ -341,23 +342,7 @@ def _sessions_are_a_small_share(conn: sqlite3.Connection, session_ids: Sequence[
 
 def _filter_sql(where: SearchFilter, scope: str) -> tuple[str, list[Any]]:
     """Time-range and lineage clauses (not the session filter) for a search."""
-    clauses: list[str] = []
-    args: list[Any] = []
-    created = "m.created_at" if scope == "messages" else "s.created_at"
-    if where.since is not None:
-        clauses.append(f"AND {created} >= ?")
-        args.append(where.since)
-    if where.until is not None:
-        clauses.append(f"AND {created} < ?")
-        args.append(where.until)
-    if where.under_summary is not None:
-        if scope == "messages":
-            clauses.append(
-                "AND p.message_id IN (SELECT sm.message_id FROM summary_messages sm "
-                "JOIN down ON sm.summary_id = down.id)"
-            )
-        else:
-            clauses.append("AND 0")
+    clauses, args = range_and_lineage(where, scope)
     return " ".join(clauses), args
 
 

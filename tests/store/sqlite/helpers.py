@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import sqlite3
 from collections.abc import Sequence
 from typing import cast
 
@@ -15,6 +16,10 @@ from mnesis.models.parts import (
     ToolStatus,
 )
 from mnesis.store import ImmutableStore, SQLiteStore
+from mnesis.store.base import NewMessage
+from mnesis.store.shared.rows import encode_parts, message_row, part_rows
+from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, Contexts, neighbour_args
+from mnesis.store.shared.sql import MESSAGE_INSERT, PART_INSERT
 from mnesis.store.sqlite import SQLiteDatabase
 
 
@@ -55,3 +60,28 @@ def random_parts(
         else:
             parts.append(FileRefPart(content_id="c", path="a.txt", exploration_summary=text))
     return parts
+
+
+def append_as_before(conn: sqlite3.Connection, batch: Sequence[NewMessage]) -> None:
+    """Append messages to an older schema as a store of its release did: each part row
+    with its ``search_context`` stored, indexed by the schema's per-row trigger."""
+    with conn:
+        for item in batch:
+            m = item.message
+            seq = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_id = ?",
+                (m.session_id,),
+            ).fetchone()[0]
+            rows = encode_parts(item.parts, item.part_tokens)
+            contexts = Contexts()
+            found = conn.execute(NEIGHBOURS_SELECT, neighbour_args(m.session_id, seq))
+            contexts.start(m.session_id, seq, found.fetchall())
+            contexts.apply(m.session_id, seq, m.role, m.created_at, m.is_summary, rows)
+            conn.execute(MESSAGE_INSERT, message_row(m, seq, int(m.is_summary)))
+            conn.executemany(PART_INSERT, part_rows(m.id, m.session_id, 0, rows, m.created_at))
+            conn.execute(
+                "INSERT INTO context_items (session_id, position, item_type, message_id, "
+                "tokens, created_at) VALUES (?, (SELECT COALESCE(MAX(position), 0) + 1 "
+                "FROM context_items WHERE session_id = ?), 'message', ?, 0, ?)",
+                (m.session_id, m.session_id, m.id, m.created_at),
+            )

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 import sqlite3
-from collections import defaultdict
 from pathlib import Path
 
 from mnesis.models.ids import new_id
@@ -15,12 +14,9 @@ from mnesis.store import ImmutableStore, StorePool
 from mnesis.store.base import NewMessage, SearchFilter, SearchHit, SessionRecord
 from mnesis.store.search_query import SearchQuery, Term
 from mnesis.store.shared.search_context import SESSION_PARTS_SELECT, rebuild_contexts
-from tests.store.sqlite.helpers import random_parts
+from tests.store.sqlite.helpers import indexed_contexts, random_parts, tokens_of
 
 _WORDS = "alpha beta gamma\ndelta epsilon 中文 zeta".split(" ")
-_TOKENIZE = "tokenize='porter unicode61 remove_diacritics 2'"
-
-Tokens = dict[int, list[tuple[str, int]]]
 
 
 def _message(rng: random.Random, session_id: str) -> Message:
@@ -67,40 +63,6 @@ async def _history(path: str, sessions: list[str], steps: int, seed: int) -> Non
     finally:
         for p in pools:
             await p.close_all()
-
-
-def indexed_contexts(conn: sqlite3.Connection) -> Tokens:
-    """The tokens (with positions) the full-text index holds in each row's ``context``."""
-    conn.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.parts_vocab "
-        "USING fts5vocab(main, message_parts_fts, instance)"
-    )
-    out: Tokens = defaultdict(list)
-    for term, doc, offset in conn.execute(
-        "SELECT term, doc, offset FROM temp.parts_vocab WHERE col = 'context' ORDER BY doc, offset"
-    ):
-        out[doc].append((term, offset))
-    return dict(out)
-
-
-def tokens_of(conn: sqlite3.Connection, contexts: dict[int, str | None]) -> Tokens:
-    """The tokens (with positions) the index's tokenizer makes of each context."""
-    conn.execute(f"CREATE VIRTUAL TABLE temp.expected USING fts5(context, {_TOKENIZE})")
-    conn.executemany(
-        "INSERT INTO temp.expected (rowid, context) VALUES (?, ?)",
-        [(k, c) for k, c in contexts.items() if c is not None],
-    )
-    conn.execute(
-        "CREATE VIRTUAL TABLE temp.expected_vocab USING fts5vocab(temp, expected, instance)"
-    )
-    out: Tokens = defaultdict(list)
-    for term, doc, offset in conn.execute(
-        "SELECT term, doc, offset FROM temp.expected_vocab ORDER BY doc, offset"
-    ):
-        out[doc].append((term, offset))
-    conn.execute("DROP TABLE temp.expected_vocab")
-    conn.execute("DROP TABLE temp.expected")
-    return dict(out)
 
 
 def rebuilt(conn: sqlite3.Connection, sessions: list[str]) -> dict[int, str | None]:

@@ -58,7 +58,7 @@ def insert_indexed_parts(conn: sqlite3.Connection, rows: Sequence[Sequence[Any]]
         return
     before = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM message_parts").fetchone()[0]
     conn.execute(HOLD_TRIGGER)
-    conn.executemany(PART_INSERT, rows)
+    conn.executemany(PART_INSERT, [(*r[:_CONTEXT], None, *r[_CONTEXT + 1 :]) for r in rows])
     keys = dict(conn.execute("SELECT id, rowid FROM message_parts WHERE rowid > ?", (before,)))
     conn.executemany(
         FTS_INSERT,

@@ -148,6 +148,7 @@ class TestSchema:
             ("messages", "messages_immutable"),
             ("message_parts", "message_parts_no_delete"),
             ("message_parts", "message_parts_immutable"),
+            ("message_parts", "message_parts_index_context"),
             ("summaries", "summaries_no_update"),
             ("summaries", "summaries_no_delete"),
             ("summary_messages", "summary_messages_no_change"),

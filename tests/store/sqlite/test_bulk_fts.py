@@ -1,4 +1,4 @@
-"""SQLite: a batch append indexes its parts in one statement (migration m008), and the
+"""SQLite: a batch append indexes its parts together (the trigger held off, m008), and the
 full-text index it leaves is the one appending the same messages one by one leaves."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from mnesis.store.base import NewMessage, SearchFilter, SessionRecord
 from mnesis.store.search_query import SearchQuery, Term
 from mnesis.store.sqlite import database as sqlite_database
 from mnesis.store.sqlite.migrations import MIGRATIONS
-from tests.store.sqlite.helpers import random_parts
+from tests.store.sqlite.helpers import append_as_before, random_parts
 
 _WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa 中文 naïve".split()
 _QUERIES = ("alpha", "delta", "中文", "kappa", "naive", "theta")
@@ -146,18 +146,20 @@ async def test_m008_keeps_an_existing_index_and_its_results(
 ) -> None:
     sessions = [new_id("sess"), new_id("sess")]
     path = str(tmp_path / "old.db")
-    before = len(MIGRATIONS) - 1
-    assert MIGRATIONS[before][0] == "m008_bulk_fts"
+    before = [name for name, _ in MIGRATIONS].index("m008_bulk_fts")
     with monkeypatch.context() as patch:
         patch.setattr(sqlite_database, "MIGRATIONS", MIGRATIONS[:before])
         old = StorePool()
         store = await old.acquire(db_path=path)
         for sid in sessions:
             await store.create_session(SessionRecord(id=sid, model="m"))
-        # The code of this checkout appends one by one on the old schema (as a store
-        # of the previous release would): the per-row trigger indexes each part.
-        for item in _batch(sessions, 60, seed=4):
-            await store.append_message(item.message, item.parts)
+        await old.close_all()
+        # Appended as a store of the previous release did: the per-row trigger indexes
+        # each part.
+        conn = sqlite3.connect(path)
+        append_as_before(conn, _batch(sessions, 60, seed=4))
+        conn.close()
+        store = await old.acquire(db_path=path)
         found_before = await _search(store, sessions)
         await old.close_all()
     index_before = _index(path, migrated=False)

@@ -24,7 +24,7 @@ from mnesis.store.codec import encode_part
 from mnesis.store.sqlite import database as sqlite_database
 from mnesis.store.sqlite.migrations import MIGRATIONS
 from mnesis.store.sqlite.migrations.m004_search_context import context_sql
-from tests.store.sqlite.helpers import random_parts, sqlite_db
+from tests.store.sqlite.helpers import indexed_contexts, random_parts, sqlite_db, tokens_of
 
 _WORDS = "alpha beta gamma delta\nepsilon 中文 zeta eta theta".split(" ")
 
@@ -55,13 +55,13 @@ class TestTheWritersContextIsM004s:
         conn = sqlite3.connect(path)
         # m004's trigger computed a part's context when the part was inserted: compare
         # each write's new parts right after it.
-        compare = (
-            "SELECT p.id, p.search_context, CASE WHEN p.part_type <> 'tool' THEN "
+        m004 = (
+            "SELECT p.rowid, CASE WHEN p.part_type <> 'tool' THEN "
             f"{context_sql('p')} END FROM message_parts p "
             "WHERE p.text_content IS NOT NULL AND p.rowid > ?"
         )
         seen = 0
-        compared = 0
+        expected: dict[int, str | None] = {}
         try:
             for step in range(240):
                 sid = rng.choice(sessions)
@@ -81,16 +81,17 @@ class TestTheWritersContextIsM004s:
                         await writer.append_parts(target, [TextPart(text=f"late {step}")])
                 else:
                     await writer.append_message(_message(sid, role, at), _parts(rng))
-                rows = conn.execute(compare, (seen,)).fetchall()
-                assert [(r[0], r[1]) for r in rows] == [(r[0], r[2]) for r in rows]
-                compared += len(rows)
+                expected.update(conn.execute(m004, (seen,)).fetchall())
                 seen = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM message_parts").fetchone()[
                     0
                 ]
+            # What the writer indexed (the column is not stored, m009).
+            assert indexed_contexts(conn) == tokens_of(conn, expected)
         finally:
             conn.close()
             await second.close()
-        assert compared > 300
+        assert len(expected) > 300
+        assert sum(1 for c in expected.values() if c and "\n" in c) > 100
 
 
 def _full_json_part(

@@ -11,6 +11,7 @@ from mnesis.store.postgres.newest import DEFAULT_WINDOWS, newest_group_keys
 from mnesis.store.postgres.rows import DOWN_CTE, PostgresStoreBase, fetch
 from mnesis.store.postgres.search_sql import PART_TSV, filter_sql, render_tsquery
 from mnesis.store.search_query import SearchQuery
+from mnesis.store.shared.hit_contexts import PG_HIT_NEIGHBOURS, contexts_of, keys_of, needs_context
 
 __all__ = ["SearchMixin", "render_tsquery"]
 
@@ -62,7 +63,7 @@ class SearchMixin(PostgresStoreBase):
             sql = (
                 f"{cte} SELECT p.key, p.id, p.message_id, p.session_id, p.text_content, "
                 f"m.role::text, m.created_at, {_RANK.format(col=ranked)} AS rank, "
-                "p.tool_name, p.search_context "
+                "p.tool_name, p.part_type::text "
                 "FROM message_parts p JOIN messages m ON m.id = p.message_id "
                 f"WHERE {PART_TSV} @@ to_tsquery('english', %s) {own} AND NOT m.is_summary "
                 f"{clauses} ORDER BY rank, p.key LIMIT %s OFFSET %s"
@@ -80,11 +81,23 @@ class SearchMixin(PostgresStoreBase):
         kind: Literal["message", "summary"] = "message" if scope == "messages" else "summary"
 
         async def _search(conn: Conn) -> list[SearchHit]:
+            rows = await fetch(conn, sql, params)
+            contexts = await _contexts(conn, [(r[0], r[9], r[4], r[5], r[6]) for r in rows])
             return [
                 SearchHit(
-                    kind, r[2], r[3], r[4] or "", r[6], r[1], r[5], float(r[7]), r[0], r[8], r[9]
+                    kind,
+                    r[2],
+                    r[3],
+                    r[4] or "",
+                    r[6],
+                    r[1],
+                    r[5],
+                    float(r[7]),
+                    r[0],
+                    r[8],
+                    contexts.get(r[0]),
                 )
-                for r in await fetch(conn, sql, params)
+                for r in rows
             ]
 
         return await self.db.read(_search)
@@ -115,7 +128,7 @@ class SearchMixin(PostgresStoreBase):
             if scope == "messages":
                 sql = (
                     "SELECT p.key, p.id, p.message_id, p.session_id, p.text_content, "
-                    "m.role::text, m.created_at, 0.0, p.tool_name, p.search_context "
+                    "m.role::text, m.created_at, 0.0, p.tool_name, p.part_type::text "
                     "FROM unnest(%s::bigint[]) WITH ORDINALITY AS j(key, ord) "
                     "JOIN message_parts p ON p.key = j.key "
                     "JOIN messages m ON m.id = p.message_id ORDER BY j.ord LIMIT %s OFFSET %s"
@@ -128,11 +141,23 @@ class SearchMixin(PostgresStoreBase):
                     "JOIN summaries s ON s.key = j.key ORDER BY j.ord LIMIT %s OFFSET %s"
                 )
                 kind = "summary"
+            rows = await fetch(conn, sql, [keys, limit, offset])
+            contexts = await _contexts(conn, [(r[0], r[9], r[4], r[5], r[6]) for r in rows])
             return [
                 SearchHit(
-                    kind, r[2], r[3], r[4] or "", r[6], r[1], r[5], float(r[7]), r[0], r[8], r[9]
+                    kind,
+                    r[2],
+                    r[3],
+                    r[4] or "",
+                    r[6],
+                    r[1],
+                    r[5],
+                    float(r[7]),
+                    r[0],
+                    r[8],
+                    contexts.get(r[0]),
                 )
-                for r in await fetch(conn, sql, [keys, limit, offset])
+                for r in rows
             ]
 
         return await self.db.read(_search)
@@ -187,7 +212,7 @@ class SearchMixin(PostgresStoreBase):
             return {}
         sql = (
             "SELECT q.id, p.key, p.id, p.message_id, p.session_id, p.text_content, "
-            "m.role::text, m.created_at, p.tool_name, p.search_context "
+            "m.role::text, m.created_at, p.tool_name, p.part_type::text "
             "FROM messages q JOIN messages m ON m.session_id = q.session_id AND m.seq = ("
             "  SELECT MIN(n.seq) FROM messages n "
             "  WHERE n.session_id = q.session_id AND n.seq > q.seq AND NOT n.is_summary) "
@@ -196,11 +221,38 @@ class SearchMixin(PostgresStoreBase):
         )
 
         async def _replies(conn: Conn) -> dict[str, SearchHit]:
+            rows = await fetch(conn, sql, [list(message_ids)])
+            contexts = await _contexts(conn, [(r[1], r[9], r[5], r[6], r[7]) for r in rows])
             return {
                 r[0]: SearchHit(
-                    "message", r[3], r[4], r[5] or "", r[7], r[2], r[6], 0.0, r[1], r[8], r[9]
+                    "message",
+                    r[3],
+                    r[4],
+                    r[5] or "",
+                    r[7],
+                    r[2],
+                    r[6],
+                    0.0,
+                    r[1],
+                    r[8],
+                    contexts.get(r[1]),
                 )
-                for r in await fetch(conn, sql, [list(message_ids)])
+                for r in rows
             }
 
         return await self.db.read(_replies)
+
+
+async def _contexts(
+    conn: Conn, parts: Sequence[tuple[int, Any, Any, Any, Any]]
+) -> dict[int, str | None]:
+    """The neighbour context of each conversation part among a page's hits, given as
+    ``(key, part type, text, role, created_at)``, rebuilt with one statement."""
+    hits = [
+        (key, str(role), int(at))
+        for key, kind, text, role, at in parts
+        if needs_context(kind, text)
+    ]
+    if not hits:
+        return {}
+    return contexts_of(hits, await fetch(conn, PG_HIT_NEIGHBOURS, [keys_of(hits)]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mnesis.store.postgres.db import PostgresDatabase
+from mnesis.store.shared.hit_contexts import PG_PART_NEIGHBOURS
 from mnesis.store.shared.vectors import SQLVectorStore
 
 __all__ = ["PostgresVectorStore"]
@@ -10,6 +11,8 @@ __all__ = ["PostgresVectorStore"]
 
 class PostgresVectorStore(SQLVectorStore):
     """:class:`~mnesis.store.vectors.VectorStore` on one PostgreSQL database."""
+
+    part_neighbours = PG_PART_NEIGHBOURS
 
     def __init__(self, db: PostgresDatabase) -> None:
         super().__init__(db)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from mnesis.store.codec import dumps
+from mnesis.store.shared.hit_contexts import SQLITE_PART_NEIGHBOURS, contexts_of, keys_of
 from mnesis.store.shared.statements import Statements
 from mnesis.store.vectors import PendingText, StoredVector, VectorKind, VectorStore
 
@@ -29,7 +31,7 @@ MAX_TIME = 2**63 - 1
 PENDING: dict[VectorKind, str] = {
     "message": (
         "SELECT p.message_id, p.session_id, m.created_at, p.text_content, p.id, "
-        "p.search_context "
+        "CAST(m.role AS TEXT) "
         "FROM message_parts p JOIN messages m ON m.id = p.message_id "
         "LEFT JOIN part_vectors v ON v.part_id = p.id AND v.model = ? "
         "WHERE p.session_id = ? AND p.part_type = 'text' AND p.text_content IS NOT NULL "
@@ -41,7 +43,9 @@ PENDING: dict[VectorKind, str] = {
         "WHERE s.session_id = ? AND v.summary_id IS NULL ORDER BY s.created_at, s.id LIMIT ?"
     ),
 }
-"""Texts of one session without a vector from a model: ``(model, session_id, limit)``."""
+"""Texts of one session without a vector from a model: ``(model, session_id, limit)``;
+a part's row ends with its message's role (its context is rebuilt, see
+:meth:`SQLVectorStore.pending`)."""
 
 PUT: dict[VectorKind, str] = {
     "message": (
@@ -110,6 +114,9 @@ def scan_args(
 class SQLVectorStore(VectorStore):
     """:class:`~mnesis.store.vectors.VectorStore` on one database of either backend."""
 
+    part_neighbours: str = SQLITE_PART_NEIGHBOURS
+    """The statement that reads the neighbours of parts given by ID (per backend)."""
+
     def __init__(self, db: Statements) -> None:
         self._db = db
 
@@ -117,6 +124,11 @@ class SQLVectorStore(VectorStore):
         self, session_id: str, model: str, kind: VectorKind, limit: int
     ) -> list[PendingText]:
         rows = await self._db.rows(PENDING[kind], (model, session_id, limit))
+        if kind == "message" and rows:
+            hits = [(r[4], str(r[5]), int(r[2])) for r in rows]
+            found = await self._db.rows(self.part_neighbours, (dumps(keys_of(hits)),))
+            contexts = contexts_of(hits, found)
+            rows = [(*r[:5], contexts[r[4]]) for r in rows]
         return [pending_text(kind, r) for r in rows]
 
     async def put(self, model: str, rows: Sequence[tuple[PendingText, bytes]]) -> None:

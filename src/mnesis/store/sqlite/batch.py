@@ -1,7 +1,7 @@
 """``append_batch`` on SQLite: a transcript import's batch in one transaction, one
-``executemany`` per table (rows built in :mod:`mnesis.store.shared.batch`), then one
-statement that indexes all its parts in the full-text index (the per-row trigger is
-held off meanwhile, see :mod:`~mnesis.store.sqlite.migrations.m008_bulk_fts`)."""
+``executemany`` per table (rows built in :mod:`mnesis.store.shared.batch`); the parts
+are indexed with the contexts computed for them (see
+:mod:`~mnesis.store.sqlite.fts_index`)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from mnesis.store.base import AppendedMessage, NewMessage
 from mnesis.store.shared.batch import CONTEXT_MESSAGE_INSERT, batch_rows, encode_batch
 from mnesis.store.shared.purge import SESSION_EXISTS
 from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, Contexts, neighbour_args
-from mnesis.store.shared.sql import MESSAGE_INSERT, PART_INSERT
-from mnesis.store.sqlite.migrations.m008_bulk_fts import INDEX_NEW_PARTS
+from mnesis.store.shared.sql import MESSAGE_INSERT
+from mnesis.store.sqlite.fts_index import insert_indexed_parts
 from mnesis.store.sqlite.rows import SQLiteStoreBase, _next_value
 
 __all__ = ["BatchMixin"]
@@ -44,12 +44,7 @@ class BatchMixin(SQLiteStoreBase):
                 prepared, next_seq, next_position, now, summary_flag=int, contexts=contexts
             )
             conn.executemany(MESSAGE_INSERT, rows.messages)
-            last_part = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM message_parts")
-            before = int(last_part.fetchone()[0])
-            conn.execute("INSERT INTO fts_deferred (id) VALUES (1)")
-            conn.executemany(PART_INSERT, rows.parts)
-            conn.execute(INDEX_NEW_PARTS, (before,))
-            conn.execute("DELETE FROM fts_deferred")
+            insert_indexed_parts(conn, rows.parts)
             conn.executemany(CONTEXT_MESSAGE_INSERT, rows.context)
             return rows.appended
 

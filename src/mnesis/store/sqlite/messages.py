@@ -23,17 +23,18 @@ from mnesis.store.shared.rows import (
     TOOL_STATUS_UPDATE,
     EncodedParts,
     encode_parts,
+    part_rows,
     tombstone_rows,
     tool_status_args,
 )
 from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, Contexts, neighbour_args
 from mnesis.store.shared.sql import CONTEXT_TOKENS_UPDATE, TOMBSTONE
+from mnesis.store.sqlite.fts_index import insert_indexed_parts
 from mnesis.store.sqlite.rows import (
     _MSG_COLS,
     _PART_COLS,
     SQLiteStoreBase,
     _insert_message,
-    _insert_parts,
     _load_messages,
     _message_update,
     _next_value,
@@ -86,7 +87,7 @@ class MessagesMixin(SQLiteStoreBase):
                     if "FOREIGN KEY" in str(exc):
                         raise SessionNotFoundError(m.session_id) from exc
                     raise
-                _insert_parts(conn, m.id, m.session_id, 0, rows, now)
+                insert_indexed_parts(conn, part_rows(m.id, m.session_id, 0, rows, now))
                 position = None
                 if item.in_context:
                     if m.session_id not in next_position:
@@ -137,7 +138,7 @@ class MessagesMixin(SQLiteStoreBase):
                 "SELECT COALESCE(MAX(ordinal), -1) + 1 FROM message_parts WHERE message_id = ?",
                 (message_id,),
             ).fetchone()[0]
-            _insert_parts(conn, message_id, found[0], first, rows, now)
+            insert_indexed_parts(conn, part_rows(message_id, found[0], first, rows, now))
             if update is not None:
                 update(conn, message_id)
             return [r[0] for r in rows]

@@ -27,22 +27,13 @@ from mnesis.store.shared.purge import (
     import_source,
     source_row,
 )
+from mnesis.store.sqlite.fts_index import FTS_DELETE, fts_delete_rows
 
 if TYPE_CHECKING:
     from mnesis.store.sqlite.database import SQLiteDatabase
 
 __all__ = ["PurgeMixin"]
 
-_FTS_DELETE_PARTS = """
-INSERT INTO message_parts_fts
-    (message_parts_fts, rowid, text_content, tool_content, context, session_id)
-SELECT 'delete', rowid,
-    CASE WHEN part_type = 'tool' THEN NULL ELSE text_content END,
-    CASE WHEN part_type = 'tool' THEN text_content END,
-    search_context,
-    substr(session_id, 6)
-FROM message_parts WHERE session_id = ? AND text_content IS NOT NULL
-"""
 _FTS_DELETE_SUMMARIES = """
 INSERT INTO summaries_fts (summaries_fts, rowid, search_text, session_id)
 SELECT 'delete', rowid, search_text, substr(session_id, 6) FROM summaries WHERE session_id = ?
@@ -54,7 +45,8 @@ def _descendants(conn: sqlite3.Connection, session_id: str) -> list[str]:
 
 
 def _purge_one(conn: sqlite3.Connection, session_id: str, rows: dict[str, int]) -> None:
-    conn.execute(_FTS_DELETE_PARTS, (session_id,))
+    # A contentless index forgets a row only given the values it was indexed with.
+    conn.executemany(FTS_DELETE, fts_delete_rows(conn, session_id))
     conn.execute(_FTS_DELETE_SUMMARIES, (session_id,))
     for table, sql in DELETES:
         rows[table] = rows.get(table, 0) + conn.execute(sql, (session_id,)).rowcount

@@ -10,6 +10,12 @@ from typing import Any, Literal
 from mnesis.store.base import SearchFilter, SearchHit
 from mnesis.store.codec import dumps
 from mnesis.store.search_query import SearchQuery, Term
+from mnesis.store.shared.hit_contexts import (
+    SQLITE_HIT_NEIGHBOURS,
+    contexts_of,
+    keys_of,
+    needs_context,
+)
 from mnesis.store.shared.search_filter import range_and_lineage
 from mnesis.store.shared.sql import DOWN_CTE
 from mnesis.store.sqlite.rows import SQLiteStoreBase
@@ -132,9 +138,24 @@ class SearchMixin(SQLiteStoreBase):
                     offset,
                     candidates,
                 )
+            contexts = (
+                _contexts(conn, [(r[0], r[9], r[4], r[5], r[6]) for r in rows])
+                if scope == "messages"
+                else {}
+            )
             return [
                 SearchHit(
-                    kind, r[2], r[3], r[4] or "", r[6], r[1], r[5], float(r[7]), r[0], r[8], r[9]
+                    kind,
+                    r[2],
+                    r[3],
+                    r[4] or "",
+                    r[6],
+                    r[1],
+                    r[5],
+                    float(r[7]),
+                    r[0],
+                    r[8],
+                    contexts.get(r[0]),
                 )
                 for r in rows
             ]
@@ -202,7 +223,7 @@ class SearchMixin(SQLiteStoreBase):
             return {}
         sql = (
             "SELECT q.id, p.rowid, p.id, p.message_id, p.session_id, p.text_content, m.role, "
-            "m.created_at, p.tool_name, p.search_context "
+            "m.created_at, p.tool_name, p.part_type "
             "FROM messages q JOIN messages m ON m.session_id = q.session_id AND m.seq = ("
             "  SELECT MIN(n.seq) FROM messages n "
             "  WHERE n.session_id = q.session_id AND n.seq > q.seq AND n.is_summary = 0) "
@@ -211,14 +232,42 @@ class SearchMixin(SQLiteStoreBase):
         )
 
         def _replies(conn: sqlite3.Connection) -> dict[str, SearchHit]:
+            rows = conn.execute(sql, (dumps(list(message_ids)),)).fetchall()
+            contexts = _contexts(conn, [(r[1], r[9], r[5], r[6], r[7]) for r in rows])
             return {
                 r[0]: SearchHit(
-                    "message", r[3], r[4], r[5] or "", r[7], r[2], r[6], 0.0, r[1], r[8], r[9]
+                    "message",
+                    r[3],
+                    r[4],
+                    r[5] or "",
+                    r[7],
+                    r[2],
+                    r[6],
+                    0.0,
+                    r[1],
+                    r[8],
+                    contexts.get(r[1]),
                 )
-                for r in conn.execute(sql, (dumps(list(message_ids)),))
+                for r in rows
             }
 
         return await self.db.read(_replies)
+
+
+def _contexts(
+    conn: sqlite3.Connection, parts: Sequence[tuple[int, Any, Any, Any, Any]]
+) -> dict[int, str | None]:
+    """The neighbour context of each conversation part among a page's hits, given as
+    ``(row key, part type, text, role, created_at)``, rebuilt with one statement."""
+    hits = [
+        (key, str(role), int(at))
+        for key, kind, text, role, at in parts
+        if needs_context(kind, text)
+    ]
+    if not hits:
+        return {}
+    found = conn.execute(SQLITE_HIT_NEIGHBOURS, (dumps(keys_of(hits)),))
+    return contexts_of(hits, found)
 
 
 def _ranked(
@@ -243,7 +292,7 @@ def _ranked(
     sql = (
         f"{DOWN_CTE if where.under_summary else ''} "
         "SELECT p.rowid, p.id, p.message_id, p.session_id, p.text_content, m.role, "
-        "m.created_at, f.score, p.tool_name, p.search_context, f.returned FROM "
+        "m.created_at, f.score, p.tool_name, p.part_type, f.returned FROM "
         "(SELECT rowid, score, count(*) OVER () AS returned FROM ("
         f"SELECT rowid, {_BM25} AS score FROM message_parts_fts "
         "WHERE message_parts_fts MATCH ? ORDER BY score LIMIT ?)) f "
@@ -290,7 +339,7 @@ def _keys_sql(scope: str, clauses: str, under_summary: bool) -> str:
     return (
         f"{DOWN_CTE if under_summary else ''} "
         "SELECT p.rowid, p.id, p.message_id, p.session_id, p.text_content, m.role, "
-        "m.created_at, 0.0, p.tool_name, p.search_context FROM json_each(?) j "
+        "m.created_at, 0.0, p.tool_name, p.part_type FROM json_each(?) j "
         "JOIN message_parts p ON p.rowid = j.value JOIN messages m ON m.id = p.message_id "
         f"WHERE m.is_summary = 0 {clauses} ORDER BY j.key LIMIT ? OFFSET ?"
     )

@@ -9,6 +9,7 @@ from mnesis.store.postgres.migrations import (
     m004_search_context,
     m005_text_once,
     m007_vectors,
+    m009_context_unstored,
 )
 
 __all__ = ["MIGRATIONS"]
@@ -20,4 +21,5 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("m004_search_context", m004_search_context.SQL),
     ("m005_text_once", m005_text_once.SQL),
     ("m007_vectors", m007_vectors.SQL),
+    ("m009_context_unstored", m009_context_unstored.SQL),
 ]

@@ -10,6 +10,7 @@ from mnesis.store.sqlite.migrations import (
     m005_text_once,
     m007_vectors,
     m008_bulk_fts,
+    m009_context_unstored,
 )
 
 __all__ = ["MIGRATIONS", "Migration"]
@@ -338,4 +339,5 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m005_text_once", m005_text_once.migrate),
     ("m007_vectors", m007_vectors.SQL),
     ("m008_bulk_fts", m008_bulk_fts.SQL),
+    ("m009_context_unstored", m009_context_unstored.migrate),
 ]

@@ -1,0 +1,97 @@
+"""The neighbour context of search hits, rebuilt at query time (both backends).
+
+The context a part was indexed with (see :mod:`~mnesis.store.shared.search_context`) is
+not stored: a search rebuilds it for the few hits of its page with one statement,
+:data:`SQLITE_HIT_NEIGHBOURS` or :data:`PG_HIT_NEIGHBOURS`, which reads at most two
+neighbours of each hit, each cut to the characters the context keeps. The neighbours
+are those the writer saw: the text parts of the same session's non-summary messages
+at most ``WINDOW`` ``seq`` back, written before the hit (a lower row key).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from mnesis.store.shared.search_context import WINDOW, search_context
+
+__all__ = [
+    "PG_HIT_NEIGHBOURS",
+    "PG_PART_NEIGHBOURS",
+    "SQLITE_HIT_NEIGHBOURS",
+    "SQLITE_PART_NEIGHBOURS",
+    "HitMeta",
+    "contexts_of",
+    "keys_of",
+    "needs_context",
+]
+
+_CUT = 600
+"""Characters of a neighbour's text the context keeps (as ``search_context``)."""
+
+_NEIGHBOURS = """
+SELECT hit, role, text FROM (
+    SELECT {hit} AS hit, CAST(nm.role AS TEXT) AS role,
+        substr(np.text_content, 1, {cut}) AS text,
+        row_number() OVER (PARTITION BY p.{key} ORDER BY nm.seq DESC, np.ordinal) AS n
+    FROM {hits}
+    JOIN message_parts p ON {hit} = j.value
+    JOIN messages m ON m.id = p.message_id
+    JOIN messages nm ON nm.session_id = m.session_id
+        AND nm.seq < m.seq AND nm.seq >= m.seq - {window}
+    JOIN message_parts np ON np.message_id = nm.id
+    WHERE NOT nm.is_summary AND np.part_type = 'text' AND np.text_content IS NOT NULL
+        AND np.{key} < p.{key}
+) AS found WHERE n <= 2 ORDER BY hit, n
+"""
+
+
+def _neighbours(key: str, hits: str, by_id: bool) -> str:
+    hit = "p.id" if by_id else f"p.{key}"
+    return _NEIGHBOURS.format(key=key, hit=hit, hits=hits, cut=_CUT, window=WINDOW)
+
+
+SQLITE_HIT_NEIGHBOURS = _neighbours("rowid", "json_each(?) j", by_id=False)
+"""The first two neighbours of each hit, ``(row key, role, text)`` in order (args: the
+hits' row keys as a JSON array)."""
+
+PG_HIT_NEIGHBOURS = _neighbours("key", "unnest(%s::bigint[]) AS j(value)", by_id=False)
+"""As :data:`SQLITE_HIT_NEIGHBOURS` on PostgreSQL (args: the hits' keys as an array)."""
+
+SQLITE_PART_NEIGHBOURS = _neighbours("rowid", "json_each(?) j", by_id=True)
+"""The first two neighbours of each part, ``(part ID, role, text)`` in order (args: the
+part IDs as a JSON array)."""
+
+PG_PART_NEIGHBOURS = _neighbours(
+    "key", "jsonb_array_elements_text(CAST(? AS jsonb)) AS j(value)", by_id=True
+)
+"""As :data:`SQLITE_PART_NEIGHBOURS` on PostgreSQL, with ``?`` placeholders (see
+:meth:`~mnesis.store.shared.statements.Statements.rows`)."""
+
+HitMeta = tuple[Any, str, int]
+"""``(row key or part ID, role, created_at)`` of a hit whose context is wanted."""
+
+
+def needs_context(part_type: str | None, text: str | None) -> bool:
+    """Whether a part was indexed with a context (conversation parts with text)."""
+    return part_type is not None and part_type != "tool" and text is not None
+
+
+def keys_of(hits: Sequence[HitMeta]) -> list[Any]:
+    """The arguments of a neighbours statement: each hit's key once (a reply can be the
+    hit of several questions)."""
+    return list(dict.fromkeys(h[0] for h in hits))
+
+
+def contexts_of(
+    hits: Sequence[HitMeta], neighbours: Iterable[Sequence[Any]]
+) -> dict[Any, str | None]:
+    """Each hit's context (row key or part ID → context) from the rows of a neighbours
+    statement."""
+    previous: dict[Any, list[tuple[str, str]]] = {}
+    for key, role, text in neighbours:
+        previous.setdefault(key, []).append((str(role), str(text)))
+    return {
+        key: search_context(role, created_at, previous.get(key, []))
+        for key, role, created_at in hits
+    }

@@ -21,8 +21,8 @@ class StatsMixin(PostgresStoreBase):
         where = ""
         args: tuple[object, ...] = ()
         if session_ids is not None:
-            where = "WHERE m.session_id = ANY(?)"
-            args = (list(session_ids),)
+            clause, listed = self._ids_in("m.session_id", session_ids)
+            where, args = f"WHERE {clause}", (listed,)
 
         async def _read(conn: Conn) -> dict[str, SessionStats]:
             ids = (

@@ -5,7 +5,6 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from mnesis.store.codec import dumps
 from mnesis.store.session_stats import STATEMENTS, SessionStats, assemble
 from mnesis.store.sqlite.rows import SQLiteStoreBase
 
@@ -19,8 +18,8 @@ class StatsMixin(SQLiteStoreBase):
         where = ""
         args: tuple[object, ...] = ()
         if session_ids is not None:
-            where = "WHERE m.session_id IN (SELECT value FROM json_each(?))"
-            args = (dumps(list(session_ids)),)
+            clause, listed = self._ids_in("m.session_id", session_ids)
+            where, args = f"WHERE {clause}", (listed,)
 
         def _read(conn: sqlite3.Connection) -> dict[str, SessionStats]:
             ids = (

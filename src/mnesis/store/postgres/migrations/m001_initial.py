@@ -8,15 +8,8 @@ columns with GIN indexes for full-text search.
 
 from __future__ import annotations
 
-from mnesis.store.shared.schema import (
-    POSTGRES,
-    context_items_table,
-    file_tables,
-    history_refusals,
-    lineage_tables,
-    refusal,
-    sessions_table,
-)
+from mnesis.store.shared import schema
+from mnesis.store.shared.schema import POSTGRES
 
 __all__ = ["SQL"]
 
@@ -31,6 +24,13 @@ _NO_TRUNCATE = "\n".join(
     f"CREATE TRIGGER history_no_truncate BEFORE TRUNCATE ON {table}\n"
     "    FOR EACH STATEMENT EXECUTE FUNCTION mnesis_reject('history cannot be truncated');"
     for table in _HISTORY
+)
+
+_MESSAGES_NO_DELETE = schema.refusal(
+    POSTGRES, "messages_no_delete", "messages", "messages cannot be deleted"
+)
+_PARTS_NO_DELETE = schema.refusal(
+    POSTGRES, "message_parts_no_delete", "message_parts", "message parts cannot be deleted"
 )
 
 _APPEND_ONLY = f"""
@@ -78,18 +78,18 @@ BEGIN
     RETURN NEW;
 END $$;
 
-{refusal(POSTGRES, "messages_no_delete", "messages", "messages cannot be deleted")}
+{_MESSAGES_NO_DELETE}
 CREATE TRIGGER messages_immutable BEFORE UPDATE ON messages FOR EACH ROW
     EXECUTE FUNCTION mnesis_messages_update();
-{refusal(POSTGRES, "message_parts_no_delete", "message_parts", "message parts cannot be deleted")}
+{_PARTS_NO_DELETE}
 CREATE TRIGGER message_parts_immutable BEFORE UPDATE ON message_parts FOR EACH ROW
     EXECUTE FUNCTION mnesis_message_parts_update();
-{history_refusals(POSTGRES)}
+{schema.history_refusals(POSTGRES)}
 -- TRUNCATE skips row triggers: history tables refuse it as a statement.
 {_NO_TRUNCATE}
 """
 
-_CONTEXT_ITEMS = context_items_table(POSTGRES, "context_item_type NOT NULL") + (
+_CONTEXT_ITEMS = schema.context_items_table(POSTGRES, "context_item_type NOT NULL") + (
     "CREATE INDEX context_items_summary_id_idx ON context_items (summary_id)\n"
     "    WHERE summary_id IS NOT NULL;\n"
 )
@@ -104,7 +104,7 @@ CREATE TYPE message_part_type AS ENUM (
 );
 CREATE TYPE tool_state AS ENUM ('pending', 'running', 'completed', 'error');
 
-{sessions_table(POSTGRES)}
+{schema.sessions_table(POSTGRES)}
 CREATE TABLE messages (
     key BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
     id TEXT PRIMARY KEY,
@@ -182,7 +182,7 @@ CREATE INDEX summaries_session_idx ON summaries (session_id, key);
 CREATE INDEX summaries_created_idx ON summaries (session_id, created_at);
 CREATE INDEX summaries_tsv_gin_idx ON summaries USING gin (search_tsv);
 
-{lineage_tables(POSTGRES)}
+{schema.lineage_tables(POSTGRES)}
 {_CONTEXT_ITEMS}
-{file_tables(POSTGRES)}{_APPEND_ONLY}
+{schema.file_tables(POSTGRES)}{_APPEND_ONLY}
 """

@@ -2,15 +2,8 @@
 
 from __future__ import annotations
 
-from mnesis.store.shared.schema import (
-    SQLITE,
-    context_items_table,
-    file_tables,
-    history_refusals,
-    lineage_tables,
-    refusal,
-    sessions_table,
-)
+from mnesis.store.shared import schema
+from mnesis.store.shared.schema import SQLITE
 
 __all__ = ["SQL"]
 
@@ -18,10 +11,18 @@ _PART_TYPES = (
     "'text','reasoning','tool','patch','file','file_ref','subtask','compaction',"
     "'step_start','step_finish','snapshot','agent','retry'"
 )
-
+_MESSAGES_NO_DELETE = schema.refusal(
+    SQLITE, "messages_no_delete", "messages", "messages cannot be deleted"
+)
+_PARTS_NO_DELETE = schema.refusal(
+    SQLITE, "message_parts_no_delete", "message_parts", "message parts cannot be deleted"
+)
+_CONTEXT_ITEMS = schema.context_items_table(
+    SQLITE, "TEXT NOT NULL CHECK (item_type IN ('message', 'summary'))"
+)
 
 SQL = f"""
-{sessions_table(SQLITE)}
+{schema.sessions_table(SQLITE)}
 CREATE TABLE messages (
     id TEXT PRIMARY KEY,
     session_id TEXT NOT NULL REFERENCES sessions(id),
@@ -84,9 +85,9 @@ CREATE TABLE summaries (
 );
 CREATE INDEX summaries_session_idx ON summaries (session_id, created_at);
 
-{lineage_tables(SQLITE)}
-{context_items_table(SQLITE, "TEXT NOT NULL CHECK (item_type IN ('message', 'summary'))")}
-{file_tables(SQLITE)}
+{schema.lineage_tables(SQLITE)}
+{_CONTEXT_ITEMS}
+{schema.file_tables(SQLITE)}
 -- Full-text indexes: contentless (the text lives in message_parts / summaries and is
 -- joined by rowid), kept in sync by the triggers below. The session_id column is
 -- indexed as one token (the ID without its 'sess_' prefix), so a per-session search
@@ -135,7 +136,7 @@ CREATE TRIGGER summaries_fts_insert AFTER INSERT ON summaries BEGIN
 END;
 
 -- History is append-only: the database itself rejects rewrites.
-{refusal(SQLITE, "messages_no_delete", "messages", "messages cannot be deleted")}
+{_MESSAGES_NO_DELETE}
 CREATE TRIGGER messages_immutable BEFORE UPDATE ON messages
 WHEN NEW.id IS NOT OLD.id OR NEW.session_id IS NOT OLD.session_id OR NEW.seq IS NOT OLD.seq
     OR NEW.role IS NOT OLD.role OR NEW.is_summary IS NOT OLD.is_summary
@@ -145,7 +146,7 @@ WHEN NEW.id IS NOT OLD.id OR NEW.session_id IS NOT OLD.session_id OR NEW.seq IS 
 BEGIN
     SELECT RAISE(ABORT, 'mnesis append-only: only token counts, cost, finish_reason may change');
 END;
-{refusal(SQLITE, "message_parts_no_delete", "message_parts", "message parts cannot be deleted")}
+{_PARTS_NO_DELETE}
 CREATE TRIGGER message_parts_immutable BEFORE UPDATE ON message_parts
 WHEN NEW.id IS NOT OLD.id OR NEW.message_id IS NOT OLD.message_id
     OR NEW.session_id IS NOT OLD.session_id OR NEW.ordinal IS NOT OLD.ordinal
@@ -158,5 +159,5 @@ WHEN NEW.id IS NOT OLD.id OR NEW.message_id IS NOT OLD.message_id
 BEGIN
     SELECT RAISE(ABORT, 'mnesis append-only: only tool status and tombstone may change');
 END;
-{history_refusals(SQLITE)}
+{schema.history_refusals(SQLITE)}
 """

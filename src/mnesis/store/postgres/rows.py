@@ -164,11 +164,9 @@ class PostgresStoreBase(LineageReads):
 
     @property
     def statements(self) -> Statements:
-        """The database the shared single statements run on."""
         return self.db
 
     def _ids_in(self, column: str, ids: Sequence[str]) -> tuple[str, Any]:
-        """ "``column`` is one of ``ids``": a clause with one ``?`` and its argument."""
         return f"{column} = ANY(?)", list(ids)
 
     async def _first_column(self, sql: str, args: Sequence[Any]) -> list[str]:

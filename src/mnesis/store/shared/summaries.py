@@ -47,7 +47,7 @@ class ContextAndLocks(ABC):
 
     @abstractmethod
     def _ids_in(self, column: str, ids: Sequence[str]) -> tuple[str, Any]:
-        """ "``column`` is one of ``ids``": a clause with one ``?`` and its argument."""
+        """The clause "``column`` is one of ``ids``" (one ``?``) and its argument."""
 
     async def get_summaries(self, summary_ids: Sequence[str]) -> list[SummaryRecord]:
         if not summary_ids:

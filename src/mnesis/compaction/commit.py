@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 
 from mnesis.compaction.candidates import CondensedCandidate, SummaryCandidate
-from mnesis.models.message import Message, MessageWithParts
-from mnesis.models.parts import CompactionPart, MessagePart, TextPart
-from mnesis.models.render import render_summary_record
-from mnesis.store.base import CompactionCommit, NewMessage, SummaryRecord
+from mnesis.models.clock import now_ms
+from mnesis.models.message import MessageWithParts
+from mnesis.store.base import CompactionCommit, SummaryRecord
 from mnesis.store.immutable import ImmutableStore
-from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
+from mnesis.store.summary_marker import summary_context_tokens, summary_marker
+from mnesis.tokens.estimator import TokenEstimator
 
-__all__ = ["SummaryWriter", "now_ms"]
-
-
-def now_ms() -> int:
-    """Wall-clock time in milliseconds."""
-    return int(time.time() * 1000)
+__all__ = ["SummaryWriter"]
 
 
 class SummaryWriter:
@@ -93,26 +87,11 @@ class SummaryWriter:
         parent_ids: list[str],
         replaced: list[tuple[int, str]],
     ) -> str:
-        rendered = render_summary_record(record)
-        context_tokens = self.estimator.estimate(rendered) + MESSAGE_OVERHEAD_TOKENS
-        parts: list[MessagePart] = [
-            TextPart(text=record.content, synthetic=True),
-            CompactionPart(
-                summary_id=record.id,
-                level=record.level,
-                auto=True,
-                compacted_message_count=record.source_message_count,
-            ),
-        ]
-        marker = Message(
-            id=self._id("msg"),
-            session_id=record.session_id,
-            role="assistant",
-            created_at=now_ms(),
-            is_summary=True,
-            token_estimate=context_tokens,
+        context_tokens = summary_context_tokens(record, self.estimator)
+        marker = summary_marker(
+            record, context_tokens, message_id=self._id("msg"), created_at=now_ms()
         )
-        record.message_id = marker.id
+        record.message_id = marker.message.id
         await self.store.commit_compaction(
             CompactionCommit(
                 summary=record,
@@ -120,7 +99,7 @@ class SummaryWriter:
                 parent_summary_ids=parent_ids,
                 replaced=replaced,
                 context_tokens=context_tokens,
-                marker=NewMessage(marker, parts, [record.token_count, 0], in_context=False),
+                marker=marker,
             )
         )
-        return marker.id
+        return marker.message.id

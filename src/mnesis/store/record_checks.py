@@ -94,13 +94,16 @@ def check_session_record(record: object) -> None:
         check_instance(record.config, "config", dict)
 
 
+def _check_optional_choice(value: object, name: str, choices: Sequence[object]) -> None:
+    if value is not None:
+        check_choice(value, name, choices)
+
+
 def check_part_status(part_id: object, change: PartStatusChange) -> None:
     """The arguments of ``update_part_status``."""
     check_keywords(change, PartStatusChange, "update_part_status")
     check_id(part_id, "part_id")
-    state = change.get("state")
-    if state is not None:
-        check_choice(state, "state", _TOOL_STATES)
+    _check_optional_choice(change.get("state"), "state", _TOOL_STATES)
     for name in ("compacted_at", "started_at", "completed_at"):
         check_optional_timestamp(change.get(name), name)
     for name in ("output", "error_message"):
@@ -160,9 +163,7 @@ def check_context_query(session_id: object, query: ContextItemsQuery) -> None:
     """The arguments of ``get_context_items``."""
     check_keywords(query, ContextItemsQuery, "get_context_items")
     check_id(session_id, "session_id")
-    item_type = query.get("item_type")
-    if item_type is not None:
-        check_choice(item_type, "item_type", _ITEM_TYPES)
+    _check_optional_choice(query.get("item_type"), "item_type", _ITEM_TYPES)
     check_optional_count(query.get("before_position"), "before_position")
     check_optional_count(query.get("limit"), "limit")
 

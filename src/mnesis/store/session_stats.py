@@ -15,7 +15,7 @@ from typing import Any
 
 from mnesis.models.limits import INT64_MAX
 
-__all__ = ["STATEMENTS", "SessionStats", "assemble"]
+__all__ = ["STATEMENTS", "SessionStats", "assemble", "queries"]
 
 
 @dataclass(slots=True)
@@ -79,6 +79,16 @@ STATEMENTS = {
 }
 """Name → grouped aggregate over one table aliased ``m``; ``{where}`` restricts
 ``m.session_id``."""
+
+
+def queries(session_filter: tuple[str, Any] | None) -> list[tuple[str, str, tuple[Any, ...]]]:
+    """``(name, sql, args)`` of each of :data:`STATEMENTS`, restricted by
+    ``session_filter`` (the backend's clause on ``m.session_id`` and its argument) or over
+    every session (None)."""
+    if session_filter is None:
+        return [(name, sql.format(where=""), ()) for name, sql in STATEMENTS.items()]
+    clause, arg = session_filter
+    return [(name, sql.format(where=f"WHERE {clause}"), (arg,)) for name, sql in STATEMENTS.items()]
 
 
 def _count(value: Any) -> int:

@@ -18,13 +18,11 @@ from collections.abc import Sequence
 from mnesis.errors import InvalidArgumentError, SummaryNotFoundError
 from mnesis.models.clock import now_ms
 from mnesis.models.ids import new_id
-from mnesis.models.message import Message
-from mnesis.models.parts import CompactionPart, MessagePart, TextPart
-from mnesis.models.render import render_summary_record
 from mnesis.models.summary import SummaryRecord
 from mnesis.store.base import CompactionCommit, NewMessage
 from mnesis.store.immutable import ImmutableStore
-from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
+from mnesis.store.summary_marker import summary_context_tokens, summary_marker
+from mnesis.tokens.estimator import TokenEstimator
 
 __all__ = ["SummaryDAGStore"]
 
@@ -89,11 +87,14 @@ class SummaryDAGStore:
             node.source_message_count = len(sources) or sum(
                 s.source_message_count for s in await self.store.get_summaries(parents)
             )
-        rendered = render_summary_record(node)
-        estimator = self._estimator or TokenEstimator()
-        context_tokens = estimator.estimate(rendered) + MESSAGE_OVERHEAD_TOKENS
+        context_tokens = summary_context_tokens(node, self._estimator or TokenEstimator())
         if marker is None:
-            marker = self._default_marker(node, context_tokens)
+            marker = summary_marker(
+                node,
+                context_tokens,
+                message_id=new_id("msg"),
+                created_at=node.created_at or now_ms(),
+            )
         node.message_id = marker.message.id
         await self.store.commit_compaction(
             CompactionCommit(
@@ -125,24 +126,3 @@ class SummaryDAGStore:
                 removed += len(items) - len(keep)
                 await self.store.replace_context_items(session_id, keep)
         return removed
-
-    @staticmethod
-    def _default_marker(node: SummaryRecord, context_tokens: int) -> NewMessage:
-        parts: list[MessagePart] = [
-            TextPart(text=node.content, synthetic=True),
-            CompactionPart(
-                summary_id=node.id,
-                level=min(3, max(1, node.level)),
-                auto=True,
-                compacted_message_count=node.source_message_count,
-            ),
-        ]
-        message = Message(
-            id=new_id("msg"),
-            session_id=node.session_id,
-            role="assistant",
-            created_at=node.created_at or now_ms(),
-            is_summary=True,
-            token_estimate=context_tokens,
-        )
-        return NewMessage(message, parts, [node.token_count, 0], in_context=False)

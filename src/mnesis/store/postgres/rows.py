@@ -14,7 +14,7 @@ from mnesis.errors import MessageNotFoundError, SessionNotFoundError
 from mnesis.models.clock import now_ms
 from mnesis.models.message import Message, MessageWithParts
 from mnesis.models.tokens import TokenUsage
-from mnesis.store.base import FileReference, SummaryRecord
+from mnesis.store.base import FileReference
 from mnesis.store.postgres.db import Conn, PostgresDatabase
 from mnesis.store.shared.lineage import LineageReads
 from mnesis.store.shared.rows import (
@@ -26,7 +26,6 @@ from mnesis.store.shared.rows import (
     part_rows,
     session_record,
 )
-from mnesis.store.shared.rows import summary_record as shared_summary_record
 from mnesis.store.shared.sql import (
     CONTEXT_TOKENS_UPDATE,
     FILE_SELECT,
@@ -35,25 +34,19 @@ from mnesis.store.shared.sql import (
     PART_COLUMNS,
     PART_INSERT,
     SESSION_COLUMNS,
-    SUMMARY_COLUMNS,
     pg,
     select_list,
 )
 from mnesis.store.shared.sql import DOWN_CTE as SHARED_DOWN_CTE
+from mnesis.store.shared.statements import Statements
 
 __all__ = ["PostgresStoreBase", "now_ms", "session_record"]
 
 MSG_COLS = select_list(MESSAGE_COLUMNS, as_text=("role",))
 PART_COLS = select_list(PART_COLUMNS, as_text=("tool_state",))
 SESSION_COLS = select_list(SESSION_COLUMNS)
-SUMMARY_COLS = select_list(SUMMARY_COLUMNS, as_text=("kind",))
 DOWN_CTE = pg(SHARED_DOWN_CTE)
 """Every summary below (and including) a summary, through the condensation levels."""
-
-
-def summary_record(row: Sequence[Any]) -> SummaryRecord:
-    """A ``summaries`` row (``file_ids`` is an array column)."""
-    return shared_summary_record(row, json_text=False)
 
 
 async def fetch(conn: Conn, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
@@ -168,6 +161,13 @@ class PostgresStoreBase(LineageReads):
     """The database every part of :class:`~mnesis.store.postgres.PostgresStore` works on."""
 
     db: PostgresDatabase
+
+    @property
+    def statements(self) -> Statements:
+        return self.db
+
+    def _ids_in(self, column: str, ids: Sequence[str]) -> tuple[str, Any]:
+        return f"{column} = ANY(?)", list(ids)
 
     async def _first_column(self, sql: str, args: Sequence[Any]) -> list[str]:
         """The first column of every row of a read query."""

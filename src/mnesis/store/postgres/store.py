@@ -8,7 +8,7 @@ and ``integrity`` (their shared SQL is in ``rows``).
 from __future__ import annotations
 
 from contextlib import AbstractAsyncContextManager
-from typing import Literal, Protocol
+from typing import Literal
 
 from mnesis.errors import SessionNotFoundError
 from mnesis.store.base import FileReference, SessionRecord, StoreBackend
@@ -34,15 +34,12 @@ from mnesis.store.postgres.stats import StatsMixin
 from mnesis.store.postgres.summaries import SummariesMixin
 from mnesis.store.postgres.vectors import PostgresVectorStore
 from mnesis.store.shared import sessions as shared
+from mnesis.store.shared.lending import Lender, LentStore
 from mnesis.store.shared.purge import SESSION_EXISTS
 from mnesis.store.shared.sql import pg
 from mnesis.store.vectors import VectorStore
 
 __all__ = ["PostgresStore"]
-
-
-class _Pool(Protocol):
-    async def release(self, store: PostgresStore) -> None: ...
 
 
 class PostgresStore(
@@ -53,15 +50,13 @@ class PostgresStore(
     SearchMixin,
     IntegrityMixin,
     PurgeMixin,
+    LentStore[PostgresDatabase],
     StoreBackend,
 ):
     """Stores sessions in a PostgreSQL database (pooled connections, append-only triggers)."""
 
-    def __init__(self, db: PostgresDatabase, *, pool: object | None, pool_key: str) -> None:
-        self.db = db
-        self.pool = pool
-        self.pool_key = pool_key
-        self._released = False
+    def __init__(self, db: PostgresDatabase, *, pool: Lender | None, pool_key: str) -> None:
+        super().__init__(db, pool=pool, pool_key=pool_key)
         self._map_runs = PostgresMapRunStore(db)
         self._vectors = PostgresVectorStore(db)
 
@@ -76,16 +71,6 @@ class PostgresStore(
     @property
     def vectors(self) -> VectorStore:
         return self._vectors
-
-    async def close(self) -> None:
-        if self._released:
-            return
-        self._released = True
-        if self.pool is not None:
-            pool: _Pool = self.pool  # type: ignore[assignment]
-            await pool.release(self)
-        else:
-            await self.db.close()
 
     # sessions -------------------------------------------------------------
     async def create_session(self, record: SessionRecord) -> None:

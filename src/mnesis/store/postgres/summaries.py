@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from mnesis.store.base import AppendedMessage, CompactionCommit, SummaryRecord
+from mnesis.store.base import AppendedMessage, CompactionCommit
 from mnesis.store.postgres.db import Conn
 from mnesis.store.postgres.rows import (
-    SUMMARY_COLS,
     PostgresStoreBase,
     execute_many,
     fetch,
@@ -17,7 +16,6 @@ from mnesis.store.postgres.rows import (
     lock_session,
     next_value,
     now_ms,
-    summary_record,
 )
 from mnesis.store.shared.commit import (
     COVERING_SUMMARY,
@@ -27,20 +25,16 @@ from mnesis.store.shared.commit import (
 from mnesis.store.shared.rows import encode_parts
 from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, neighbour_args
 from mnesis.store.shared.sql import pg
-from mnesis.store.shared.statements import Statements
 from mnesis.store.shared.summaries import ContextAndLocks
 
 __all__ = ["SummariesMixin"]
 
 
-class SummariesMixin(ContextAndLocks, PostgresStoreBase):
+class SummariesMixin(PostgresStoreBase, ContextAndLocks):
     """Context items, summaries, lineage and compaction leases (part of ``PostgresStore``)."""
 
     ENUMS_AS_TEXT = True
-
-    @property
-    def statements(self) -> Statements:
-        return self.db
+    JSON_AS_TEXT = False
 
     async def commit_compaction(self, commit: CompactionCommit) -> AppendedMessage:
         s = commit.summary
@@ -73,21 +67,6 @@ class SummariesMixin(ContextAndLocks, PostgresStoreBase):
 
         return await self.db.write(_commit)
 
-    async def get_summaries(self, summary_ids: Sequence[str]) -> list[SummaryRecord]:
-        if not summary_ids:
-            return []
-
-        async def _get(conn: Conn) -> list[SummaryRecord]:
-            rows = await fetch(
-                conn,
-                f"SELECT {SUMMARY_COLS} FROM summaries WHERE id = ANY(%s)",
-                (list(summary_ids),),
-            )
-            by_id = {r[0]: summary_record(r) for r in rows}
-            return [by_id[i] for i in summary_ids if i in by_id]
-
-        return await self.db.read(_get)
-
     async def covering_context_summaries(
         self, session_id: str, message_ids: Sequence[str]
     ) -> dict[str, str | None]:
@@ -99,14 +78,3 @@ class SummariesMixin(ContextAndLocks, PostgresStoreBase):
             return out
 
         return await self.db.snapshot(_get)
-
-    async def messages_in_context(self, session_id: str, message_ids: Sequence[str]) -> set[str]:
-        if not message_ids:
-            return set()
-        return set(
-            await self._first_column(
-                "SELECT message_id FROM context_items WHERE session_id = %s "
-                "AND message_id = ANY(%s)",
-                (session_id, list(message_ids)),
-            )
-        )

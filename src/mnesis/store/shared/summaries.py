@@ -4,13 +4,15 @@ stores (the ``SummariesMixin`` of each backend adds the multi-statement work).""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 from mnesis.models.clock import now_ms
-from mnesis.store.records import ContextItem
+from mnesis.store.records import ContextItem, SummaryRecord
 from mnesis.store.shared.commit import CONTEXT_TOKEN_TOTAL
 from mnesis.store.shared.lineage import LOCK_ACQUIRE, LOCK_OWNER, LOCK_RELEASE, lock_args
-from mnesis.store.shared.sql import select_list
+from mnesis.store.shared.rows import summary_record
+from mnesis.store.shared.sql import SUMMARY_COLUMNS, select_list
 from mnesis.store.shared.statements import Statements
 
 __all__ = ["ContextAndLocks"]
@@ -25,20 +27,46 @@ _CONTEXT_ITEM_COLUMNS = (
 
 
 class ContextAndLocks(ABC):
-    """``get_context_items``, ``context_token_total`` and the compaction lock row.
+    """``get_context_items``, ``context_token_total``, ``get_summaries``,
+    ``messages_in_context`` and the compaction lock row.
 
-    A backend gives :attr:`statements` (its database) and sets :attr:`ENUMS_AS_TEXT`
-    (its enum columns are read as text) and :attr:`SUMMARY_INDEX_HINT` (the clause that
-    makes it use the partial summary index).
+    A backend gives :attr:`statements` (its database) and :meth:`_ids_in`, and sets
+    :attr:`ENUMS_AS_TEXT` (its enum columns are read as text), :attr:`JSON_AS_TEXT`
+    (its JSON columns are read as text to decode) and :attr:`SUMMARY_INDEX_HINT` (the
+    clause that makes it use the partial summary index).
     """
 
     ENUMS_AS_TEXT: ClassVar[bool] = False
+    JSON_AS_TEXT: ClassVar[bool] = True
     SUMMARY_INDEX_HINT: ClassVar[str] = ""
 
     @property
     @abstractmethod
     def statements(self) -> Statements:
         """The database the statements run on."""
+
+    @abstractmethod
+    def _ids_in(self, column: str, ids: Sequence[str]) -> tuple[str, Any]:
+        """The clause "``column`` is one of ``ids``" (one ``?``) and its argument."""
+
+    async def get_summaries(self, summary_ids: Sequence[str]) -> list[SummaryRecord]:
+        if not summary_ids:
+            return []
+        clause, ids = self._ids_in("id", summary_ids)
+        columns = select_list(SUMMARY_COLUMNS, ("kind",) if self.ENUMS_AS_TEXT else ())
+        rows = await self.statements.rows(f"SELECT {columns} FROM summaries WHERE {clause}", (ids,))
+        by_id = {r[0]: summary_record(r, json_text=self.JSON_AS_TEXT) for r in rows}
+        return [by_id[i] for i in summary_ids if i in by_id]
+
+    async def messages_in_context(self, session_id: str, message_ids: Sequence[str]) -> set[str]:
+        if not message_ids:
+            return set()
+        clause, ids = self._ids_in("message_id", message_ids)
+        rows = await self.statements.rows(
+            f"SELECT message_id FROM context_items WHERE session_id = ? AND {clause}",
+            (session_id, ids),
+        )
+        return {r[0] for r in rows}
 
     async def get_context_items(
         self,

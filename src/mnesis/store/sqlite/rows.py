@@ -16,6 +16,7 @@ from mnesis.errors import MessageNotFoundError
 from mnesis.models.message import Message, MessageWithParts
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import FileReference
+from mnesis.store.codec import dumps
 from mnesis.store.shared import sql as statements
 from mnesis.store.shared.lineage import LineageReads
 from mnesis.store.shared.rows import (
@@ -27,6 +28,7 @@ from mnesis.store.shared.rows import (
     part_rows,
 )
 from mnesis.store.shared.search_context import NeighbourCache
+from mnesis.store.shared.statements import Statements
 
 if TYPE_CHECKING:
     from mnesis.store.sqlite.database import SQLiteDatabase
@@ -36,7 +38,6 @@ __all__ = ["SQLiteStoreBase"]
 _MSG_COLS = statements.select_list(statements.MESSAGE_COLUMNS)
 _PART_COLS = statements.select_list(statements.PART_COLUMNS)
 _SESSION_COLS = statements.select_list(statements.SESSION_COLUMNS)
-_SUMMARY_COLS = statements.select_list(statements.SUMMARY_COLUMNS)
 
 
 def _load_messages(
@@ -107,6 +108,13 @@ class SQLiteStoreBase(LineageReads):
 
     db: SQLiteDatabase
     neighbours: NeighbourCache
+
+    @property
+    def statements(self) -> Statements:
+        return self.db
+
+    def _ids_in(self, column: str, ids: Sequence[str]) -> tuple[str, Any]:
+        return f"{column} IN (SELECT value FROM json_each(?))", dumps(list(ids))
 
     async def _first_column(self, sql: str, args: Sequence[Any]) -> list[str]:
         """The first column of every row of a read query."""

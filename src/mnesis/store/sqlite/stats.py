@@ -5,8 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from mnesis.store.codec import dumps
-from mnesis.store.session_stats import STATEMENTS, SessionStats, assemble
+from mnesis.store.session_stats import SessionStats, assemble, queries
 from mnesis.store.sqlite.rows import SQLiteStoreBase
 
 __all__ = ["StatsMixin"]
@@ -16,22 +15,13 @@ class StatsMixin(SQLiteStoreBase):
     """Per-session counts (part of ``SQLiteStore``)."""
 
     async def session_stats(self, session_ids: Sequence[str] | None) -> dict[str, SessionStats]:
-        where = ""
-        args: tuple[object, ...] = ()
-        if session_ids is not None:
-            where = "WHERE m.session_id IN (SELECT value FROM json_each(?))"
-            args = (dumps(list(session_ids)),)
+        listed = None if session_ids is None else self._ids_in("m.session_id", session_ids)
 
         def _read(conn: sqlite3.Connection) -> dict[str, SessionStats]:
-            ids = (
-                list(session_ids)
-                if session_ids is not None
-                else [r[0] for r in conn.execute("SELECT id FROM sessions")]
-            )
-            rows = {
-                name: conn.execute(sql.format(where=where), args).fetchall()
-                for name, sql in STATEMENTS.items()
-            }
+            ids = session_ids
+            if ids is None:
+                ids = [r[0] for r in conn.execute("SELECT id FROM sessions")]
+            rows = {name: conn.execute(sql, args).fetchall() for name, sql, args in queries(listed)}
             return assemble(ids, rows)
 
         return await self.db.read(_read)

@@ -17,6 +17,7 @@ from mnesis.models.clock import now_ms
 from mnesis.store.base import FileReference, SessionRecord, StoreBackend
 from mnesis.store.map_runs import MapRunStore
 from mnesis.store.shared import sessions
+from mnesis.store.shared.lending import LentStore
 from mnesis.store.shared.purge import SESSION_EXISTS
 from mnesis.store.shared.rows import session_record
 from mnesis.store.shared.search_context import NeighbourCache
@@ -47,16 +48,14 @@ class SQLiteStore(
     SearchMixin,
     IntegrityMixin,
     PurgeMixin,
+    LentStore["SQLiteDatabase"],
     StoreBackend,
 ):
     """Stores sessions in one SQLite file (WAL, foreign keys, append-only triggers)."""
 
     def __init__(self, db: SQLiteDatabase, *, pool: StorePool | None, pool_key: str) -> None:
-        self.db = db
-        self.pool = pool
-        self.pool_key = pool_key
+        super().__init__(db, pool=pool, pool_key=pool_key)
         self.neighbours = NeighbourCache()
-        self._released = False
 
     @property
     def path(self) -> str:
@@ -74,15 +73,6 @@ class SQLiteStore(
     @property
     def vectors(self) -> VectorStore:
         return SQLiteVectorStore(self.db)
-
-    async def close(self) -> None:
-        if self._released:
-            return
-        self._released = True
-        if self.pool is not None:
-            await self.pool.release(self)
-        else:
-            await self.db.close()
 
     # sessions -------------------------------------------------------------
     async def create_session(self, record: SessionRecord) -> None:

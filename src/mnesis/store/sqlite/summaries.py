@@ -7,19 +7,17 @@ import sqlite3
 from collections.abc import Sequence
 
 from mnesis.models.clock import now_ms
-from mnesis.store.base import AppendedMessage, CompactionCommit, SummaryRecord
+from mnesis.store.base import AppendedMessage, CompactionCommit
 from mnesis.store.codec import dumps
 from mnesis.store.shared.commit import (
     COVERING_SUMMARY,
     check_replaced,
     commit_writes,
 )
-from mnesis.store.shared.rows import encode_parts, summary_record
+from mnesis.store.shared.rows import encode_parts
 from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, neighbour_args
-from mnesis.store.shared.statements import Statements
 from mnesis.store.shared.summaries import ContextAndLocks
 from mnesis.store.sqlite.rows import (
-    _SUMMARY_COLS,
     SQLiteStoreBase,
     _next_value,
 )
@@ -27,16 +25,12 @@ from mnesis.store.sqlite.rows import (
 __all__ = ["SummariesMixin"]
 
 
-class SummariesMixin(ContextAndLocks, SQLiteStoreBase):
+class SummariesMixin(SQLiteStoreBase, ContextAndLocks):
     """Context items, summaries, lineage and compaction locks (part of ``SQLiteStore``)."""
 
     # Without ANALYZE statistics SQLite prefers the primary key (it also orders by
     # position) and would scan every item of the session to find the few summaries.
     SUMMARY_INDEX_HINT = "INDEXED BY context_items_summary_idx "
-
-    @property
-    def statements(self) -> Statements:
-        return self.db
 
     async def commit_compaction(self, commit: CompactionCommit) -> AppendedMessage:
         s = commit.summary
@@ -70,22 +64,6 @@ class SummariesMixin(ContextAndLocks, SQLiteStoreBase):
 
         return await self.db.write(_commit)
 
-    async def get_summaries(self, summary_ids: Sequence[str]) -> list[SummaryRecord]:
-        if not summary_ids:
-            return []
-        ids = dumps(list(summary_ids))
-
-        def _get(conn: sqlite3.Connection) -> list[SummaryRecord]:
-            rows = conn.execute(
-                f"SELECT {_SUMMARY_COLS} FROM summaries WHERE id IN "
-                "(SELECT value FROM json_each(?))",
-                (ids,),
-            )
-            by_id = {r[0]: summary_record(r) for r in rows}
-            return [by_id[i] for i in summary_ids if i in by_id]
-
-        return await self.db.read(_get)
-
     async def covering_context_summaries(
         self, session_id: str, message_ids: Sequence[str]
     ) -> dict[str, str | None]:
@@ -95,22 +73,5 @@ class SummariesMixin(ContextAndLocks, SQLiteStoreBase):
                 row = conn.execute(COVERING_SUMMARY, (mid, session_id)).fetchone()
                 out[mid] = row[0] if row else None
             return out
-
-        return await self.db.read(_get)
-
-    async def messages_in_context(self, session_id: str, message_ids: Sequence[str]) -> set[str]:
-        if not message_ids:
-            return set()
-        ids = dumps(list(message_ids))
-
-        def _get(conn: sqlite3.Connection) -> set[str]:
-            return {
-                r[0]
-                for r in conn.execute(
-                    "SELECT message_id FROM context_items WHERE session_id = ? AND message_id IN "
-                    "(SELECT value FROM json_each(?))",
-                    (session_id, ids),
-                )
-            }
 
         return await self.db.read(_get)

@@ -8,13 +8,32 @@ columns with GIN indexes for full-text search.
 
 from __future__ import annotations
 
+from mnesis.store.shared import schema
+from mnesis.store.shared.schema import POSTGRES
+
 __all__ = ["SQL"]
 
 _TSV = "to_tsvector('english', replace({col}, U&'\\2063', ' '))"
 """The index of a text: U+2063 (the separator before the CJK bigrams the store appends,
 see ``store/search_text.py``) is a letter to PostgreSQL's parser, so it becomes a space."""
 
-_APPEND_ONLY = """
+_HISTORY = "sessions messages message_parts summaries summary_messages summary_parents".split()
+"""The tables of the append-only history."""
+
+_NO_TRUNCATE = "\n".join(
+    f"CREATE TRIGGER history_no_truncate BEFORE TRUNCATE ON {table}\n"
+    "    FOR EACH STATEMENT EXECUTE FUNCTION mnesis_reject('history cannot be truncated');"
+    for table in _HISTORY
+)
+
+_MESSAGES_NO_DELETE = schema.refusal(
+    POSTGRES, "messages_no_delete", "messages", "messages cannot be deleted"
+)
+_PARTS_NO_DELETE = schema.refusal(
+    POSTGRES, "message_parts_no_delete", "message_parts", "message parts cannot be deleted"
+)
+
+_APPEND_ONLY = f"""
 CREATE FUNCTION mnesis_reject() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     RAISE EXCEPTION 'mnesis append-only: %', TG_ARGV[0] USING ERRCODE = 'P0001';
@@ -59,42 +78,21 @@ BEGIN
     RETURN NEW;
 END $$;
 
-CREATE TRIGGER messages_no_delete BEFORE DELETE ON messages FOR EACH ROW
-    EXECUTE FUNCTION mnesis_reject('messages cannot be deleted');
+{_MESSAGES_NO_DELETE}
 CREATE TRIGGER messages_immutable BEFORE UPDATE ON messages FOR EACH ROW
     EXECUTE FUNCTION mnesis_messages_update();
-CREATE TRIGGER message_parts_no_delete BEFORE DELETE ON message_parts FOR EACH ROW
-    EXECUTE FUNCTION mnesis_reject('message parts cannot be deleted');
+{_PARTS_NO_DELETE}
 CREATE TRIGGER message_parts_immutable BEFORE UPDATE ON message_parts FOR EACH ROW
     EXECUTE FUNCTION mnesis_message_parts_update();
-CREATE TRIGGER summaries_no_update BEFORE UPDATE ON summaries FOR EACH ROW
-    EXECUTE FUNCTION mnesis_reject('summaries cannot be changed');
-CREATE TRIGGER summaries_no_delete BEFORE DELETE ON summaries FOR EACH ROW
-    EXECUTE FUNCTION mnesis_reject('summaries cannot be deleted');
-CREATE TRIGGER summary_messages_no_change BEFORE UPDATE ON summary_messages FOR EACH ROW
-    EXECUTE FUNCTION mnesis_reject('lineage cannot be changed');
-CREATE TRIGGER summary_messages_no_delete BEFORE DELETE ON summary_messages FOR EACH ROW
-    EXECUTE FUNCTION mnesis_reject('lineage cannot be deleted');
-CREATE TRIGGER summary_parents_no_change BEFORE UPDATE ON summary_parents FOR EACH ROW
-    EXECUTE FUNCTION mnesis_reject('lineage cannot be changed');
-CREATE TRIGGER summary_parents_no_delete BEFORE DELETE ON summary_parents FOR EACH ROW
-    EXECUTE FUNCTION mnesis_reject('lineage cannot be deleted');
-CREATE TRIGGER sessions_no_delete BEFORE DELETE ON sessions FOR EACH ROW
-    EXECUTE FUNCTION mnesis_reject('sessions cannot be deleted');
+{schema.history_refusals(POSTGRES)}
 -- TRUNCATE skips row triggers: history tables refuse it as a statement.
-CREATE TRIGGER history_no_truncate BEFORE TRUNCATE ON sessions
-    FOR EACH STATEMENT EXECUTE FUNCTION mnesis_reject('history cannot be truncated');
-CREATE TRIGGER history_no_truncate BEFORE TRUNCATE ON messages
-    FOR EACH STATEMENT EXECUTE FUNCTION mnesis_reject('history cannot be truncated');
-CREATE TRIGGER history_no_truncate BEFORE TRUNCATE ON message_parts
-    FOR EACH STATEMENT EXECUTE FUNCTION mnesis_reject('history cannot be truncated');
-CREATE TRIGGER history_no_truncate BEFORE TRUNCATE ON summaries
-    FOR EACH STATEMENT EXECUTE FUNCTION mnesis_reject('history cannot be truncated');
-CREATE TRIGGER history_no_truncate BEFORE TRUNCATE ON summary_messages
-    FOR EACH STATEMENT EXECUTE FUNCTION mnesis_reject('history cannot be truncated');
-CREATE TRIGGER history_no_truncate BEFORE TRUNCATE ON summary_parents
-    FOR EACH STATEMENT EXECUTE FUNCTION mnesis_reject('history cannot be truncated');
+{_NO_TRUNCATE}
 """
+
+_CONTEXT_ITEMS = schema.context_items_table(POSTGRES, "context_item_type NOT NULL") + (
+    "CREATE INDEX context_items_summary_id_idx ON context_items (summary_id)\n"
+    "    WHERE summary_id IS NOT NULL;\n"
+)
 
 SQL = f"""
 CREATE TYPE message_role AS ENUM ('system', 'user', 'assistant', 'tool');
@@ -106,21 +104,7 @@ CREATE TYPE message_part_type AS ENUM (
 );
 CREATE TYPE tool_state AS ENUM ('pending', 'running', 'completed', 'error');
 
-CREATE TABLE sessions (
-    id TEXT PRIMARY KEY,
-    parent_id TEXT REFERENCES sessions(id),
-    model TEXT NOT NULL,
-    agent TEXT NOT NULL DEFAULT 'default',
-    system_prompt TEXT NOT NULL DEFAULT '',
-    title TEXT,
-    status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'closed')),
-    config TEXT,
-    created_at BIGINT NOT NULL,
-    updated_at BIGINT NOT NULL
-);
-CREATE INDEX sessions_parent_idx ON sessions (parent_id);
-CREATE INDEX sessions_created_idx ON sessions (created_at);
-
+{schema.sessions_table(POSTGRES)}
 CREATE TABLE messages (
     key BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
     id TEXT PRIMARY KEY,
@@ -198,60 +182,7 @@ CREATE INDEX summaries_session_idx ON summaries (session_id, key);
 CREATE INDEX summaries_created_idx ON summaries (session_id, created_at);
 CREATE INDEX summaries_tsv_gin_idx ON summaries USING gin (search_tsv);
 
-CREATE TABLE summary_messages (
-    summary_id TEXT NOT NULL REFERENCES summaries(id),
-    message_id TEXT NOT NULL REFERENCES messages(id),
-    ordinal INTEGER NOT NULL,
-    PRIMARY KEY (summary_id, message_id)
-);
-CREATE INDEX summary_messages_message_idx ON summary_messages (message_id);
-
-CREATE TABLE summary_parents (
-    summary_id TEXT NOT NULL REFERENCES summaries(id),
-    parent_summary_id TEXT NOT NULL REFERENCES summaries(id),
-    ordinal INTEGER NOT NULL,
-    PRIMARY KEY (summary_id, parent_summary_id),
-    CHECK (summary_id <> parent_summary_id)
-);
-CREATE INDEX summary_parents_parent_idx ON summary_parents (parent_summary_id);
-
-CREATE TABLE context_items (
-    session_id TEXT NOT NULL REFERENCES sessions(id),
-    position BIGINT NOT NULL,
-    item_type context_item_type NOT NULL,
-    message_id TEXT REFERENCES messages(id),
-    summary_id TEXT REFERENCES summaries(id),
-    tokens BIGINT NOT NULL DEFAULT 0,
-    created_at BIGINT NOT NULL,
-    PRIMARY KEY (session_id, position),
-    CHECK (
-        (item_type = 'message' AND message_id IS NOT NULL AND summary_id IS NULL) OR
-        (item_type = 'summary' AND summary_id IS NOT NULL AND message_id IS NULL)
-    )
-);
-CREATE INDEX context_items_summary_idx ON context_items (session_id, position)
-    WHERE item_type = 'summary';
-CREATE INDEX context_items_message_idx ON context_items (message_id)
-    WHERE message_id IS NOT NULL;
-CREATE INDEX context_items_summary_id_idx ON context_items (summary_id)
-    WHERE summary_id IS NOT NULL;
-
-CREATE TABLE file_references (
-    content_id TEXT PRIMARY KEY,
-    file_id TEXT NOT NULL UNIQUE,
-    path TEXT NOT NULL,
-    file_type TEXT NOT NULL,
-    token_count BIGINT NOT NULL,
-    byte_size BIGINT,
-    exploration_summary TEXT NOT NULL DEFAULT '',
-    session_id TEXT,
-    created_at BIGINT NOT NULL
-);
-
-CREATE TABLE compaction_locks (
-    session_id TEXT PRIMARY KEY REFERENCES sessions(id),
-    owner TEXT NOT NULL,
-    expires_at BIGINT NOT NULL
-);
-{_APPEND_ONLY}
+{schema.lineage_tables(POSTGRES)}
+{_CONTEXT_ITEMS}
+{schema.file_tables(POSTGRES)}{_APPEND_ONLY}
 """

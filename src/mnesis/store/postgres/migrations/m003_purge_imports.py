@@ -7,22 +7,15 @@ stays in force for every other session and every other transaction.
 
 from __future__ import annotations
 
-__all__ = ["SQL"]
+from mnesis.store.shared.schema import DELETE_GUARDED, POSTGRES, import_sources
 
-_TABLES = (
-    ("messages", "messages cannot be deleted"),
-    ("message_parts", "message parts cannot be deleted"),
-    ("summaries", "summaries cannot be deleted"),
-    ("summary_messages", "lineage cannot be deleted"),
-    ("summary_parents", "lineage cannot be deleted"),
-    ("sessions", "sessions cannot be deleted"),
-)
+__all__ = ["SQL"]
 
 _TRIGGERS = "\n".join(
     f"DROP TRIGGER {table}_no_delete ON {table};\n"
     f"CREATE TRIGGER {table}_no_delete BEFORE DELETE ON {table} FOR EACH ROW\n"
     f"    EXECUTE FUNCTION mnesis_reject_delete('{message}');"
-    for table, message in _TABLES
+    for table, message in DELETE_GUARDED
 )
 
 SQL = f"""
@@ -48,17 +41,4 @@ BEGIN
 END $$;
 {_TRIGGERS}
 
-CREATE TABLE import_sources (
-    source_key TEXT PRIMARY KEY,
-    format TEXT NOT NULL,
-    path TEXT NOT NULL,
-    session_id TEXT NOT NULL REFERENCES sessions(id),
-    byte_offset BIGINT NOT NULL DEFAULT 0,
-    lines BIGINT NOT NULL DEFAULT 0,
-    fingerprint TEXT NOT NULL DEFAULT '',
-    messages BIGINT NOT NULL DEFAULT 0,
-    state TEXT NOT NULL DEFAULT '{{}}',
-    updated_at BIGINT NOT NULL
-);
-CREATE INDEX import_sources_session_idx ON import_sources (session_id);
-"""
+{import_sources(POSTGRES)}"""

@@ -173,7 +173,9 @@ async def latency(path: str, total: int) -> None:
     vectors = session.store.vectors
     assert vectors is not None
     rng = np.random.default_rng(7)
-    while batch := await vectors.pending(session.id, MODEL_ID, "message", 5_000):
+    after = 0
+    while batch := await vectors.pending(session.id, MODEL_ID, "message", 5_000, after_key=after):
+        after = batch[-1].key
         matrix = rng.standard_normal((len(batch), DIM)).astype(np.float32)
         matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
         rows = [(t, row.tobytes()) for t, row in zip(batch, matrix, strict=True)]

@@ -6,7 +6,9 @@ waits ``IDLE_SECONDS`` for the turn's writes to settle, then runs
 ``RetrievalEngine.index_semantic`` in passes of at most ``PASS_SECONDS`` until
 nothing is left. The model runs in a worker thread, so the event loop (and the
 next turn) never waits for it; a failure is logged and ends that round, never a
-turn. Closing the session stops the task. Nothing runs without the ``semantic``
+turn. A round reads only the rows stored since the last one (see the marks of
+:mod:`mnesis.retrieval.semantic.index`), so its store work does not grow with the
+session's history. Closing the session stops the task. Nothing runs without the ``semantic``
 extra or on a store that keeps no vectors.
 """
 

@@ -38,6 +38,8 @@ class PendingText:
     context: str | None = None
     """A part's ``search_context``: speaker and date, then the previous turns
     (``role: text``, newest first), one per line."""
+    key: int = 0
+    """The row key of the part or summary (see :meth:`VectorStore.pending`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,12 +61,23 @@ class VectorStore(ABC):
 
     @abstractmethod
     async def pending(
-        self, session_id: str, model: str, kind: VectorKind, limit: int
+        self, session_id: str, model: str, kind: VectorKind, limit: int, *, after_key: int = 0
     ) -> list[PendingText]:
-        """Up to ``limit`` texts of the session with no vector from ``model``, oldest first.
+        """Up to ``limit`` texts of the session with no vector from ``model`` and a row
+        key above ``after_key``, in key order.
 
         Messages give their text parts (not tool output, not summary messages);
-        summaries give their content."""
+        summaries give their content. Row keys (a part's or summary's ``rowid`` on
+        SQLite, ``key`` on PostgreSQL) grow in commit order within a session (every
+        write locks its session), so a reader that has handled every text up to a key
+        only needs the rows above it: see :meth:`last_key`."""
+
+    @abstractmethod
+    async def last_key(self, session_id: str, kind: VectorKind) -> int:
+        """The highest row key of the session's parts (or summaries); 0 when none.
+
+        Read before :meth:`pending`: when ``pending`` then returns fewer than its
+        ``limit``, every text up to this key has been returned or has a vector."""
 
     @abstractmethod
     async def put(self, model: str, rows: Sequence[tuple[PendingText, bytes]]) -> None:

@@ -7,8 +7,15 @@ runs a full pass (after an import, or as a background task of the caller's). Tex
 are read in batches (a reply to a question is embedded with its question, see
 :func:`embedded_text`), embedded in a worker thread (CPU work never runs on the event
 loop) and written in one transaction per batch; an interrupted pass loses nothing
-already written. A session whose message count has not changed since its last
-complete pass is skipped without a query.
+already written.
+
+A call reads only what is new: the process remembers, per store, session, model and
+kind, the row key up to which every text has a vector (its mark; row keys grow in
+commit order within a session, see :meth:`~mnesis.store.vectors.VectorStore.pending`)
+and asks only for the rows above it. The first call of a process for a session starts
+from 0 (one pass over the whole history, which also picks up texts an interrupted
+process left); later calls cost a lookup of the highest key when nothing is new, and
+otherwise a read of the new rows only.
 """
 
 from __future__ import annotations
@@ -26,8 +33,9 @@ __all__ = ["IndexReport", "embedded_text", "index_pending"]
 _READ = 128
 """Texts read (and embedded in one worker-thread call) per batch."""
 _KINDS: tuple[VectorKind, ...] = ("message", "summary")
-_complete: dict[tuple[str, str, str], int] = {}
-"""``(store location, session, model)`` → message count at the last complete pass."""
+_marks: dict[tuple[str, str, str, VectorKind], int] = {}
+"""``(store location, session, model, kind)`` → the row key up to which every text has
+a vector from that model."""
 
 
 class IndexReport:
@@ -54,38 +62,43 @@ async def index_pending(
     started = time.perf_counter()
     deadline = None if budget_seconds is None else started + budget_seconds
     for session_id in session_ids:
-        key = (store.location, session_id, embedder.model_id)
-        count = await store.count_messages(session_id)
-        if _complete.get(key) == count:
-            continue
-        done = await _index_session(vectors, embedder, session_id, deadline, report)
-        if done:
-            _complete[key] = count
-        else:
-            report.complete = False
-            break
+        for kind in _KINDS:
+            mark = (store.location, session_id, embedder.model_id, kind)
+            done = await _index_kind(vectors, embedder, session_id, kind, mark, deadline, report)
+            if not done:
+                report.complete = False
+                report.seconds = time.perf_counter() - started
+                return report
     report.seconds = time.perf_counter() - started
     return report
 
 
-async def _index_session(
+async def _index_kind(
     vectors: VectorStore,
     embedder: Embedder,
     session_id: str,
+    kind: VectorKind,
+    mark: tuple[str, str, str, VectorKind],
     deadline: float | None,
     report: IndexReport,
 ) -> bool:
-    for kind in _KINDS:
-        while True:
-            if deadline is not None and time.perf_counter() >= deadline:
-                return False
-            batch = await vectors.pending(session_id, embedder.model_id, kind, _READ)
-            if not batch:
-                break
+    """Embed the session's texts of ``kind`` above the mark; False when out of time."""
+    last = await vectors.last_key(session_id, kind)
+    after = _marks.get(mark, 0)
+    if after > last:  # not the database the mark was taken on (a file put back)
+        after = _marks[mark] = 0
+    while after < last:
+        if deadline is not None and time.perf_counter() >= deadline:
+            return False
+        batch = await vectors.pending(session_id, embedder.model_id, kind, _READ, after_key=after)
+        if batch:
             await vectors.put(embedder.model_id, await _embed(embedder, batch))
             report.embedded += len(batch)
-            if len(batch) < _READ:
-                break
+        top = batch[-1].key if batch else after
+        # Every row up to ``last`` was committed before ``pending`` read, so a short
+        # batch leaves none of them without a vector.
+        after = top if len(batch) == _READ else max(last, top)
+        _marks[mark] = max(_marks.get(mark, 0), after)
     return True
 
 

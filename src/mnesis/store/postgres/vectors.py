@@ -12,4 +12,4 @@ class PostgresVectorStore(SQLVectorStore):
     """:class:`~mnesis.store.vectors.VectorStore` on one PostgreSQL database."""
 
     def __init__(self, db: PostgresDatabase) -> None:
-        super().__init__(db)
+        super().__init__(db, key_column="key")

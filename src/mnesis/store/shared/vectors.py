@@ -11,6 +11,7 @@ from mnesis.store.vectors import PendingText, StoredVector, VectorKind, VectorSt
 
 __all__ = [
     "COUNT",
+    "LAST_KEY",
     "MAX_TIME",
     "MIN_TIME",
     "PENDING",
@@ -29,19 +30,28 @@ MAX_TIME = 2**63 - 1
 PENDING: dict[VectorKind, str] = {
     "message": (
         "SELECT p.message_id, p.session_id, m.created_at, p.text_content, p.id, "
-        "p.search_context "
+        "p.search_context, p.{key} "
         "FROM message_parts p JOIN messages m ON m.id = p.message_id "
         "LEFT JOIN part_vectors v ON v.part_id = p.id AND v.model = ? "
-        "WHERE p.session_id = ? AND p.part_type = 'text' AND p.text_content IS NOT NULL "
-        "AND NOT m.is_summary AND v.part_id IS NULL ORDER BY m.seq, p.ordinal LIMIT ?"
+        "WHERE p.session_id = ? AND p.{key} > ? "
+        "AND p.part_type = 'text' AND p.text_content IS NOT NULL "
+        "AND NOT m.is_summary AND v.part_id IS NULL ORDER BY p.{key} LIMIT ?"
     ),
     "summary": (
-        "SELECT s.id, s.session_id, s.created_at, s.content, NULL, NULL "
+        "SELECT s.id, s.session_id, s.created_at, s.content, NULL, NULL, s.{key} "
         "FROM summaries s LEFT JOIN summary_vectors v ON v.summary_id = s.id AND v.model = ? "
-        "WHERE s.session_id = ? AND v.summary_id IS NULL ORDER BY s.created_at, s.id LIMIT ?"
+        "WHERE s.session_id = ? AND s.{key} > ? AND v.summary_id IS NULL "
+        "ORDER BY s.{key} LIMIT ?"
     ),
 }
-"""Texts of one session without a vector from a model: ``(model, session_id, limit)``."""
+"""Texts of one session without a vector from a model, above a row key:
+``(model, session_id, after_key, limit)``; ``{key}`` is the backend's row key column."""
+
+LAST_KEY: dict[VectorKind, str] = {
+    "message": "SELECT max({key}) FROM message_parts WHERE session_id = ?",
+    "summary": "SELECT max({key}) FROM summaries WHERE session_id = ?",
+}
+"""The highest row key of a session's parts / summaries: ``(session_id,)``."""
 
 PUT: dict[VectorKind, str] = {
     "message": (
@@ -78,7 +88,7 @@ SCAN: dict[VectorKind, str] = {
 
 def pending_text(kind: VectorKind, row: tuple[Any, ...]) -> PendingText:
     """A ``PENDING`` row as a :class:`PendingText`."""
-    return PendingText(kind, row[0], row[1], int(row[2]), row[3], row[4], row[5])
+    return PendingText(kind, row[0], row[1], int(row[2]), row[3], row[4], row[5], int(row[6]))
 
 
 def put_row(model: str, text: PendingText, vector: bytes) -> tuple[Any, ...]:
@@ -110,14 +120,20 @@ def scan_args(
 class SQLVectorStore(VectorStore):
     """:class:`~mnesis.store.vectors.VectorStore` on one database of either backend."""
 
-    def __init__(self, db: Statements) -> None:
+    def __init__(self, db: Statements, *, key_column: str) -> None:
         self._db = db
+        self._pending = {k: sql.format(key=key_column) for k, sql in PENDING.items()}
+        self._last_key = {k: sql.format(key=key_column) for k, sql in LAST_KEY.items()}
 
     async def pending(
-        self, session_id: str, model: str, kind: VectorKind, limit: int
+        self, session_id: str, model: str, kind: VectorKind, limit: int, *, after_key: int = 0
     ) -> list[PendingText]:
-        rows = await self._db.rows(PENDING[kind], (model, session_id, limit))
+        rows = await self._db.rows(self._pending[kind], (model, session_id, after_key, limit))
         return [pending_text(kind, r) for r in rows]
+
+    async def last_key(self, session_id: str, kind: VectorKind) -> int:
+        found = await self._db.rows(self._last_key[kind], (session_id,))
+        return int(found[0][0]) if found and found[0][0] is not None else 0
 
     async def put(self, model: str, rows: Sequence[tuple[PendingText, bytes]]) -> None:
         if not rows:

@@ -6,8 +6,10 @@ Two tables (migration ``m007_vectors`` on both backends) hold derived data only:
 * ``summary_vectors``: one row per embedded summary, keyed by ``summary_id``.
 
 Each row carries its session, the ``created_at`` of its message or summary (so scans
-filter by time without a join), the model that produced it and the vector as a
-float32 blob (little-endian). A row is replaced when a different model re-embeds it.
+filter by time without a join), the model that produced it and the vector as a blob
+(its encoding is :mod:`mnesis.retrieval.semantic.codec`'s: int8 values and a scale,
+or float32 for rows written before). A row is replaced when a different model
+re-embeds it.
 Rows go with their part or summary (``ON DELETE CASCADE``), so a purge removes them.
 Nothing here knows how vectors are made: see :mod:`mnesis.retrieval.semantic`.
 """
@@ -81,7 +83,15 @@ class VectorStore(ABC):
 
     @abstractmethod
     async def put(self, model: str, rows: Sequence[tuple[PendingText, bytes]]) -> None:
-        """Store (or replace) the vector of each text, in one transaction."""
+        """Store (or replace) the vector of each text, in one transaction that locks
+        the texts' sessions first, so a session's vector keys grow in commit order."""
+
+    @abstractmethod
+    async def last_vector_key(self, session_id: str, model: str, kind: VectorKind) -> int:
+        """The highest key of the session's vectors from ``model``; 0 when none.
+
+        Everything a :meth:`scan` read up to a key stays true until this key is lower
+        than it (the session was purged): rows only ever appear above it."""
 
     @abstractmethod
     async def count(self, session_id: str, model: str, kind: VectorKind) -> int:

@@ -24,6 +24,7 @@ import asyncio
 import time
 from collections.abc import Sequence
 
+from mnesis.retrieval.semantic import codec
 from mnesis.retrieval.semantic.model import Embedder
 from mnesis.store.immutable import ImmutableStore
 from mnesis.store.vectors import PendingText, VectorKind, VectorStore
@@ -112,4 +113,4 @@ def embedded_text(text: PendingText) -> str:
 
 async def _embed(embedder: Embedder, batch: list[PendingText]) -> list[tuple[PendingText, bytes]]:
     matrix = await asyncio.to_thread(embedder.embed, [embedded_text(t) for t in batch])
-    return [(text, row.astype("<f4").tobytes()) for text, row in zip(batch, matrix, strict=True)]
+    return list(zip(batch, codec.encode(matrix), strict=True))

@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mnesis.store.shared.statements import Statements
+from mnesis.store.shared.statements import Batch, Statements
 from mnesis.store.vectors import PendingText, StoredVector, VectorKind, VectorStore
 
 __all__ = [
     "COUNT",
     "LAST_KEY",
+    "LAST_VECTOR_KEY",
     "MAX_TIME",
     "MIN_TIME",
     "PENDING",
@@ -71,6 +72,12 @@ COUNT: dict[VectorKind, str] = {
     "summary": "SELECT count(*) FROM summary_vectors WHERE session_id = ? AND model = ?",
 }
 
+LAST_VECTOR_KEY: dict[VectorKind, str] = {
+    "message": "SELECT max(id) FROM part_vectors WHERE session_id = ? AND model = ?",
+    "summary": "SELECT max(id) FROM summary_vectors WHERE session_id = ? AND model = ?",
+}
+"""The highest vector key of a session and model: ``(session_id, model)``."""
+
 SCAN: dict[VectorKind, str] = {
     "message": (
         "SELECT id, message_id, session_id, created_at, vector, part_id FROM part_vectors "
@@ -120,8 +127,12 @@ def scan_args(
 class SQLVectorStore(VectorStore):
     """:class:`~mnesis.store.vectors.VectorStore` on one database of either backend."""
 
-    def __init__(self, db: Statements, *, key_column: str) -> None:
+    def __init__(self, db: Statements, *, key_column: str, lock_session: str | None) -> None:
+        """``key_column``: the row key of parts and summaries; ``lock_session``: a
+        statement locking a session's writes (``(session_id,)``), None where the
+        database has one writer at a time."""
         self._db = db
+        self._lock = lock_session
         self._pending = {k: sql.format(key=key_column) for k, sql in PENDING.items()}
         self._last_key = {k: sql.format(key=key_column) for k, sql in LAST_KEY.items()}
 
@@ -138,12 +149,16 @@ class SQLVectorStore(VectorStore):
     async def put(self, model: str, rows: Sequence[tuple[PendingText, bytes]]) -> None:
         if not rows:
             return
-        await self._db.change_many(
-            [
-                (PUT[kind], [put_row(model, t, v) for t, v in rows if t.kind == kind])
-                for kind in ("message", "summary")
-            ]
-        )
+        batches: list[Batch] = []
+        if self._lock is not None:
+            batches.append((self._lock, [(s,) for s in sorted({t.session_id for t, _ in rows})]))
+        for kind in ("message", "summary"):
+            batches.append((PUT[kind], [put_row(model, t, v) for t, v in rows if t.kind == kind]))
+        await self._db.change_many(batches)
+
+    async def last_vector_key(self, session_id: str, model: str, kind: VectorKind) -> int:
+        found = await self._db.rows(LAST_VECTOR_KEY[kind], (session_id, model))
+        return int(found[0][0]) if found and found[0][0] is not None else 0
 
     async def count(self, session_id: str, model: str, kind: VectorKind) -> int:
         found = await self._db.rows(COUNT[kind], (session_id, model))

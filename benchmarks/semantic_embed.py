@@ -9,8 +9,10 @@ embedded in length-sorted batches and written to ``part_vectors`` with one commi
 read (``--read`` texts). Stopping it (Ctrl-C, kill, a reboot) loses at most one read's
 work; running it again resumes after the last part stored (the ``rowid`` of the newest
 vector's part). The vectors are the ones ``RetrievalEngine.index_semantic`` stores for
-the same texts (``embedded_text`` of each part, same model). Progress (texts, texts/s,
-ETA) is printed after every commit; ``--limit N`` stops after N texts (rate trials).
+the same texts (``embedded_text`` of each part, same model, ``codec`` encoding; a run
+started before the int8 encoding stored float32 rows, which are read alike). Progress
+(texts, texts/s, ETA) is printed after every commit; ``--limit N`` stops after N
+texts (rate trials).
 
 When it has finished, ``python -m benchmarks.bench_semantic --keep DIR --sizes 1000000``
 scores the database (it embeds nothing then).
@@ -31,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.bench_recall import _open
 from mnesis import StorePool
-from mnesis.retrieval.semantic import model
+from mnesis.retrieval.semantic import codec, model
 from mnesis.retrieval.semantic.index import embedded_text
 from mnesis.store.shared.vectors import PUT
 from mnesis.store.vectors import PendingText
@@ -96,8 +98,8 @@ def run(path: str, embedder: model.Embedder, read: int, limit: int | None) -> No
         texts = [PendingText("message", r[1], r[2], int(r[3]), r[4], r[5], r[6]) for r in rows]
         matrix = embedder.embed([embedded_text(t) for t in texts])
         params = [
-            (t.part_id, t.id, t.session_id, t.created_at, model.MODEL_ID, v.astype("<f4").tobytes())
-            for t, v in zip(texts, matrix, strict=True)
+            (t.part_id, t.id, t.session_id, t.created_at, model.MODEL_ID, blob)
+            for t, blob in zip(texts, codec.encode(matrix), strict=True)
         ]
         with conn:
             conn.executemany(PUT["message"], params)

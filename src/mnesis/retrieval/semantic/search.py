@@ -174,7 +174,7 @@ async def _cached(vectors: VectorStore, key: _CacheKey) -> _Rows | None:
         if total * ROW_BYTES > CACHE_BYTES:
             _give_up(key)
             return None
-        entry.reserve(total + total // 8)
+        entry.reserve(total + CHUNK)
     _cache.move_to_end(key)
     while entry.last_key < newest:
         rows = await vectors.scan(

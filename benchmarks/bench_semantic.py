@@ -177,6 +177,8 @@ async def latency(path: str, total: int) -> None:
     assert vectors is not None
     rng = np.random.default_rng(7)
     after = 0
+    if await vectors.last_vector_key(session.id, MODEL_ID, "message"):
+        after = await vectors.last_key(session.id, "message")  # reused: filled before
     while batch := await vectors.pending(session.id, MODEL_ID, "message", 5_000, after_key=after):
         after = batch[-1].key
         matrix = rng.standard_normal((len(batch), DIM)).astype(np.float32)

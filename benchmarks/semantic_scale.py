@@ -86,9 +86,9 @@ def rounds(path: str) -> None:
         conn.execute(BEFORE, (MODEL_ID, session_id, 128)).fetchall()
 
     def after() -> None:
-        conn.execute(last_parts, (session_id,)).fetchone()
+        last = conn.execute(last_parts, (session_id,)).fetchone()[0]
         conn.execute(last_summaries, (session_id,)).fetchone()
-        conn.execute(pending, (MODEL_ID, session_id, mark, 128)).fetchall()
+        conn.execute(pending, (MODEL_ID, session_id, mark, last, 128)).fetchall()
 
     print(
         f"| {Path(path).name} | {parts:,} | {_millis(before):.2f} | {_millis(after):.3f} |",

@@ -63,10 +63,17 @@ class VectorStore(ABC):
 
     @abstractmethod
     async def pending(
-        self, session_id: str, model: str, kind: VectorKind, limit: int, *, after_key: int = 0
+        self,
+        session_id: str,
+        model: str,
+        kind: VectorKind,
+        limit: int,
+        *,
+        after_key: int = 0,
+        up_to_key: int | None = None,
     ) -> list[PendingText]:
         """Up to ``limit`` texts of the session with no vector from ``model`` and a row
-        key above ``after_key``, in key order.
+        key above ``after_key`` (and at most ``up_to_key``), in key order.
 
         Messages give their text parts (not tool output, not summary messages);
         summaries give their content. Row keys (a part's or summary's ``rowid`` on

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from typing import Any
 
 import psycopg
+import pytest
 
 from mnesis import StorePool, TextPart
 from mnesis.retrieval.semantic import MODEL_ID
@@ -15,7 +17,7 @@ from mnesis.retrieval.semantic import index as semantic_index
 from mnesis.retrieval.semantic.index import index_pending
 from mnesis.retrieval.semantic.model import load_embedder
 from mnesis.store.immutable import ImmutableStore
-from mnesis.store.vectors import VectorKind, VectorStore
+from mnesis.store.vectors import PendingText, VectorKind, VectorStore
 from tests.backends import fetch
 from tests.store.contract.helpers import append_text, make_commit, new_session
 
@@ -161,5 +163,42 @@ async def test_a_mark_past_the_database_is_dropped(db_path: str, pool: StorePool
     await store.commit_compaction(make_commit(session_id, items[:2], content="a summary"))
     kinds: tuple[VectorKind, ...] = ("message", "summary")
     for kind in kinds:
-        semantic_index._marks[(store.location, session_id, MODEL_ID, kind)] = 10**9
+        semantic_index._marks[(store.location, session_id, MODEL_ID, kind)] = (0, 10**9)
     assert await _index(store, session_id) == 5
+
+
+async def test_new_texts_come_first_and_the_history_is_walked_in_bounded_ranges(
+    db_path: str, pool: StorePool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process's first call for a session starts with an empty range at the highest
+    key: the texts above it are read first, then the history below it, newest range
+    first, one statement per ``SPAN`` keys at most (so a time budget can stop it)."""
+    monkeypatch.setattr(semantic_index, "SPAN", 3)
+    store = await pool.acquire(db_path=db_path)
+    session_id = await new_session(store)
+    for index in range(10):
+        await append_text(store, session_id, f"{TEXTS[index % 4]} ({index})")
+    vectors = _vectors(store)
+    middle = await vectors.last_key(session_id, "message")
+    mark = (store.location, session_id, MODEL_ID, "message")
+    semantic_index._marks[mark] = (middle, middle)  # as a first call that was cut short
+    for index in range(10, 14):
+        await append_text(store, session_id, f"{TEXTS[index % 4]} ({index})")
+    last = await vectors.last_key(session_id, "message")
+    ranges: list[tuple[int, int | None]] = []
+    read = vectors.pending
+
+    async def recording(*args: Any, **kwargs: Any) -> list[PendingText]:
+        ranges.append((kwargs["after_key"], kwargs["up_to_key"]))
+        return await read(*args, **kwargs)
+
+    monkeypatch.setattr(vectors, "pending", recording)
+    report = await index_pending(store, vectors, load_embedder(), [session_id])
+    assert report.complete and report.embedded == 14
+    assert ranges[0] == (middle, last)
+    walk = [r for r in ranges[1:] if r[1] is not None and r[1] <= middle]
+    assert [r[1] for r in walk] == sorted((r[1] for r in walk), reverse=True)
+    assert all(up - after <= 3 for after, up in walk if up is not None)
+    assert walk[0][1] == middle and walk[-1][0] == 0
+    assert semantic_index._marks[mark] == (0, last)
+    assert _missing(store.location, session_id) == set()

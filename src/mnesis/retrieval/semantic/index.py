@@ -9,13 +9,15 @@ are read in batches (a reply to a question is embedded with its question, see
 loop) and written in one transaction per batch; an interrupted pass loses nothing
 already written.
 
-A call reads only what is new: the process remembers, per store, session, model and
-kind, the row key up to which every text has a vector (its mark; row keys grow in
-commit order within a session, see :meth:`~mnesis.store.vectors.VectorStore.pending`)
-and asks only for the rows above it. The first call of a process for a session starts
-from 0 (one pass over the whole history, which also picks up texts an interrupted
-process left); later calls cost a lookup of the highest key when nothing is new, and
-otherwise a read of the new rows only.
+A call reads only what is new. The process remembers, per store, session, model and
+kind, a range of row keys ``(low, high]`` in which every text has a vector (row keys
+grow in commit order within a session, see
+:meth:`~mnesis.store.vectors.VectorStore.pending`). A call first reads the rows above
+``high`` (the new ones: a lookup of the highest key when there are none), then, with
+the time left, walks the history below ``low`` in ranges of ``SPAN`` keys, newest
+first, until ``low`` is 0. The first call of a process for a session starts with an
+empty range at the highest key: its new texts never wait behind that walk, and a
+time budget bounds each call (a statement reads at most ``SPAN`` keys).
 """
 
 from __future__ import annotations
@@ -34,9 +36,12 @@ __all__ = ["IndexReport", "embedded_text", "index_pending"]
 _READ = 128
 """Texts read (and embedded in one worker-thread call) per batch."""
 _KINDS: tuple[VectorKind, ...] = ("message", "summary")
-_marks: dict[tuple[str, str, str, VectorKind], int] = {}
-"""``(store location, session, model, kind)`` → the row key up to which every text has
-a vector from that model."""
+SPAN = 16_384
+"""Row keys read per statement while walking the history below ``low``."""
+_Mark = tuple[str, str, str, VectorKind]
+"""``(store location, session, model, kind)``."""
+_marks: dict[_Mark, tuple[int, int]] = {}
+"""The key range ``(low, high]`` in which every text has a vector from that model."""
 
 
 class IndexReport:
@@ -79,28 +84,66 @@ async def _index_kind(
     embedder: Embedder,
     session_id: str,
     kind: VectorKind,
-    mark: tuple[str, str, str, VectorKind],
+    mark: _Mark,
     deadline: float | None,
     report: IndexReport,
 ) -> bool:
-    """Embed the session's texts of ``kind`` above the mark; False when out of time."""
+    """Embed the session's texts of ``kind`` outside the done range, the new ones
+    first; False when out of time."""
     last = await vectors.last_key(session_id, kind)
-    after = _marks.get(mark, 0)
-    if after > last:  # not the database the mark was taken on (a file put back)
-        after = _marks[mark] = 0
-    while after < last:
-        if deadline is not None and time.perf_counter() >= deadline:
+    low, high = _marks.get(mark, (last, last))
+    if high > last:  # not the database the range was taken on (a file put back)
+        low, high = last, last
+    while high < last:
+        if _late(deadline):
             return False
-        batch = await vectors.pending(session_id, embedder.model_id, kind, _READ, after_key=after)
-        if batch:
-            await vectors.put(embedder.model_id, await _embed(embedder, batch))
-            report.embedded += len(batch)
-        top = batch[-1].key if batch else after
-        # Every row up to ``last`` was committed before ``pending`` read, so a short
-        # batch leaves none of them without a vector.
-        after = top if len(batch) == _READ else max(last, top)
-        _marks[mark] = max(_marks.get(mark, 0), after)
+        high = await _index_range(vectors, embedder, session_id, kind, high, last, report)
+        low, high = _save(mark, low, high)
+    while low > 0:
+        start = max(0, low - SPAN)
+        after = start
+        while after < low:
+            if _late(deadline):
+                return False
+            after = await _index_range(vectors, embedder, session_id, kind, after, low, report)
+        low, high = _save(mark, start, high)
     return True
+
+
+async def _index_range(
+    vectors: VectorStore,
+    embedder: Embedder,
+    session_id: str,
+    kind: VectorKind,
+    after: int,
+    up_to: int,
+    report: IndexReport,
+) -> int:
+    """Embed one batch of the texts in ``(after, up_to]`` that have no vector; return
+    the key up to which that range is now done."""
+    batch = await vectors.pending(
+        session_id, embedder.model_id, kind, _READ, after_key=after, up_to_key=up_to
+    )
+    if batch:
+        await vectors.put(embedder.model_id, await _embed(embedder, batch))
+        report.embedded += len(batch)
+    # Every row up to ``up_to`` was committed before ``pending`` read (it is at most
+    # the highest key read earlier), so a short batch leaves none of them out.
+    return batch[-1].key if len(batch) == _READ else up_to
+
+
+def _late(deadline: float | None) -> bool:
+    return deadline is not None and time.perf_counter() >= deadline
+
+
+def _save(mark: _Mark, low: int, high: int) -> tuple[int, int]:
+    """Store a done range, joined with the one stored (by a concurrent call) when the
+    two overlap or touch; otherwise this one replaces it."""
+    saved = _marks.get(mark)
+    if saved is not None and saved[0] <= high and low <= saved[1]:
+        low, high = min(low, saved[0]), max(high, saved[1])
+    _marks[mark] = (low, high)
+    return low, high
 
 
 def embedded_text(text: PendingText) -> str:

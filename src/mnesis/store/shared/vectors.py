@@ -27,6 +27,7 @@ __all__ = [
 
 MIN_TIME = -(2**63)
 MAX_TIME = 2**63 - 1
+_MAX_KEY = 2**63 - 1
 
 PENDING: dict[VectorKind, str] = {
     "message": (
@@ -34,19 +35,20 @@ PENDING: dict[VectorKind, str] = {
         "p.search_context, p.{key} "
         "FROM message_parts p JOIN messages m ON m.id = p.message_id "
         "LEFT JOIN part_vectors v ON v.part_id = p.id AND v.model = ? "
-        "WHERE p.session_id = ? AND p.{key} > ? "
+        "WHERE p.session_id = ? AND p.{key} > ? AND p.{key} <= ? "
         "AND p.part_type = 'text' AND p.text_content IS NOT NULL "
         "AND NOT m.is_summary AND v.part_id IS NULL ORDER BY p.{key} LIMIT ?"
     ),
     "summary": (
         "SELECT s.id, s.session_id, s.created_at, s.content, NULL, NULL, s.{key} "
         "FROM summaries s LEFT JOIN summary_vectors v ON v.summary_id = s.id AND v.model = ? "
-        "WHERE s.session_id = ? AND s.{key} > ? AND v.summary_id IS NULL "
+        "WHERE s.session_id = ? AND s.{key} > ? AND s.{key} <= ? AND v.summary_id IS NULL "
         "ORDER BY s.{key} LIMIT ?"
     ),
 }
-"""Texts of one session without a vector from a model, above a row key:
-``(model, session_id, after_key, limit)``; ``{key}`` is the backend's row key column."""
+"""Texts of one session without a vector from a model, in a range of row keys:
+``(model, session_id, after_key, up_to_key, limit)``; ``{key}`` is the backend's row
+key column."""
 
 LAST_KEY: dict[VectorKind, str] = {
     "message": "SELECT max({key}) FROM message_parts WHERE session_id = ?",
@@ -137,9 +139,18 @@ class SQLVectorStore(VectorStore):
         self._last_key = {k: sql.format(key=key_column) for k, sql in LAST_KEY.items()}
 
     async def pending(
-        self, session_id: str, model: str, kind: VectorKind, limit: int, *, after_key: int = 0
+        self,
+        session_id: str,
+        model: str,
+        kind: VectorKind,
+        limit: int,
+        *,
+        after_key: int = 0,
+        up_to_key: int | None = None,
     ) -> list[PendingText]:
-        rows = await self._db.rows(self._pending[kind], (model, session_id, after_key, limit))
+        top = _MAX_KEY if up_to_key is None else up_to_key
+        args = (model, session_id, after_key, top, limit)
+        rows = await self._db.rows(self._pending[kind], args)
         return [pending_text(kind, r) for r in rows]
 
     async def last_key(self, session_id: str, kind: VectorKind) -> int:

@@ -2,11 +2,13 @@
 vectors filled after each turn, so ``grep`` does not pay for embedding.
 
 When a message of the session is stored (or a compaction adds summaries), one task
-waits ``IDLE_SECONDS`` for the turn's writes to settle, then runs
-``RetrievalEngine.index_semantic`` in passes of at most ``PASS_SECONDS`` until
-nothing is left. The model runs in a worker thread, so the event loop (and the
+waits ``IDLE_SECONDS`` for the turn's writes to settle, then indexes the session
+(what ``RetrievalEngine.index_semantic`` does) in passes of at most ``PASS_SECONDS``
+until one completes. The model runs in a worker thread, so the event loop (and the
 next turn) never waits for it; a failure is logged and ends that round, never a
-turn. Closing the session stops the task. Nothing runs without the ``semantic``
+turn. A round reads only the rows stored since the last one (see the marks of
+:mod:`mnesis.retrieval.semantic.index`), so its store work does not grow with the
+session's history. Closing the session stops the task. Nothing runs without the ``semantic``
 extra or on a store that keeps no vectors.
 """
 
@@ -19,7 +21,8 @@ from typing import Any
 from mnesis.errors import StoreReadOnlyError
 from mnesis.events.bus import EventBus, EventHandler, MnesisEvent
 from mnesis.retrieval.engine import RetrievalEngine
-from mnesis.retrieval.semantic.model import available
+from mnesis.retrieval.semantic.index import index_pending
+from mnesis.retrieval.semantic.model import available, load_embedder
 
 __all__ = ["IDLE_SECONDS", "PASS_SECONDS", "SemanticIndexer"]
 
@@ -107,8 +110,17 @@ class SemanticIndexer:
             _log.exception("background semantic indexing of %s failed", self._session_id)
 
     async def _index_all(self) -> None:
-        """Passes of at most ``PASS_SECONDS`` until one finds nothing left; each ends
-        in an await, so other tasks run between them."""
-        embedded = -1
-        while embedded != 0:
-            embedded = await self._retrieval.index_semantic(budget_seconds=PASS_SECONDS)
+        """Passes of at most ``PASS_SECONDS`` until one completes; each ends in an
+        await, so other tasks run between them."""
+        store = self._retrieval.store
+        vectors = store.vectors
+        if vectors is None:
+            return
+        embedder = await asyncio.to_thread(load_embedder)
+        sessions = [self._session_id]
+        while True:
+            report = await index_pending(
+                store, vectors, embedder, sessions, budget_seconds=PASS_SECONDS
+            )
+            if report.complete:
+                return

@@ -6,8 +6,10 @@ Two tables (migration ``m007_vectors`` on both backends) hold derived data only:
 * ``summary_vectors``: one row per embedded summary, keyed by ``summary_id``.
 
 Each row carries its session, the ``created_at`` of its message or summary (so scans
-filter by time without a join), the model that produced it and the vector as a
-float32 blob (little-endian). A row is replaced when a different model re-embeds it.
+filter by time without a join), the model that produced it and the vector as a blob
+(its encoding is :mod:`mnesis.retrieval.semantic.codec`'s: int8 values and a scale,
+or float32 for rows written before). A row is replaced when a different model
+re-embeds it.
 Rows go with their part or summary (``ON DELETE CASCADE``), so a purge removes them.
 Nothing here knows how vectors are made: see :mod:`mnesis.retrieval.semantic`.
 """
@@ -38,6 +40,8 @@ class PendingText:
     context: str | None = None
     """A part's ``search_context``: speaker and date, then the previous turns
     (``role: text``, newest first), one per line."""
+    key: int = 0
+    """The row key of the part or summary (see :meth:`VectorStore.pending`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,16 +63,42 @@ class VectorStore(ABC):
 
     @abstractmethod
     async def pending(
-        self, session_id: str, model: str, kind: VectorKind, limit: int
+        self,
+        session_id: str,
+        model: str,
+        kind: VectorKind,
+        limit: int,
+        *,
+        after_key: int = 0,
+        up_to_key: int | None = None,
     ) -> list[PendingText]:
-        """Up to ``limit`` texts of the session with no vector from ``model``, oldest first.
+        """Up to ``limit`` texts of the session with no vector from ``model`` and a row
+        key above ``after_key`` (and at most ``up_to_key``), in key order.
 
         Messages give their text parts (not tool output, not summary messages);
-        summaries give their content."""
+        summaries give their content. Row keys (a part's or summary's ``rowid`` on
+        SQLite, ``key`` on PostgreSQL) grow in commit order within a session (every
+        write locks its session), so a reader that has handled every text up to a key
+        only needs the rows above it: see :meth:`last_key`."""
+
+    @abstractmethod
+    async def last_key(self, session_id: str, kind: VectorKind) -> int:
+        """The highest row key of the session's parts (or summaries); 0 when none.
+
+        Read before :meth:`pending`: when ``pending`` then returns fewer than its
+        ``limit``, every text up to this key has been returned or has a vector."""
 
     @abstractmethod
     async def put(self, model: str, rows: Sequence[tuple[PendingText, bytes]]) -> None:
-        """Store (or replace) the vector of each text, in one transaction."""
+        """Store (or replace) the vector of each text, in one transaction that locks
+        the texts' sessions first, so a session's vector keys grow in commit order."""
+
+    @abstractmethod
+    async def last_vector_key(self, session_id: str, model: str, kind: VectorKind) -> int:
+        """The highest key of the session's vectors from ``model``; 0 when none.
+
+        Everything a :meth:`scan` read up to a key stays true until this key is lower
+        than it (the session was purged): rows only ever appear above it."""
 
     @abstractmethod
     async def count(self, session_id: str, model: str, kind: VectorKind) -> int:

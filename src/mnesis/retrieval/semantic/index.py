@@ -7,8 +7,17 @@ runs a full pass (after an import, or as a background task of the caller's). Tex
 are read in batches (a reply to a question is embedded with its question, see
 :func:`embedded_text`), embedded in a worker thread (CPU work never runs on the event
 loop) and written in one transaction per batch; an interrupted pass loses nothing
-already written. A session whose message count has not changed since its last
-complete pass is skipped without a query.
+already written.
+
+A call reads only what is new. The process remembers, per store, session, model and
+kind, a range of row keys ``(low, high]`` in which every text has a vector (row keys
+grow in commit order within a session, see
+:meth:`~mnesis.store.vectors.VectorStore.pending`). A call first reads the rows above
+``high`` (the new ones: a lookup of the highest key when there are none), then, with
+the time left, walks the history below ``low`` in ranges of ``SPAN`` keys, newest
+first, until ``low`` is 0. The first call of a process for a session starts with an
+empty range at the highest key: its new texts never wait behind that walk, and a
+time budget bounds each call (a statement reads at most ``SPAN`` keys).
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ import asyncio
 import time
 from collections.abc import Sequence
 
+from mnesis.retrieval.semantic import codec
 from mnesis.retrieval.semantic.model import Embedder
 from mnesis.store.immutable import ImmutableStore
 from mnesis.store.vectors import PendingText, VectorKind, VectorStore
@@ -26,8 +36,12 @@ __all__ = ["IndexReport", "embedded_text", "index_pending"]
 _READ = 128
 """Texts read (and embedded in one worker-thread call) per batch."""
 _KINDS: tuple[VectorKind, ...] = ("message", "summary")
-_complete: dict[tuple[str, str, str], int] = {}
-"""``(store location, session, model)`` → message count at the last complete pass."""
+SPAN = 16_384
+"""Row keys read per statement while walking the history below ``low``."""
+_Mark = tuple[str, str, str, VectorKind]
+"""``(store location, session, model, kind)``."""
+_marks: dict[_Mark, tuple[int, int]] = {}
+"""The key range ``(low, high]`` in which every text has a vector from that model."""
 
 
 class IndexReport:
@@ -54,39 +68,82 @@ async def index_pending(
     started = time.perf_counter()
     deadline = None if budget_seconds is None else started + budget_seconds
     for session_id in session_ids:
-        key = (store.location, session_id, embedder.model_id)
-        count = await store.count_messages(session_id)
-        if _complete.get(key) == count:
-            continue
-        done = await _index_session(vectors, embedder, session_id, deadline, report)
-        if done:
-            _complete[key] = count
-        else:
-            report.complete = False
-            break
+        for kind in _KINDS:
+            mark = (store.location, session_id, embedder.model_id, kind)
+            done = await _index_kind(vectors, embedder, session_id, kind, mark, deadline, report)
+            if not done:
+                report.complete = False
+                report.seconds = time.perf_counter() - started
+                return report
     report.seconds = time.perf_counter() - started
     return report
 
 
-async def _index_session(
+async def _index_kind(
     vectors: VectorStore,
     embedder: Embedder,
     session_id: str,
+    kind: VectorKind,
+    mark: _Mark,
     deadline: float | None,
     report: IndexReport,
 ) -> bool:
-    for kind in _KINDS:
-        while True:
-            if deadline is not None and time.perf_counter() >= deadline:
+    """Embed the session's texts of ``kind`` outside the done range, the new ones
+    first; False when out of time."""
+    last = await vectors.last_key(session_id, kind)
+    low, high = _marks.get(mark, (last, last))
+    if high > last:  # not the database the range was taken on (a file put back)
+        low, high = last, last
+    while high < last:
+        if _late(deadline):
+            return False
+        high = await _index_range(vectors, embedder, session_id, kind, high, last, report)
+        low, high = _save(mark, low, high)
+    while low > 0:
+        start = max(0, low - SPAN)
+        after = start
+        while after < low:
+            if _late(deadline):
                 return False
-            batch = await vectors.pending(session_id, embedder.model_id, kind, _READ)
-            if not batch:
-                break
-            await vectors.put(embedder.model_id, await _embed(embedder, batch))
-            report.embedded += len(batch)
-            if len(batch) < _READ:
-                break
+            after = await _index_range(vectors, embedder, session_id, kind, after, low, report)
+        low, high = _save(mark, start, high)
     return True
+
+
+async def _index_range(
+    vectors: VectorStore,
+    embedder: Embedder,
+    session_id: str,
+    kind: VectorKind,
+    after: int,
+    up_to: int,
+    report: IndexReport,
+) -> int:
+    """Embed one batch of the texts in ``(after, up_to]`` that have no vector; return
+    the key up to which that range is now done."""
+    batch = await vectors.pending(
+        session_id, embedder.model_id, kind, _READ, after_key=after, up_to_key=up_to
+    )
+    if batch:
+        await vectors.put(embedder.model_id, await _embed(embedder, batch))
+        report.embedded += len(batch)
+    # Every row up to ``up_to`` was committed before ``pending`` read (it is at most
+    # the highest key read earlier), so a short batch leaves none of them out.
+    return batch[-1].key if len(batch) == _READ else up_to
+
+
+def _late(deadline: float | None) -> bool:
+    return deadline is not None and time.perf_counter() >= deadline
+
+
+def _save(mark: _Mark, low: int, high: int) -> tuple[int, int]:
+    """Store a done range, joined with the one stored (by a concurrent call) when the
+    two overlap or touch; otherwise this one replaces it."""
+    saved = _marks.get(mark)
+    if saved is not None and saved[0] <= high and low <= saved[1]:
+        low, high = min(low, saved[0]), max(high, saved[1])
+    _marks[mark] = (low, high)
+    return low, high
 
 
 def embedded_text(text: PendingText) -> str:
@@ -99,4 +156,4 @@ def embedded_text(text: PendingText) -> str:
 
 async def _embed(embedder: Embedder, batch: list[PendingText]) -> list[tuple[PendingText, bytes]]:
     matrix = await asyncio.to_thread(embedder.embed, [embedded_text(t) for t in batch])
-    return [(text, row.astype("<f4").tobytes()) for text, row in zip(batch, matrix, strict=True)]
+    return list(zip(batch, codec.encode(matrix), strict=True))

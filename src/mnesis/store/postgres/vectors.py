@@ -8,6 +8,10 @@ from mnesis.store.shared.vectors import SQLVectorStore
 
 __all__ = ["PostgresVectorStore"]
 
+_LOCK_SESSION = "SELECT 1 FROM sessions WHERE id = ? FOR NO KEY UPDATE"
+"""The session's write lock (as ``rows.LOCK_SESSION``): vector keys then grow in commit
+order within a session, which the dense search's cache relies on."""
+
 
 class PostgresVectorStore(SQLVectorStore):
     """:class:`~mnesis.store.vectors.VectorStore` on one PostgreSQL database."""
@@ -15,4 +19,4 @@ class PostgresVectorStore(SQLVectorStore):
     part_neighbours = PG_PART_NEIGHBOURS
 
     def __init__(self, db: PostgresDatabase) -> None:
-        super().__init__(db)
+        super().__init__(db, key_column="key", lock_session=_LOCK_SESSION)

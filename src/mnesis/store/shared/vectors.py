@@ -8,11 +8,13 @@ from typing import Any
 
 from mnesis.store.codec import dumps
 from mnesis.store.shared.hit_contexts import SQLITE_PART_NEIGHBOURS, contexts_of, keys_of
-from mnesis.store.shared.statements import Statements
+from mnesis.store.shared.statements import Batch, Statements
 from mnesis.store.vectors import PendingText, StoredVector, VectorKind, VectorStore
 
 __all__ = [
     "COUNT",
+    "LAST_KEY",
+    "LAST_VECTOR_KEY",
     "MAX_TIME",
     "MIN_TIME",
     "PENDING",
@@ -27,25 +29,35 @@ __all__ = [
 
 MIN_TIME = -(2**63)
 MAX_TIME = 2**63 - 1
+_MAX_KEY = 2**63 - 1
 
 PENDING: dict[VectorKind, str] = {
     "message": (
         "SELECT p.message_id, p.session_id, m.created_at, p.text_content, p.id, "
-        "CAST(m.role AS TEXT) "
+        "CAST(m.role AS TEXT), p.{key} "
         "FROM message_parts p JOIN messages m ON m.id = p.message_id "
         "LEFT JOIN part_vectors v ON v.part_id = p.id AND v.model = ? "
-        "WHERE p.session_id = ? AND p.part_type = 'text' AND p.text_content IS NOT NULL "
-        "AND NOT m.is_summary AND v.part_id IS NULL ORDER BY m.seq, p.ordinal LIMIT ?"
+        "WHERE p.session_id = ? AND p.{key} > ? AND p.{key} <= ? "
+        "AND p.part_type = 'text' AND p.text_content IS NOT NULL "
+        "AND NOT m.is_summary AND v.part_id IS NULL ORDER BY p.{key} LIMIT ?"
     ),
     "summary": (
-        "SELECT s.id, s.session_id, s.created_at, s.content, NULL, NULL "
+        "SELECT s.id, s.session_id, s.created_at, s.content, NULL, NULL, s.{key} "
         "FROM summaries s LEFT JOIN summary_vectors v ON v.summary_id = s.id AND v.model = ? "
-        "WHERE s.session_id = ? AND v.summary_id IS NULL ORDER BY s.created_at, s.id LIMIT ?"
+        "WHERE s.session_id = ? AND s.{key} > ? AND s.{key} <= ? AND v.summary_id IS NULL "
+        "ORDER BY s.{key} LIMIT ?"
     ),
 }
-"""Texts of one session without a vector from a model: ``(model, session_id, limit)``;
-a part's row ends with its message's role (its context is rebuilt, see
-:meth:`SQLVectorStore.pending`)."""
+"""Texts of one session without a vector from a model, in a range of row keys:
+``(model, session_id, after_key, up_to_key, limit)``; ``{key}`` is the backend's row
+key column. A part's row holds its message's role before its key (its context is
+rebuilt, see :meth:`SQLVectorStore.pending`)."""
+
+LAST_KEY: dict[VectorKind, str] = {
+    "message": "SELECT max({key}) FROM message_parts WHERE session_id = ?",
+    "summary": "SELECT max({key}) FROM summaries WHERE session_id = ?",
+}
+"""The highest row key of a session's parts / summaries: ``(session_id,)``."""
 
 PUT: dict[VectorKind, str] = {
     "message": (
@@ -65,6 +77,12 @@ COUNT: dict[VectorKind, str] = {
     "summary": "SELECT count(*) FROM summary_vectors WHERE session_id = ? AND model = ?",
 }
 
+LAST_VECTOR_KEY: dict[VectorKind, str] = {
+    "message": "SELECT max(id) FROM part_vectors WHERE session_id = ? AND model = ?",
+    "summary": "SELECT max(id) FROM summary_vectors WHERE session_id = ? AND model = ?",
+}
+"""The highest vector key of a session and model: ``(session_id, model)``."""
+
 SCAN: dict[VectorKind, str] = {
     "message": (
         "SELECT id, message_id, session_id, created_at, vector, part_id FROM part_vectors "
@@ -82,7 +100,7 @@ SCAN: dict[VectorKind, str] = {
 
 def pending_text(kind: VectorKind, row: tuple[Any, ...]) -> PendingText:
     """A ``PENDING`` row as a :class:`PendingText`."""
-    return PendingText(kind, row[0], row[1], int(row[2]), row[3], row[4], row[5])
+    return PendingText(kind, row[0], row[1], int(row[2]), row[3], row[4], row[5], int(row[6]))
 
 
 def put_row(model: str, text: PendingText, vector: bytes) -> tuple[Any, ...]:
@@ -117,29 +135,52 @@ class SQLVectorStore(VectorStore):
     part_neighbours: str = SQLITE_PART_NEIGHBOURS
     """The statement that reads the neighbours of parts given by ID (per backend)."""
 
-    def __init__(self, db: Statements) -> None:
+    def __init__(self, db: Statements, *, key_column: str, lock_session: str | None) -> None:
+        """``key_column``: the row key of parts and summaries; ``lock_session``: a
+        statement locking a session's writes (``(session_id,)``), None where the
+        database has one writer at a time."""
         self._db = db
+        self._lock = lock_session
+        self._pending = {k: sql.format(key=key_column) for k, sql in PENDING.items()}
+        self._last_key = {k: sql.format(key=key_column) for k, sql in LAST_KEY.items()}
 
     async def pending(
-        self, session_id: str, model: str, kind: VectorKind, limit: int
+        self,
+        session_id: str,
+        model: str,
+        kind: VectorKind,
+        limit: int,
+        *,
+        after_key: int = 0,
+        up_to_key: int | None = None,
     ) -> list[PendingText]:
-        rows = await self._db.rows(PENDING[kind], (model, session_id, limit))
+        top = _MAX_KEY if up_to_key is None else up_to_key
+        args = (model, session_id, after_key, top, limit)
+        rows = await self._db.rows(self._pending[kind], args)
         if kind == "message" and rows:
             hits = [(r[4], str(r[5]), int(r[2])) for r in rows]
             found = await self._db.rows(self.part_neighbours, (dumps(keys_of(hits)),))
             contexts = contexts_of(hits, found)
-            rows = [(*r[:5], contexts[r[4]]) for r in rows]
+            rows = [(*r[:5], contexts[r[4]], r[6]) for r in rows]
         return [pending_text(kind, r) for r in rows]
+
+    async def last_key(self, session_id: str, kind: VectorKind) -> int:
+        found = await self._db.rows(self._last_key[kind], (session_id,))
+        return int(found[0][0]) if found and found[0][0] is not None else 0
 
     async def put(self, model: str, rows: Sequence[tuple[PendingText, bytes]]) -> None:
         if not rows:
             return
-        await self._db.change_many(
-            [
-                (PUT[kind], [put_row(model, t, v) for t, v in rows if t.kind == kind])
-                for kind in ("message", "summary")
-            ]
-        )
+        batches: list[Batch] = []
+        if self._lock is not None:
+            batches.append((self._lock, [(s,) for s in sorted({t.session_id for t, _ in rows})]))
+        for kind in ("message", "summary"):
+            batches.append((PUT[kind], [put_row(model, t, v) for t, v in rows if t.kind == kind]))
+        await self._db.change_many(batches)
+
+    async def last_vector_key(self, session_id: str, model: str, kind: VectorKind) -> int:
+        found = await self._db.rows(LAST_VECTOR_KEY[kind], (session_id, model))
+        return int(found[0][0]) if found and found[0][0] is not None else 0
 
     async def count(self, session_id: str, model: str, kind: VectorKind) -> int:
         found = await self._db.rows(COUNT[kind], (session_id, model))

@@ -12,4 +12,4 @@ class SQLiteVectorStore(SQLVectorStore):
     """:class:`~mnesis.store.vectors.VectorStore` on one SQLite database."""
 
     def __init__(self, db: SQLiteDatabase) -> None:
-        super().__init__(db)
+        super().__init__(db, key_column="rowid", lock_session=None)

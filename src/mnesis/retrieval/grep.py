@@ -22,7 +22,7 @@ from mnesis.retrieval.ranking import Ranked, ranked_page
 from mnesis.retrieval.regex_pattern import compile_pattern
 from mnesis.retrieval.regex_scan import scan_page
 from mnesis.retrieval.render import snippet
-from mnesis.retrieval.results import GrepMatch, GrepResult
+from mnesis.retrieval.results import HIT_FIELDS, GrepMatch, GrepResult, copied
 from mnesis.retrieval.scope import RetrievalScope
 from mnesis.retrieval.semantic.hybrid import FoundBy, hybrid_page
 from mnesis.store.base import SearchFilter, SearchHit
@@ -163,16 +163,7 @@ def _match(
     hit: SearchHit, text: str, terms: list[str], found_by: FoundBy | Literal["regex"]
 ) -> GrepMatch:
     return GrepMatch(
-        kind=hit.kind,
-        id=hit.id,
-        session_id=hit.session_id,
-        part_id=hit.part_id,
-        role=hit.role,
-        created_at=hit.created_at,
-        snippet=text,
-        rank=hit.rank,
-        matched_terms=terms,
-        found_by=found_by,
+        **copied(hit, HIT_FIELDS), snippet=text, matched_terms=terms, found_by=found_by
     )
 
 

@@ -20,28 +20,14 @@ __all__ = [
     "SummaryDescription",
 ]
 
-SUMMARY_FIELDS = (
-    "id",
-    "depth",
-    "level",
-    "created_at",
-    "token_count",
-    "content",
-    "source_message_count",
-    "span_start_message_id",
-    "span_end_message_id",
+SUMMARY_FIELDS = tuple(
+    "id depth level created_at token_count content source_message_count "
+    "span_start_message_id span_end_message_id".split()
 )
 """What a summary's description (and the report's DAG node) copies from its record."""
 HIT_FIELDS = ("kind", "id", "session_id", "part_id", "role", "created_at", "rank")
 """What a grep match copies from the store's search hit."""
-FILE_FIELDS = (
-    "content_id",
-    "path",
-    "file_type",
-    "token_count",
-    "byte_size",
-    "exploration_summary",
-)
+FILE_FIELDS = tuple("content_id path file_type token_count byte_size exploration_summary".split())
 """What a file's description copies from its reference."""
 
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from mnesis.store.postgres.db import Conn
 from mnesis.store.postgres.rows import PostgresStoreBase
 from mnesis.store.shared.grep_reads import GrepReads
+from mnesis.store.shared.sql import pg
 
 __all__ = ["GrepReadsMixin"]
 
@@ -21,4 +23,9 @@ class GrepReadsMixin(PostgresStoreBase, GrepReads):
         return list(ids)
 
     async def _read_rows(self, sql: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
-        return await self.db.rows(sql, args)
+        # Prepared at once: planning the places statement costs more than running it.
+        async def _read(conn: Conn) -> list[tuple[Any, ...]]:
+            cur = await conn.execute(pg(sql), args, prepare=True)
+            return await cur.fetchall()
+
+        return await self.db.read(_read)

@@ -10,29 +10,14 @@ import sqlite3
 
 import pytest
 
-from mnesis import MnesisConfig, MnesisSession, StorePool
+from mnesis import MnesisSession, StorePool
 from mnesis.store.base import SearchFilter
-from mnesis.store.search_query import SearchQuery, Term
+from mnesis.store.search_query import SearchQuery
 from mnesis.store.sqlite import search as sqlite_search
+from tests.retrieval.helpers import levels_query, new_session
 from tests.store.sqlite.helpers import sqlite_db
 
 _OWN_TEXT = "{text_content tool_content} : ("
-
-
-def _query(*words: str) -> SearchQuery:
-    return SearchQuery(
-        any_of=tuple(Term.word(w) for w in words),
-        include_context=True,
-        newest_first=True,
-        group_limit=5,
-        descending=True,
-    )
-
-
-async def _session(db_path: str, pool: StorePool) -> MnesisSession:
-    return await MnesisSession.create(
-        model="fake/m", db_path=db_path, pool=pool, config=MnesisConfig()
-    )
 
 
 async def _ids(session: MnesisSession, query: SearchQuery, where: SearchFilter) -> list[str]:
@@ -44,10 +29,10 @@ class TestSessionFilter:
     async def test_the_only_session_finds_what_an_unfiltered_search_finds(
         self, db_path: str, pool: StorePool
     ) -> None:
-        session = await _session(db_path, pool)
+        session = await new_session(db_path, pool)
         for index in range(12):
             await session.record(f"billing retry limit note {index}", f"retry ok {index}")
-        query = _query("billing", "retry", "limit")
+        query = levels_query("billing", "retry", "limit")
         mine = await _ids(session, query, SearchFilter(session_ids=[session.id]))
         assert mine
         assert mine == await _ids(session, query, SearchFilter())
@@ -56,16 +41,16 @@ class TestSessionFilter:
     async def test_another_sessions_newer_matches_neither_leak_nor_crowd_out(
         self, db_path: str, pool: StorePool
     ) -> None:
-        mine = await _session(db_path, pool)
+        mine = await new_session(db_path, pool)
         said = [
             (await mine.record(f"billing retry limit is {index}", "noted")).user_message_id
             for index in range(3)
         ]
-        other = await _session(db_path, pool)
+        other = await new_session(db_path, pool)
         for index in range(30):
             await other.record(f"billing retry limit elsewhere {index}", "noted")
         hits = await mine.store.search_text(
-            query=_query("billing", "retry", "limit"),
+            query=levels_query("billing", "retry", "limit"),
             scope="messages",
             where=SearchFilter(session_ids=[mine.id]),
             limit=40,
@@ -81,11 +66,11 @@ class TestStatements:
     async def test_each_level_takes_at_most_two_statements(
         self, db_path: str, pool: StorePool
     ) -> None:
-        session = await _session(db_path, pool)
+        session = await new_session(db_path, pool)
         for word in ("alpha", "bravo", "charlie", "delta", "echo"):
             await session.record(f"{word} stands alone here", "fine")
         statements = await _traced(
-            session, _query("alpha", "bravo", "charlie", "delta", "echo"), limit=40
+            session, levels_query("alpha", "bravo", "charlie", "delta", "echo"), limit=40
         )
         matches = [s for s in statements if "MATCH" in s]
         # Absent terms (1), then newest and crowded matches of each of 5 levels (2 each);
@@ -97,10 +82,10 @@ class TestStatements:
     async def test_subsets_of_a_combination_do_not_ask_again_for_own_text_matches(
         self, db_path: str, pool: StorePool
     ) -> None:
-        session = await _session(db_path, pool)
+        session = await new_session(db_path, pool)
         for index in range(8):
             await session.record(f"billing retry limit question {index}?", "no idea")
-        statements = await _traced(session, _query("billing", "retry", "limit"), limit=200)
+        statements = await _traced(session, levels_query("billing", "retry", "limit"), limit=200)
         own = [s for s in statements if _OWN_TEXT in s]
         assert len(own) == 1
         assert '"billing" AND "retry" AND "limit"' in own[0]
@@ -110,13 +95,13 @@ class TestStatements:
     async def test_a_question_of_many_words_is_asked_in_several_statements(
         self, db_path: str, pool: StorePool
     ) -> None:
-        session = await _session(db_path, pool)
+        session = await new_session(db_path, pool)
         said = await session.record("the quokka word sits among many", "ok")
         # Past SQLite's 500 terms per compound SELECT, each held by a row.
         words = ["quokka", *(f"w{index}x" for index in range(501))]
         await session.record(" ".join(words[1:]), "ok")
-        statements = await _traced(session, _query(*words), limit=40)
-        hits = await _ids(session, _query(*words), SearchFilter(session_ids=[session.id]))
+        statements = await _traced(session, levels_query(*words), limit=40)
+        hits = await _ids(session, levels_query(*words), SearchFilter(session_ids=[session.id]))
         assert said.user_message_id in hits
         # The single words' level: 502 newest-match queries in 6 statements.
         assert sum("ORDER BY rowid DESC" in s for s in statements) >= 6
@@ -126,10 +111,10 @@ class TestStatements:
     async def test_skipping_combinations_with_an_absent_word_finds_the_same(
         self, db_path: str, pool: StorePool, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        session = await _session(db_path, pool)
+        session = await new_session(db_path, pool)
         for index in range(10):
             await session.record(f"cache eviction note {index}", f"policy {index} kept")
-        query = _query("cache", "zzyzxq", "eviction", "policy")
+        query = levels_query("cache", "zzyzxq", "eviction", "policy")
         where = SearchFilter(session_ids=[session.id])
         pruned = await _ids(session, query, where)
         monkeypatch.setattr(sqlite_search, "_absent_terms", lambda *_: set())

@@ -6,31 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from mnesis import MnesisConfig, MnesisSession, StorePool
+from mnesis import StorePool
 from mnesis.errors import InvalidArgumentError
 from mnesis.store.base import SearchFilter
 from mnesis.store.search_query import MAX_GROUPS, GroupMatches, SearchQuery, Term
+from tests.retrieval.helpers import levels_query, new_session
 
 
 def _words(*words: str) -> tuple[Term, ...]:
     return tuple(Term.word(w) for w in words)
-
-
-def _levels_query(*words: str, at_least: int = 1, context: bool = True) -> SearchQuery:
-    return SearchQuery(
-        any_of=_words(*words),
-        at_least=at_least,
-        include_context=context,
-        newest_first=True,
-        group_limit=5,
-        descending=True,
-    )
-
-
-async def _session(db_path: str, pool: StorePool) -> MnesisSession:
-    return await MnesisSession.create(
-        model="fake/m", db_path=db_path, pool=pool, config=MnesisConfig()
-    )
 
 
 class TestSearchQueryPlan:
@@ -43,15 +27,15 @@ class TestSearchQueryPlan:
             SearchQuery(any_of=_words("a"), newest_first=True, descending=True)
 
     def test_levels_go_from_every_term_down_skipping_levels_with_too_many_groups(self) -> None:
-        five = [q.at_least for q in _levels_query("a", "b", "c", "d", "e").levels()]
+        five = [q.at_least for q in levels_query("a", "b", "c", "d", "e").levels()]
         assert five == [5, 4, 3, 2, 1]
-        six = [q.at_least for q in _levels_query("a", "b", "c", "d", "e", "f").levels()]
+        six = [q.at_least for q in levels_query("a", "b", "c", "d", "e", "f").levels()]
         assert six == [6, 5, 1]
         assert all(
             len(level) <= MAX_GROUPS
-            for level in _levels_query("a", "b", "c", "d", "e", "f").planned_groups()[1:-1]
+            for level in levels_query("a", "b", "c", "d", "e", "f").planned_groups()[1:-1]
         )
-        assert [q.at_least for q in _levels_query("a", "b", "c", at_least=2).levels()] == [3, 2]
+        assert [q.at_least for q in levels_query("a", "b", "c", at_least=2).levels()] == [3, 2]
 
     def test_each_group_requires_all_of_its_terms(self) -> None:
         level = SearchQuery(
@@ -79,12 +63,12 @@ class TestCandidateSearch:
     async def test_a_rare_term_is_not_crowded_out_by_a_common_one(
         self, db_path: str, pool: StorePool
     ) -> None:
-        session = await _session(db_path, pool)
+        session = await new_session(db_path, pool)
         rare = await session.record("the load balancer listens on port 8443 now", "ok")
         for index in range(30):
             await session.record(f"gateway health check {index} passed", "fine")
         hits = await session.store.search_text(
-            query=_levels_query("gateway", "8443", context=False),
+            query=levels_query("gateway", "8443", context=False),
             scope="messages",
             where=SearchFilter(session_ids=[session.id]),
             limit=8,
@@ -96,7 +80,7 @@ class TestCandidateSearch:
     async def test_a_crowded_combination_gives_its_own_text_and_oldest_matches(
         self, db_path: str, pool: StorePool
     ) -> None:
-        session = await _session(db_path, pool)
+        session = await new_session(db_path, pool)
         first = await session.record("ops: keep the billing retry limit at 7", "noted")
         for index in range(12):
             await session.record(f"billing retry limit question {index}?", "no idea")
@@ -105,7 +89,7 @@ class TestCandidateSearch:
             # Replies whose context (the previous turn) holds the words.
             await session.record("anything else?", f"nothing {index}")
         hits = await session.store.search_text(
-            query=_levels_query("billing", "retry", "limit"),
+            query=levels_query("billing", "retry", "limit"),
             scope="messages",
             where=SearchFilter(session_ids=[session.id]),
             limit=40,
@@ -118,14 +102,14 @@ class TestCandidateSearch:
     async def test_a_time_range_applies_to_every_match_not_only_the_newest(
         self, db_path: str, pool: StorePool
     ) -> None:
-        session = await _session(db_path, pool)
+        session = await new_session(db_path, pool)
         old = await session.record("the cache eviction policy is LRU", "ok")
         for index in range(20):
             await session.record(f"cache eviction policy talk {index}", "sure")
         messages = await session.store.get_messages(session.id, include_summaries=False)
         until = next(m.message.created_at for m in messages if m.message.id == old.user_message_id)
         hits = await session.store.search_text(
-            query=_levels_query("cache", "eviction", "policy"),
+            query=levels_query("cache", "eviction", "policy"),
             scope="messages",
             where=SearchFilter(session_ids=[session.id], until=until + 1),
             limit=5,

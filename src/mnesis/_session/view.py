@@ -9,7 +9,7 @@ tools, closing) is in the facade.
 
 from __future__ import annotations
 
-from typing import Any, Literal, overload
+from typing import Any, Literal, Unpack, overload
 
 from mnesis._session.wiring import Wiring
 from mnesis.compaction.engine import CompactionEngine
@@ -21,6 +21,7 @@ from mnesis.models.message import MessageWithParts, TurnSnapshot
 from mnesis.models.model_info import ModelInfo
 from mnesis.models.tokens import TokenUsage
 from mnesis.retrieval.engine import RetrievalEngine
+from mnesis.retrieval.expand import ExpandOptions
 from mnesis.retrieval.results import DescribeResult, ExpandResult, GrepResult
 from mnesis.store.base import SessionRecord
 from mnesis.store.immutable import ImmutableStore
@@ -196,16 +197,7 @@ class SessionView:
         self._wiring.state.check_open()
         return await self._wiring.retrieval.grep(query, **kwargs)
 
-    async def expand(
-        self,
-        summary_id: str,
-        *,
-        depth: int = 1,
-        include_messages: bool = True,
-        token_cap: int | None = None,
-    ) -> ExpandResult:
+    async def expand(self, summary_id: str, **options: Unpack[ExpandOptions]) -> ExpandResult:
         """Open a summary (see :meth:`RetrievalEngine.expand`)."""
         self._wiring.state.check_open()
-        return await self._wiring.retrieval.expand(
-            summary_id, depth=depth, include_messages=include_messages, token_cap=token_cap
-        )
+        return await self._wiring.retrieval.expand(summary_id, **options)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from mnesis.models.message import MessageWithParts
 from mnesis.models.parts import ToolPart
 from mnesis.retrieval.render import full_message_text
+from mnesis.retrieval.results import SUMMARY_FIELDS, copied
 from mnesis.store.base import SessionRecord, SummaryRecord
 from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
@@ -156,17 +157,9 @@ def _node(
         tokens.get(m, 0) for m in sources.get(s.id, [])
     )
     return DagNode(
-        id=s.id,
+        **copied(s, SUMMARY_FIELDS),
         kind=s.kind,
-        depth=s.depth,
-        level=s.level,
-        token_count=s.token_count,
         tokens_before=before,
-        content=s.content,
-        span_start_message_id=s.span_start_message_id,
-        span_end_message_id=s.span_end_message_id,
-        source_message_count=s.source_message_count,
-        created_at=s.created_at,
         children=kids,
         in_context=s.id in in_context,
     )

@@ -6,10 +6,13 @@ from mnesis.errors import FileReferenceNotFoundError, InvalidArgumentError, Mess
 from mnesis.models.ids import is_valid_id
 from mnesis.retrieval.render import full_message_text
 from mnesis.retrieval.results import (
+    FILE_FIELDS,
+    SUMMARY_FIELDS,
     DescribeResult,
     FileDescription,
     MessageDescription,
     SummaryDescription,
+    copied,
 )
 from mnesis.retrieval.scope import RetrievalScope
 from mnesis.store.immutable import ImmutableStore
@@ -49,15 +52,7 @@ async def _describe_file(
     if ref is None:
         raise FileReferenceNotFoundError(file_id)
     await scope.check_file(ref)
-    return FileDescription(
-        id=ref.file_id,
-        content_id=ref.content_id,
-        path=ref.path,
-        file_type=ref.file_type,
-        token_count=ref.token_count,
-        byte_size=ref.byte_size,
-        exploration_summary=ref.exploration_summary,
-    )
+    return FileDescription(id=ref.file_id, **copied(ref, FILE_FIELDS))
 
 
 async def _describe_summary(
@@ -65,30 +60,19 @@ async def _describe_summary(
 ) -> SummaryDescription:
     record = await scope.load_summary(summary_id)
     children = await store.get_summary_parent_ids(summary_id)
-    in_context = any(
-        item.item_id == summary_id
-        for item in await store.get_context_items(record.session_id, item_type="summary")
-    )
+    places = await store.context_places([], [summary_id])
     return SummaryDescription(
-        id=record.id,
+        **copied(record, SUMMARY_FIELDS),
         session_id=record.session_id,
         summary_kind=record.kind,
-        depth=record.depth,
-        level=record.level,
-        created_at=record.created_at,
-        token_count=record.token_count,
-        content=record.content,
         child_summary_ids=children,
         fan_in=len(children),
         parent_summary_ids=await store.get_summaries_merging(summary_id),
-        source_message_count=record.source_message_count,
-        span_start_message_id=record.span_start_message_id,
-        span_end_message_id=record.span_end_message_id,
         direct_source_message_ids=(
             [] if children else await store.get_summary_source_ids(summary_id)
         ),
         file_ids=record.file_ids,
-        in_context=in_context,
+        in_context=summary_id in places.in_context,
     )
 
 
@@ -101,12 +85,7 @@ async def _describe_message(
     message = found[0]
     session_id = message.message.session_id
     scope.check_session(session_id, message_id)
-    in_context = bool(await store.messages_in_context(session_id, [message_id]))
-    covering = (
-        None
-        if in_context
-        else (await store.covering_context_summaries(session_id, [message_id]))[message_id]
-    )
+    places = await store.context_places([message_id], [])
     preview = " ".join(full_message_text(message).split())[:_PREVIEW_CHARS]
     return MessageDescription(
         id=message_id,
@@ -117,7 +96,7 @@ async def _describe_message(
         is_summary=message.message.is_summary,
         part_types=[p.type for p in message.parts],
         preview=preview,
-        in_context=in_context,
-        covering_summary_id=covering,
+        in_context=message_id in places.in_context,
+        covering_summary_id=places.covering.get(message_id),
         leaf_summary_ids=await store.get_leaf_summaries_of_message(message_id),
     )

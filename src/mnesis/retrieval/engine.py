@@ -14,8 +14,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
+from typing import TypeVar
 
 from mnesis.config import RetrievalConfig
 from mnesis.models.message import MessageWithParts
@@ -34,6 +35,7 @@ from mnesis.tokens.estimator import TokenEstimator
 __all__ = ["GrepMode", "GrepScope", "RetrievalEngine"]
 
 logger = logging.getLogger("mnesis.retrieval")
+T = TypeVar("T")
 
 
 class RetrievalEngine:
@@ -68,13 +70,18 @@ class RetrievalEngine:
         self.observers: list[Callable[[str, float], None]] = []
         """Called with ``("grep" | "expand", milliseconds)`` after each call (metrics)."""
 
-    def _observe(self, operation: str, started: float) -> None:
-        elapsed = (time.perf_counter() - started) * 1000
-        for observer in self.observers:
-            try:
-                observer(operation, elapsed)
-            except Exception:
-                logger.exception("retrieval observer failed")
+    async def _observed(self, operation: str, work: Awaitable[T]) -> T:
+        """``work``'s result; its time goes to :attr:`observers` however it ends."""
+        started = time.perf_counter()
+        try:
+            return await work
+        finally:
+            elapsed = (time.perf_counter() - started) * 1000
+            for observer in self.observers:
+                try:
+                    observer(operation, elapsed)
+                except Exception:
+                    logger.exception("retrieval observer failed")
 
     async def describe(self, object_id: str) -> DescribeResult:
         """Describe a summary (``sum_``), file (``file_`` or content hash) or message (``msg_``).
@@ -110,9 +117,9 @@ class RetrievalEngine:
         (``duplicates``). The ``lcm_*`` tools' own inputs and outputs are left out
         unless ``include_lcm_tools``; the unanswered newest user turn is never a hit.
         """
-        started = time.perf_counter()
-        try:
-            return await _grep(
+        return await self._observed(
+            "grep",
+            _grep(
                 self.store,
                 self._scope,
                 self.config,
@@ -127,9 +134,8 @@ class RetrievalEngine:
                 session_ids=session_ids,
                 all_sessions=all_sessions,
                 include_lcm_tools=include_lcm_tools,
-            )
-        finally:
-            self._observe("grep", started)
+            ),
+        )
 
     async def index_semantic(
         self,
@@ -172,9 +178,9 @@ class RetrievalEngine:
         cut it, ``next_cursor`` pages on, and ``unexpanded_summary_ids`` says which
         summaries were not opened.
         """
-        started = time.perf_counter()
-        try:
-            return await _expand(
+        return await self._observed(
+            "expand",
+            _expand(
                 self.store,
                 self._scope,
                 self.estimator,
@@ -184,9 +190,8 @@ class RetrievalEngine:
                 include_messages=include_messages,
                 token_cap=token_cap,
                 cursor=cursor,
-            )
-        finally:
-            self._observe("expand", started)
+            ),
+        )
 
     async def source_messages(self, summary_id: str) -> list[MessageWithParts]:
         """Exactly the canonical messages a summary covers, at any depth, in order."""

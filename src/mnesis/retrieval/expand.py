@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
+from typing import TypedDict
 
 from mnesis.config import RetrievalConfig
 from mnesis.errors import InvalidArgumentError
@@ -17,7 +18,17 @@ from mnesis.store.base import SummaryRecord
 from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
 
-__all__ = ["expand", "source_messages"]
+__all__ = ["ExpandOptions", "expand", "source_messages"]
+
+
+class ExpandOptions(TypedDict, total=False):
+    """How far ``expand`` opens a summary (its keywords; defaults: depth 1, with
+    messages, ``RetrievalConfig.max_expand_tokens``)."""
+
+    depth: int
+    include_messages: bool
+    token_cap: int | None
+
 
 _MAX_DEPTH = 64
 _MAX_TOKEN_CAP = 1_000_000

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from datetime import datetime
 from typing import Literal
 
@@ -22,7 +22,7 @@ from mnesis.retrieval.ranking import Ranked, ranked_page
 from mnesis.retrieval.regex_pattern import compile_pattern
 from mnesis.retrieval.regex_scan import scan_page
 from mnesis.retrieval.render import snippet
-from mnesis.retrieval.results import GrepMatch, GrepResult
+from mnesis.retrieval.results import HIT_FIELDS, GrepMatch, GrepResult, copied
 from mnesis.retrieval.scope import RetrievalScope
 from mnesis.retrieval.semantic.hybrid import FoundBy, hybrid_page
 from mnesis.store.base import SearchFilter, SearchHit
@@ -94,9 +94,11 @@ async def grep(
     )
     if summary_id is not None:
         pools = ["messages"]
-    exclude = await unanswered_questions(
-        store, where.session_ids if where.session_ids is not None else [scope.session_id]
-    )
+    asking = where.session_ids if where.session_ids is not None else [scope.session_id]
+
+    def exclude() -> Awaitable[set[str]]:
+        return unanswered_questions(store, asking)
+
     if mode == "full_text":
         parsed = parse_query(query)
         timed_out = False
@@ -110,7 +112,7 @@ async def grep(
                 where,
                 size,
                 state,
-                exclude_ids=exclude,
+                exclude_ids=await exclude(),
                 include_traces=include_lcm_tools,
             )
             matches = [_ranked_match(f.item, f.found_by) for f in fused]
@@ -138,7 +140,7 @@ async def grep(
             size,
             state,
             started + config.regex_timeout_seconds,
-            exclude_ids=exclude,
+            exclude_ids=await exclude(),
             include_traces=include_lcm_tools,
         )
         matches = _collapse(
@@ -161,16 +163,7 @@ def _match(
     hit: SearchHit, text: str, terms: list[str], found_by: FoundBy | Literal["regex"]
 ) -> GrepMatch:
     return GrepMatch(
-        kind=hit.kind,
-        id=hit.id,
-        session_id=hit.session_id,
-        part_id=hit.part_id,
-        role=hit.role,
-        created_at=hit.created_at,
-        snippet=text,
-        rank=hit.rank,
-        matched_terms=terms,
-        found_by=found_by,
+        **copied(hit, HIT_FIELDS), snippet=text, matched_terms=terms, found_by=found_by
     )
 
 
@@ -227,29 +220,16 @@ def _to_ms(value: int | float | datetime | None, name: str) -> int | None:
 
 async def _annotate(store: ImmutableStore, matches: list[GrepMatch]) -> None:
     """Set where each match stands: in context, or the context summary covering it."""
-    by_session: dict[str, list[str]] = {}
+    if not matches:
+        return
+    places = await store.context_places(
+        [m.id for m in matches if m.kind == "message"],
+        [m.id for m in matches if m.kind == "summary"],
+    )
     for match in matches:
+        match.in_context = match.id in places.in_context
         if match.kind == "message":
-            by_session.setdefault(match.session_id, []).append(match.id)
-    for session_id, ids in by_session.items():
-        raw = await store.messages_in_context(session_id, ids)
-        covering = await store.covering_context_summaries(
-            session_id, [i for i in ids if i not in raw]
-        )
-        for match in matches:
-            if match.kind == "message" and match.session_id == session_id:
-                match.in_context = match.id in raw
-                match.covering_summary_id = covering.get(match.id)
-    summary_sessions: dict[str, set[str]] = {}
-    for match in matches:
-        if match.kind == "summary":
-            summary_sessions.setdefault(match.session_id, set()).add(match.id)
-    for session_id, sids in summary_sessions.items():
-        items = await store.get_context_items(session_id, item_type="summary")
-        live = {i.item_id for i in items}
-        for match in matches:
-            if match.kind == "summary" and match.id in sids:
-                match.in_context = match.id in live
+            match.covering_summary_id = places.covering.get(match.id)
 
 
 def _groups(matches: list[GrepMatch]) -> dict[str, list[str]]:

@@ -13,14 +13,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from mnesis.models.parts import TextPart, ToolPart
-from mnesis.store.base import SearchHit
+from mnesis.store.base import RecentTurn, SearchHit
 from mnesis.store.immutable import ImmutableStore
 
 __all__ = ["RETRIEVAL_TOOL_PREFIX", "NearDuplicates", "is_retrieval_trace", "unanswered_questions"]
 
 RETRIEVAL_TOOL_PREFIX = "lcm_"
 _TAIL = 8
+_SESSIONS = 8
 _WORD_RE = re.compile(r"\w+")
 SIMILAR = 0.75
 """Word-set Jaccard similarity from which two snippets count as the same."""
@@ -36,20 +36,19 @@ async def unanswered_questions(store: ImmutableStore, session_ids: Sequence[str]
 
     A turn is unanswered while every message after it is an assistant step that
     calls tools (a tool loop in progress), or when it is the newest message.
+    One store read covers the sessions (at most ``_SESSIONS``).
     """
+    by_session: dict[str, list[RecentTurn]] = {}
+    for turn in await store.recent_turns(list(dict.fromkeys(session_ids))[:_SESSIONS], _TAIL):
+        by_session.setdefault(turn.session_id, []).append(turn)
     out: set[str] = set()
-    for session_id in list(session_ids)[:8]:
-        count = await store.count_messages(session_id)
-        tail = await store.get_messages(
-            session_id, include_summaries=False, after_seq=max(0, count - _TAIL)
-        )
-        for item in reversed(tail):
-            role = item.message.role
-            if role == "user":
-                if any(isinstance(p, TextPart) for p in item.parts):
-                    out.add(item.message.id)
+    for tail in by_session.values():
+        for turn in reversed(tail):
+            if turn.role == "user":
+                if turn.has_text:
+                    out.add(turn.message_id)
                 break
-            if not any(isinstance(p, ToolPart) for p in item.parts):
+            if not turn.calls_tools:
                 break
     return out
 

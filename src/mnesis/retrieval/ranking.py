@@ -17,6 +17,8 @@ The paging state is the number of (collapsed) hits already returned.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -60,15 +62,16 @@ async def ranked_page(
     size: int,
     state: dict[str, int],
     *,
-    exclude_ids: set[str],
+    exclude_ids: set[str] | Callable[[], Awaitable[set[str]]],
     include_traces: bool,
     context: bool = True,
     graded: bool = True,
 ) -> tuple[list[Ranked], dict[str, int], bool]:
     """Up to ``size`` hits after ``state``: the hits, the next state, whether more exist.
 
-    ``context=False`` ignores neighbour context and ``graded=False`` keeps the
-    pool's order (both only to measure what each contributes).
+    The pools' searches run concurrently, with ``exclude_ids`` when it is a read
+    still to make. ``context=False`` ignores neighbour context and ``graded=False`` keeps
+    the pool's order (both only to measure what each contributes).
     """
     offset = state.get("offset", 0)
     if not required and not optional:
@@ -76,16 +79,18 @@ async def ranked_page(
     needed = max(POOL, offset + size + 1)
     candidates: dict[tuple[str, str], SearchHit] = {}
 
-    for pool in pools:
-        query = SearchQuery(
-            all_of=tuple(required),
-            any_of=tuple(optional),
-            include_context=context,
-            newest_first=True,
-            group_limit=_GROUP_LIMIT,
-            descending=True,
-        )
-        for hit in await store.search_text(query=query, scope=pool, where=where, limit=needed):
+    query = SearchQuery(
+        all_of=tuple(required),
+        any_of=tuple(optional),
+        include_context=context,
+        newest_first=True,
+        group_limit=_GROUP_LIMIT,
+        descending=True,
+    )
+    searches = [store.search_text(query=query, scope=p, where=where, limit=needed) for p in pools]
+    found, excluded = await asyncio.gather(asyncio.gather(*searches), _settled(exclude_ids))
+    for hits in found:
+        for hit in hits:
             candidates.setdefault((hit.kind, hit.part_id or hit.id), hit)
     matcher = TermMatcher(required + optional)
     if context and "messages" in pools and where.under_summary is None:
@@ -93,7 +98,7 @@ async def ranked_page(
             if _in_time_range(reply, where):
                 candidates.setdefault((reply.kind, reply.part_id or reply.id), reply)
     ranked = _rerank(
-        [h for h in candidates.values() if _admissible(h, exclude_ids, include_traces)],
+        [h for h in candidates.values() if _admissible(h, excluded, include_traces)],
         matcher,
         highlights,
         graded,
@@ -102,6 +107,10 @@ async def ranked_page(
     page = ranked[offset : offset + size]
     more = len(ranked) > offset + size
     return page, {"offset": offset + len(page)}, more
+
+
+async def _settled(ids: set[str] | Callable[[], Awaitable[set[str]]]) -> set[str]:
+    return ids if isinstance(ids, set) else await ids()
 
 
 def _best_questions(

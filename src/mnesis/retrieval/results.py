@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Iterable
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -18,6 +19,21 @@ __all__ = [
     "MessageDescription",
     "SummaryDescription",
 ]
+
+SUMMARY_FIELDS = tuple(
+    "id depth level created_at token_count content source_message_count "
+    "span_start_message_id span_end_message_id".split()
+)
+"""What a summary's description (and the report's DAG node) copies from its record."""
+HIT_FIELDS = ("kind", "id", "session_id", "part_id", "role", "created_at", "rank")
+"""What a grep match copies from the store's search hit."""
+FILE_FIELDS = tuple("content_id path file_type token_count byte_size exploration_summary".split())
+"""What a file's description copies from its reference."""
+
+
+def copied(source: object, names: Iterable[str]) -> dict[str, Any]:
+    """``source``'s attributes ``names``, by name (keywords of a record that shares them)."""
+    return {name: getattr(source, name) for name in names}
 
 
 class SummaryDescription(BaseModel):

@@ -52,17 +52,20 @@ from mnesis.store.records import (
     TextSearch,
 )
 from mnesis.store.session_stats import SessionStats
+from mnesis.store.shared.grep_reads import ContextPlaces, RecentTurn
 from mnesis.store.vectors import VectorStore
 
 __all__ = [
     "AppendedMessage",
     "CompactionCommit",
     "ContextItem",
+    "ContextPlaces",
     "FileReference",
     "ImportSource",
     "IntegritySnapshot",
     "NewMessage",
     "PurgeReport",
+    "RecentTurn",
     "SearchFilter",
     "SearchHit",
     "SessionRecord",
@@ -369,3 +372,16 @@ class StoreBackend(ABC):
     @abstractmethod
     async def put_import_source(self, source: ImportSource) -> None:
         """Insert or replace the import progress of a transcript file."""
+
+    # retrieval's reads around a search ---------------------------------------
+    @abstractmethod
+    async def context_places(
+        self, message_ids: Sequence[str], summary_ids: Sequence[str]
+    ) -> ContextPlaces:
+        """Where each message and summary stands in its own session's current context:
+        an item of it, or (messages) covered by which of its summaries; one read."""
+
+    @abstractmethod
+    async def recent_turns(self, session_ids: Sequence[str], count: int) -> list[RecentTurn]:
+        """The non-summary messages among the newest ``count`` of each session, by
+        session then in conversation order; one read."""

@@ -40,11 +40,13 @@ from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import (
     AppendedMessage,
     ContextItem,
+    ContextPlaces,
     FileReference,
     ImportSource,
     IntegritySnapshot,
     NewMessage,
     PurgeReport,
+    RecentTurn,
     SearchHit,
     SessionRecord,
     StoreBackend,
@@ -381,3 +383,16 @@ class ImmutableStore(SummaryFacade):
     async def put_import_source(self, source: ImportSource) -> None:
         check_import_source(source)
         await self.backend.put_import_source(source)
+
+    # retrieval's reads around a search ---------------------------------------
+    async def context_places(
+        self, message_ids: Sequence[str], summary_ids: Sequence[str]
+    ) -> ContextPlaces:
+        check_ids(message_ids, "message_ids")
+        check_ids(summary_ids, "summary_ids")
+        return await self.backend.context_places(message_ids, summary_ids)
+
+    async def recent_turns(self, session_ids: Sequence[str], count: int) -> list[RecentTurn]:
+        check_ids(session_ids, "session_ids")
+        check_count(count, "count")
+        return await self.backend.recent_turns(session_ids, count)

@@ -101,6 +101,8 @@ async def _workload(store: ImmutableStore) -> None:
         await store.scan_text(scope="messages", where=where, before_key=None, limit=5)
         await store.scan_text(scope="summaries", where=where, before_key=None, limit=5)
         await store.replies_to(ids[:4])
+        await store.context_places(ids[:6], [condensed.summary.id])
+        await store.recent_turns([sid, parent], 8)
         await store.integrity_snapshot(sid)
         owner = await store.acquire_compaction_lock(sid, "me", ttl_seconds=60)
         assert owner

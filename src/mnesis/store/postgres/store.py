@@ -16,6 +16,7 @@ from mnesis.store.jobs import CompactionQueue
 from mnesis.store.map_runs import MapRunStore
 from mnesis.store.postgres.batch import BatchMixin
 from mnesis.store.postgres.db import Conn, PostgresDatabase
+from mnesis.store.postgres.grep_reads import GrepReadsMixin
 from mnesis.store.postgres.integrity import IntegrityMixin
 from mnesis.store.postgres.jobs import PostgresCompactionQueue
 from mnesis.store.postgres.locks import advisory_compaction_lock
@@ -50,6 +51,7 @@ class PostgresStore(
     SearchMixin,
     IntegrityMixin,
     PurgeMixin,
+    GrepReadsMixin,
     LentStore[PostgresDatabase],
     StoreBackend,
 ):

@@ -22,6 +22,7 @@ from mnesis.store.shared.purge import SESSION_EXISTS
 from mnesis.store.shared.rows import session_record
 from mnesis.store.shared.search_context import NeighbourCache
 from mnesis.store.sqlite.batch import BatchMixin
+from mnesis.store.sqlite.grep_reads import GrepReadsMixin
 from mnesis.store.sqlite.integrity import IntegrityMixin
 from mnesis.store.sqlite.map_runs import SQLiteMapRunStore
 from mnesis.store.sqlite.messages import MessagesMixin
@@ -48,6 +49,7 @@ class SQLiteStore(
     SearchMixin,
     IntegrityMixin,
     PurgeMixin,
+    GrepReadsMixin,
     LentStore["SQLiteDatabase"],
     StoreBackend,
 ):

@@ -369,3 +369,10 @@ class StoreBackend(ABC):
     @abstractmethod
     async def put_import_source(self, source: ImportSource) -> None:
         """Insert or replace the import progress of a transcript file."""
+
+    @abstractmethod
+    async def used_bytes(self) -> int:
+        """The bytes the store's data occupies: on SQLite the file's pages that hold data
+        (free pages left out: how many there are depends on when the background
+        full-text merge last ran); on PostgreSQL the tables of the store's schema with
+        their indexes and TOAST data."""

@@ -381,3 +381,6 @@ class ImmutableStore(SummaryFacade):
     async def put_import_source(self, source: ImportSource) -> None:
         check_import_source(source)
         await self.backend.put_import_source(source)
+
+    async def used_bytes(self) -> int:
+        return await self.backend.used_bytes()

@@ -7,6 +7,7 @@ the process path."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -20,17 +21,11 @@ from tests.importers.shapes import lines, shape
 SAMPLES = Path(__file__).parent / "samples"
 
 
-def _report(report: ImportReport) -> tuple[Any, ...]:
-    return (
-        report.format,
-        report.status,
-        report.messages_added,
-        report.lines_read,
-        report.tool_results,
-        report.orphan_results,
-        report.errors,
-        len(report.session_ids),
-    )
+def _report(report: ImportReport) -> dict[str, Any]:
+    """The report, its (random) session IDs counted."""
+    data = dataclasses.asdict(report)
+    data["session_ids"] = len(report.session_ids)
+    return data
 
 
 async def _import(tmp_path: Path, name: str, path: Path, **kwargs: Any) -> list[Any]:
@@ -55,8 +50,8 @@ async def test_a_process_parsed_import_stores_what_the_thread_path_stores(
     monkeypatch.setattr(api, "PROCESS_BYTES", 0)
     in_process = await _import(tmp_path, "process", SAMPLES / name)
     assert in_process == on_thread
-    assert on_thread[0][6], "each sample has a malformed line, reported with its number"
-    assert on_thread[1][1] == "unchanged" and on_thread[1][2] == 0
+    assert on_thread[0]["errors"], "each sample has a malformed line, reported with its number"
+    assert on_thread[1]["status"] == "unchanged" and on_thread[1]["messages_added"] == 0
 
 
 async def test_small_batches_and_a_growing_file_match_the_thread_path(
@@ -81,7 +76,7 @@ async def test_small_batches_and_a_growing_file_match_the_thread_path(
     on_thread = await grown("thread")
     monkeypatch.setattr(api, "PROCESS_BYTES", 0)
     assert await grown("process") == on_thread
-    assert on_thread[1][1] == "grown"
+    assert on_thread[1]["status"] == "grown"
 
 
 async def test_an_import_stopped_mid_file_resumes_to_the_same_store(

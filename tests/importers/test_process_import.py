@@ -110,3 +110,27 @@ async def test_an_import_stopped_mid_file_resumes_to_the_same_store(
         assert await shape(store, again.session_ids) == whole[2]
     finally:
         await store.close()
+
+
+@pytest.mark.postgres
+async def test_a_process_parsed_import_into_postgresql_stores_what_the_thread_path_stores(
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two copies of a sample in one PostgreSQL database, one through each path."""
+    text = (SAMPLES / "claude_code.jsonl").read_text()
+    store = await ImmutableStore.open(pg_url)
+    try:
+        shapes = []
+        for name, threshold in (("thread", api.PROCESS_BYTES), ("process", 0)):
+            path = tmp_path / name / "claude_code.jsonl"
+            path.parent.mkdir()
+            path.write_text(text)
+            monkeypatch.setattr(api, "PROCESS_BYTES", threshold)
+            report = await import_file(store, str(path))
+            shapes.append(
+                [_report(report) | {"path": None}, await shape(store, report.session_ids)]
+            )
+        assert shapes[1] == shapes[0]
+        assert shapes[0][1][-1] == []
+    finally:
+        await store.close()

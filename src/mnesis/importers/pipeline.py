@@ -3,7 +3,9 @@ cuts :class:`~mnesis.importers.batches.Batch` es into a bounded queue while the 
 loop writes the previous batch (the database works outside the GIL, so the two overlap).
 
 At most ``DEPTH`` cut batches wait in the queue, one is being built and one written:
-memory stays bounded whatever the file's size.
+memory stays bounded whatever the file's size. :func:`cut_batches` is the parsing
+itself, which :mod:`mnesis.importers.process` runs in a process of its own for a large
+file.
 """
 
 from __future__ import annotations

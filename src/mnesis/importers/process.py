@@ -26,7 +26,7 @@ from mnesis.importers.batches import Batch
 from mnesis.importers.parse_child import BATCH, END, HEADER_BYTES, ParseJob
 from mnesis.importers.wire import load_batch
 
-__all__ = ["ParseJob", "ParseProcess"]
+__all__ = ["ParseProcess"]
 
 
 def _environment() -> dict[str, str]:

@@ -3,9 +3,10 @@ process of an import to the writing one.
 
 Pickling the pydantic messages and parts of a batch as they are costs the receiving
 process ~13 µs per message (every object rebuilt through ``__reduce_ex__``), as tuples
-of field values ~10 µs, and packing them costs the parser process less too. The receiving side restores each model without
-validating it again (every field counted as set): the parser process built every one
-with its validating constructor and ran the store's batch check on them.
+of field values ~10 µs, and packing them costs the parser process less too. The
+receiving side restores each model without validating it again (every field counted as
+set): the parser process built every one with its validating constructor and ran the
+store's batch check on them.
 """
 
 from __future__ import annotations

@@ -170,7 +170,10 @@ async def _import(
     limits = Limits(messages=batch_size, chars=MAX_BATCH_CHARS)
     start = (source.byte_offset, source.lines)
     if size - source.byte_offset >= PROCESS_BYTES and not _whole_json(full, fmt):
-        job = ParseJob(full, fmt, *start, limits, sessions=sessions, tails=tails)
+        # A batch crosses the pipe with its text about twice (its parts and their
+        # encoded columns) and is read whole: half the text per batch keeps the same bound.
+        halved = Limits(messages=batch_size, chars=MAX_BATCH_CHARS // 2)
+        job = ParseJob(full, fmt, *start, halved, sessions=sessions, tails=tails)
         batches: ParseThread | ParseProcess = ParseProcess(job)
     else:
         builder = BatchBuilder(label=parser.label, sessions=sessions, tails=tails)

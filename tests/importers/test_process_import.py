@@ -7,6 +7,7 @@ the process path."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from pathlib import Path
 from typing import Any
@@ -132,5 +133,41 @@ async def test_a_process_parsed_import_into_postgresql_stores_what_the_thread_pa
             )
         assert shapes[1] == shapes[0]
         assert shapes[0][1][-1] == []
+    finally:
+        await store.close()
+
+
+async def test_a_cancelled_import_stops_its_parser_and_resumes_to_the_same_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C cancels the import's task while a batch is being written: the parser
+    process is stopped with it and the next import ends where one import ends."""
+    path = tmp_path / "cancel.jsonl"
+    path.write_text("".join(lines()))
+    whole = await _import(tmp_path, "whole", path, batch_size=2)
+    monkeypatch.setattr(api, "PROCESS_BYTES", 0)
+    store = await ImmutableStore.open(str(tmp_path / "cancelled.db"))
+    try:
+        backend = store.backend
+        append = backend.append_batch
+        writing = asyncio.Event()
+
+        async def hangs_second(*args: Any, **kwargs: Any) -> Any:
+            if writing.is_set():
+                await asyncio.Event().wait()  # never set: cancelled here
+            writing.set()
+            return await append(*args, **kwargs)
+
+        with monkeypatch.context() as patch:
+            patch.setattr(backend, "append_batch", hangs_second)
+            task = asyncio.create_task(import_file(store, str(path), batch_size=2))
+            await writing.wait()
+            await asyncio.sleep(0.2)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        again = await import_file(store, str(path), batch_size=2)
+        assert again.status == "grown"
+        assert await shape(store, again.session_ids) == whole[2]
     finally:
         await store.close()

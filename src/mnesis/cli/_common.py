@@ -31,6 +31,7 @@ __all__ = [
     "abbreviate",
     "check_mnesis_database",
     "cli_errors",
+    "count_option",
     "echo_json",
     "fail",
     "format_bytes",
@@ -56,6 +57,12 @@ DbOption = Annotated[
 ]
 MAX_COUNT = 1_000_000_000
 """The upper bound of the CLI's integer options (limits, token counts)."""
+
+
+def count_option(flag: str, help: str, *, minimum: int = 1) -> Any:
+    """A ``typer.Option`` for an integer from ``minimum`` to :data:`MAX_COUNT`."""
+    return typer.Option(flag, min=minimum, max=MAX_COUNT, help=help)
+
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 

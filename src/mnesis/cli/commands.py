@@ -15,10 +15,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from mnesis.cli._common import (
-    MAX_COUNT,
     DbOption,
     JsonOption,
     SessionArg,
+    count_option,
     echo_json,
     format_time,
     format_tokens,
@@ -66,10 +66,7 @@ async def _list_sessions(
 def sessions_command(
     db: DbOption = None,
     limit: Annotated[
-        int,
-        typer.Option(
-            "--limit", min=1, max=MAX_COUNT, help="Show at most this many sessions, newest first."
-        ),
+        int, count_option("--limit", "Show at most this many sessions, newest first.")
     ] = 20,
     as_json: JsonOption = False,
 ) -> None:
@@ -154,10 +151,7 @@ def show_command(
     session_id: SessionArg,
     db: DbOption = None,
     limit: Annotated[
-        int,
-        typer.Option(
-            "--limit", min=0, max=MAX_COUNT, help="Show the newest N messages (0: all of them)."
-        ),
+        int, count_option("--limit", "Show the newest N messages (0: all of them).", minimum=0)
     ] = 50,
     full: Annotated[
         bool,

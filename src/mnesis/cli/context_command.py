@@ -14,11 +14,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from mnesis.cli._common import (
-    MAX_COUNT,
     DbOption,
     JsonOption,
     SessionArg,
     abbreviate,
+    count_option,
     echo_json,
     format_tokens,
     stdout_console,
@@ -109,14 +109,11 @@ def context_command(
     session_id: SessionArg,
     db: DbOption = None,
     context_limit: Annotated[
-        int | None,
-        typer.Option(
-            "--context-limit", min=1, max=MAX_COUNT, help="Model window to budget for (tokens)."
-        ),
+        int | None, count_option("--context-limit", "Model window to budget for (tokens).")
     ] = None,
     max_output_tokens: Annotated[
         int | None,
-        typer.Option("--max-output-tokens", min=0, max=MAX_COUNT, help="Output tokens to reserve."),
+        count_option("--max-output-tokens", "Output tokens to reserve.", minimum=0),
     ] = None,
     full: Annotated[
         bool, typer.Option("--full", help="Print every item in full instead of a preview.")

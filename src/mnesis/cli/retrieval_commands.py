@@ -17,9 +17,9 @@ from rich.markup import escape
 from rich.text import Text
 
 from mnesis.cli._common import (
-    MAX_COUNT,
     DbOption,
     JsonOption,
+    count_option,
     echo_json,
     fail,
     format_time,
@@ -191,10 +191,7 @@ def expand_command(
     ],
     db: DbOption = None,
     max_tokens: Annotated[
-        int,
-        typer.Option(
-            "--max-tokens", min=1, max=MAX_COUNT, help="Print at most about this many tokens."
-        ),
+        int, count_option("--max-tokens", "Print at most about this many tokens.")
     ] = 4000,
     cursor: Annotated[
         str | None, typer.Option("--cursor", help="Continue where the previous page stopped.")

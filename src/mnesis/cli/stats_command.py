@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Annotated, Any
 
 import typer
@@ -12,7 +11,6 @@ from rich.table import Table
 from mnesis.cli._common import DbOption, JsonOption, echo_json, format_bytes, stdout_console
 from mnesis.cli._store import run_read_only
 from mnesis.config import MnesisConfig
-from mnesis.store.factory import parse_location
 from mnesis.store.immutable import ImmutableStore
 from mnesis.store.session_stats import SessionStats
 
@@ -69,16 +67,11 @@ def stats_command(
         total: dict[str, Any] = {"sessions": len(ids)}
         for sid in ids:
             _merge(total, _session_stats(stats.get(sid) or SessionStats(sid)))
+        total["db_bytes"] = await store.used_bytes()
         return total
 
     data, location = run_read_only(db, body)
     data = {"database": location, "session_id": session_id, **data}
-    parsed = parse_location(location, key="--db")
-    if parsed.backend == "sqlite":
-        path = os.path.abspath(os.path.expanduser(parsed.target))
-        data["db_bytes"] = sum(
-            os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p)
-        )
     if as_json:
         echo_json(data)
         return

@@ -21,7 +21,6 @@ from mnesis.models.parts import (
     MessagePart,
     TextPart,
     ToolPart,
-    ToolStatus,
     part_adapter,
 )
 from mnesis.models.summary import FileReference, SummaryRecord
@@ -184,12 +183,14 @@ class LegacyImporter:
                 input=data.get("input") or {},
                 output=data.get("output"),
                 error_message=data.get("error_message"),
-                status=ToolStatus(
-                    state=row["tool_state"] or data.get("status", {}).get("state") or "completed",
-                    compacted_at=row["compacted_at"],
-                    started_at=row["started_at"],
-                    completed_at=row["completed_at"],
-                ),
+                status={
+                    "state": row["tool_state"]
+                    or data.get("status", {}).get("state")
+                    or "completed",
+                    "compacted_at": row["compacted_at"],
+                    "started_at": row["started_at"],
+                    "completed_at": row["completed_at"],
+                },
             )
         elif kind == "file_ref":
             content_id = str(data.get("content_id", ""))

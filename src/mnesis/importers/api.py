@@ -13,20 +13,18 @@ from __future__ import annotations
 import gc
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from mnesis.errors import InvalidArgumentError, MessageNotFoundError
 from mnesis.importers import claude_code, codex
 from mnesis.importers.batches import Batch, BatchBuilder
-from mnesis.importers.claude_code import ClaudeCodeParser
-from mnesis.importers.codex import CodexParser
-from mnesis.importers.generic_jsonl import GenericJsonlParser
-from mnesis.importers.openai_chat import OpenAIChatParser
-from mnesis.importers.pipeline import Limits, ParseThread
-from mnesis.importers.reader import FINGERPRINT_BYTES, fingerprint, read_jsonl
-from mnesis.importers.records import ParsedItem
+from mnesis.importers.formats import FORMATS, Parser
+from mnesis.importers.parse_child import ParseJob
+from mnesis.importers.pipeline import Limits, ParseThread, SourceLine
+from mnesis.importers.process import ParseProcess
+from mnesis.importers.reader import FINGERPRINT_BYTES, LineError, fingerprint, read_jsonl
 from mnesis.importers.writer import BatchWriter
 from mnesis.models.ids import new_id
 from mnesis.store.base import ImportSource
@@ -35,28 +33,13 @@ from mnesis.store.immutable import ImmutableStore
 __all__ = ["FORMATS", "ImportReport", "Parser", "default_paths", "detect_format", "import_file"]
 
 DEFAULT_BATCH = 5000
+PROCESS_BYTES = 8_000_000
+"""A file with this many bytes left to import is parsed in a process of its own
+(:mod:`mnesis.importers.process`); a smaller one on a thread (starting the process costs
+~0.7 s of CPU: a fresh interpreter importing ``mnesis``)."""
 MAX_BATCH_CHARS = 8_000_000
 """A batch is written once it holds this much text, whatever its message count (bounded
 memory for transcripts with large tool outputs)."""
-
-
-class Parser(Protocol):
-    """A transcript format: turns one decoded line into records."""
-
-    name: str
-    label: str
-
-    def parse(self, record: Any) -> list[ParsedItem]:
-        """The records of one line; ``ValueError`` for a line of the wrong shape."""
-
-
-FORMATS: dict[str, Callable[[], Parser]] = {
-    "claude-code": ClaudeCodeParser,
-    "codex": CodexParser,
-    "openai": OpenAIChatParser,
-    "jsonl": GenericJsonlParser,
-}
-"""Format name → parser factory."""
 
 
 def default_paths(format: str) -> list[str]:
@@ -179,23 +162,25 @@ async def _import(
             return report
         else:
             report.status = "grown"
-    builder = BatchBuilder(
-        label=parser.label,
-        sessions=source.state.get("sessions") if source else None,
-        tails=source.state.get("tails") if source else None,
-    )
+    sessions = source.state.get("sessions") if source else None
+    tails = source.state.get("tails") if source else None
     if source is None:
         source = ImportSource(source_key=key, format=fmt, path=full, session_id="")
-    if fmt == "openai" and full.endswith(".json"):
-        lines: Any = _json_lines(full, int(source.state.get("json_items", 0)))
-    else:
-        lines = read_jsonl(full, offset=source.byte_offset, line=source.lines)
     writer = BatchWriter(store)
     limits = Limits(messages=batch_size, chars=MAX_BATCH_CHARS)
     start = (source.byte_offset, source.lines)
+    if size - source.byte_offset >= PROCESS_BYTES and not _whole_json(full, fmt):
+        # A batch crosses the pipe with its text about twice (its parts and their
+        # encoded columns) and is read whole: half the text per batch keeps the same bound.
+        halved = Limits(messages=batch_size, chars=MAX_BATCH_CHARS // 2)
+        job = ParseJob(full, fmt, *start, halved, sessions=sessions, tails=tails)
+        batches: ParseThread | ParseProcess = ParseProcess(job)
+    else:
+        builder = BatchBuilder(label=parser.label, sessions=sessions, tails=tails)
+        batches = ParseThread(_lines(full, fmt, source), parser, builder, limits, start)
     known: dict[str, str] = {}
     created: list[str] = []
-    async with ParseThread(lines, parser, builder, limits, start) as batches:
+    async with batches:
         while (batch := await batches.next()) is not None:
             report.lines_read += batch.lines_read
             report.errors += batch.errors
@@ -208,6 +193,18 @@ async def _import(
     report.orphan_results = writer.orphan_results
     report.session_ids = list(known.values()) + [i for i in created if i not in known.values()]
     return report
+
+
+def _lines(path: str, fmt: str, source: ImportSource) -> Iterable[SourceLine | LineError]:
+    """The lines (or JSON items) of ``path`` past what ``source`` imported."""
+    if _whole_json(path, fmt):
+        return _json_lines(path, int(source.state.get("json_items", 0)))
+    return read_jsonl(path, offset=source.byte_offset, line=source.lines)
+
+
+def _whole_json(path: str, fmt: str) -> bool:
+    """Whether ``path`` is a chat file read whole (a ``.json`` document, not JSONL)."""
+    return fmt == "openai" and path.endswith(".json")
 
 
 def _locate(path: str) -> tuple[str, int]:

@@ -110,6 +110,11 @@ class Batch:
     lines: int = 0
     lines_read: int = 0
     errors: list[tuple[int, str]] = field(default_factory=list)
+    checked: bool = False
+    """Whether the parser process already ran the store's batch check on ``messages``."""
+    encoded: list[tuple[MessagePart, dict[str, Any]]] = field(default_factory=list)
+    """Parts of ``messages`` with the row columns the parser process encoded them to
+    (see :func:`~mnesis.store.codec.pre_encoded`)."""
 
 
 @dataclass(slots=True)

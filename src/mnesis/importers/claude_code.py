@@ -15,16 +15,8 @@ import glob
 import os
 from typing import Any
 
-from mnesis.importers.records import (
-    Meta,
-    ParsedItem,
-    ToolCall,
-    ToolResult,
-    Turn,
-    as_text,
-    parse_timestamp,
-    tool_input,
-)
+from mnesis.importers import records
+from mnesis.importers.records import Clock, Meta, ToolResult, Turn, as_text, tool_call
 from mnesis.models.parts import ReasoningPart, TextPart
 
 __all__ = ["ClaudeCodeParser", "default_paths"]
@@ -43,10 +35,10 @@ class ClaudeCodeParser:
     label = "Claude Code"
 
     def __init__(self) -> None:
-        self._last_at = 0
+        self._clock = Clock()
         self._meta: tuple[Any, Any] | None = None
 
-    def parse(self, record: Any) -> list[ParsedItem]:
+    def parse(self, record: Any) -> list[records.ParsedItem]:
         """The items of one line; raises ``ValueError`` for a record of the wrong shape."""
         if not isinstance(record, dict):
             raise ValueError("a Claude Code record must be a JSON object")
@@ -59,10 +51,9 @@ class ClaudeCodeParser:
         message = record.get("message")
         if not isinstance(message, dict):
             raise ValueError(f"a {kind} record needs a 'message' object")
-        at = parse_timestamp(record.get("timestamp"), self._last_at)
-        self._last_at = at
+        at = self._clock.at(record.get("timestamp"))
         sidechain = bool(record.get("isSidechain"))
-        items: list[ParsedItem] = []
+        items: list[records.ParsedItem] = []
         meta = (record.get("cwd"), record.get("sessionId"))
         if meta != self._meta:  # the same on nearly every line: given once per change
             self._meta = meta
@@ -74,13 +65,13 @@ class ClaudeCodeParser:
             items.append(self._assistant(message, content, at, sidechain))
         return items
 
-    def _user(self, content: object, at: int, sidechain: bool) -> list[ParsedItem]:
+    def _user(self, content: object, at: int, sidechain: bool) -> list[records.ParsedItem]:
         if isinstance(content, str):
             return [Turn("user", at, [TextPart(text=content)], sidechain=sidechain)]
         if not isinstance(content, list):
             raise ValueError("user message content must be text or a list of blocks")
-        items: list[ParsedItem] = []
-        texts: list[TextPart | ReasoningPart | ToolCall] = []
+        items: list[records.ParsedItem] = []
+        texts: list[records.TurnPart] = []
         for block in content:
             if not isinstance(block, dict):
                 continue
@@ -105,7 +96,7 @@ class ClaudeCodeParser:
     def _assistant(
         self, message: dict[str, Any], content: object, at: int, sidechain: bool
     ) -> Turn:
-        parts: list[TextPart | ReasoningPart | ToolCall] = []
+        parts: list[records.TurnPart] = []
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         if not isinstance(blocks, list):
             raise ValueError("assistant message content must be text or a list of blocks")
@@ -118,13 +109,7 @@ class ClaudeCodeParser:
             elif kind == "thinking" and isinstance(block.get("thinking"), str):
                 parts.append(ReasoningPart(text=block["thinking"]))
             elif kind in ("tool_use", "server_tool_use"):
-                parts.append(
-                    ToolCall(
-                        call_id=str(block.get("id") or ""),
-                        name=str(block.get("name") or "unknown"),
-                        input=tool_input(block.get("input")),
-                    )
-                )
+                parts.append(tool_call(block.get("id"), block.get("name"), block.get("input")))
         model = message.get("model")
         stop = message.get("stop_reason")
         return Turn(

@@ -15,13 +15,13 @@ import os
 from typing import Any
 
 from mnesis.importers.records import (
+    Clock,
     Meta,
     ParsedItem,
-    ToolCall,
     ToolResult,
     Turn,
     as_text,
-    parse_timestamp,
+    tool_call,
     tool_input,
 )
 from mnesis.models.parts import ReasoningPart, TextPart
@@ -56,15 +56,14 @@ class CodexParser:
     label = "Codex"
 
     def __init__(self) -> None:
-        self._last_at = 0
+        self._clock = Clock()
         self._model: str | None = None
 
     def parse(self, record: Any) -> list[ParsedItem]:
         """The items of one line; raises ``ValueError`` for a line of the wrong shape."""
         if not isinstance(record, dict):
             raise ValueError("a Codex line must be a JSON object")
-        at = parse_timestamp(record.get("timestamp"), self._last_at)
-        self._last_at = at
+        at = self._clock.at(record.get("timestamp"))
         kind = record.get("type")
         payload = record.get("payload")
         if kind == "session_meta" and isinstance(payload, dict):
@@ -102,10 +101,8 @@ class CodexParser:
             return [turn] if text else []
         if kind in ("function_call", "custom_tool_call", "local_shell_call"):
             raw = item.get("arguments", item.get("input", item.get("action")))
-            call = ToolCall(
-                call_id=str(item.get("call_id") or item.get("id") or ""),
-                name=str(item.get("name") or kind),
-                input=tool_input(raw),
+            call = tool_call(
+                item.get("call_id") or item.get("id"), item.get("name"), raw, default_name=kind
             )
             return [Turn("assistant", at, [call], model=self._model, merge_key="turn")]
         if kind in ("function_call_output", "custom_tool_call_output"):

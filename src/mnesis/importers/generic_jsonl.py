@@ -18,16 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from mnesis.importers.records import (
-    ParsedItem,
-    ToolCall,
-    ToolResult,
-    Turn,
-    as_text,
-    parse_timestamp,
-    tool_input,
-)
-from mnesis.models.parts import ReasoningPart, TextPart
+from mnesis.importers import records
+from mnesis.importers.records import Clock, ToolResult, Turn, as_text, tool_call
+from mnesis.models.parts import TextPart
 
 __all__ = ["GenericJsonlParser"]
 
@@ -39,15 +32,14 @@ class GenericJsonlParser:
     label = "JSONL"
 
     def __init__(self) -> None:
-        self._last_at = 0
+        self._clock = Clock()
 
-    def parse(self, record: Any) -> list[ParsedItem]:
+    def parse(self, record: Any) -> list[records.ParsedItem]:
         """The items of one line; raises ``ValueError`` for a line of the wrong shape."""
         if not isinstance(record, dict):
             raise ValueError("a line must be a JSON object")
         role = record.get("role")
-        at = parse_timestamp(record.get("timestamp"), self._last_at)
-        self._last_at = at
+        at = self._clock.at(record.get("timestamp"))
         text = as_text(record.get("content"))
         if role == "tool":
             call_id = record.get("tool_call_id")
@@ -56,16 +48,10 @@ class GenericJsonlParser:
             return [ToolResult(call_id, text, at, is_error=bool(record.get("is_error")))]
         if role not in ("system", "user", "assistant"):
             raise ValueError(f"'role' must be system, user, assistant or tool, not {role!r}")
-        parts: list[TextPart | ReasoningPart | ToolCall] = [TextPart(text=text)] if text else []
+        parts: list[records.TurnPart] = [TextPart(text=text)] if text else []
         for call in record.get("tool_calls") or []:
             if not isinstance(call, dict) or not call.get("id"):
                 raise ValueError("each tool call needs an 'id'")
-            parts.append(
-                ToolCall(
-                    str(call["id"]),
-                    str(call.get("name") or "unknown"),
-                    tool_input(call.get("input")),
-                )
-            )
+            parts.append(tool_call(call["id"], call.get("name"), call.get("input")))
         model = record.get("model")
         return [Turn(role, at, parts, model=model if isinstance(model, str) else None)]

@@ -12,15 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mnesis.importers.records import (
-    ParsedItem,
-    ToolCall,
-    ToolResult,
-    Turn,
-    as_text,
-    parse_timestamp,
-    tool_input,
-)
+from mnesis.importers import records
+from mnesis.importers.records import Clock, ToolResult, Turn, as_text, tool_call
 from mnesis.models.parts import ReasoningPart, TextPart
 
 __all__ = ["OpenAIChatParser"]
@@ -35,28 +28,27 @@ class OpenAIChatParser:
     label = "OpenAI chat"
 
     def __init__(self) -> None:
-        self._last_at = 0
+        self._clock = Clock()
         self._conversations = 0
 
-    def parse(self, record: Any) -> list[ParsedItem]:
+    def parse(self, record: Any) -> list[records.ParsedItem]:
         """The items of one line; raises ``ValueError`` for a line of the wrong shape."""
         if isinstance(record, dict) and isinstance(record.get("messages"), list):
             self._conversations += 1
             key = f"conversation-{self._conversations}"
             model = record.get("model") if isinstance(record.get("model"), str) else None
-            items: list[ParsedItem] = []
+            items: list[records.ParsedItem] = []
             for message in record["messages"]:
                 items.extend(self.message(message, key, model))
             return items
         return self.message(record, None, None)
 
-    def message(self, message: Any, key: str | None, model: str | None) -> list[ParsedItem]:
+    def message(self, message: Any, key: str | None, model: str | None) -> list[records.ParsedItem]:
         """The items of one chat message."""
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
             raise ValueError("a chat message must be an object with a 'role'")
         role = message["role"]
-        at = parse_timestamp(message.get("created_at", message.get("timestamp")), self._last_at)
-        self._last_at = at
+        at = self._clock.at(message.get("created_at", message.get("timestamp")))
         if role == "tool":
             call_id = message.get("tool_call_id")
             if not isinstance(call_id, str):
@@ -65,7 +57,7 @@ class OpenAIChatParser:
             return [ToolResult(call_id, output, at, session_key=key)]
         if role not in _ROLES:
             raise ValueError(f"unknown role {role!r}")
-        parts: list[TextPart | ReasoningPart | ToolCall] = []
+        parts: list[records.TurnPart] = []
         reasoning = message.get("reasoning_content")
         if isinstance(reasoning, str) and reasoning:
             parts.append(ReasoningPart(text=reasoning))
@@ -77,13 +69,7 @@ class OpenAIChatParser:
                 continue
             raw = call.get("function")
             function: dict[str, Any] = raw if isinstance(raw, dict) else {}
-            parts.append(
-                ToolCall(
-                    call_id=str(call.get("id") or ""),
-                    name=str(function.get("name") or "unknown"),
-                    input=tool_input(function.get("arguments")),
-                )
-            )
+            parts.append(tool_call(call.get("id"), function.get("name"), function.get("arguments")))
         own_model = message.get("model")
         return [
             Turn(

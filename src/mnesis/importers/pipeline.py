@@ -3,7 +3,9 @@ cuts :class:`~mnesis.importers.batches.Batch` es into a bounded queue while the 
 loop writes the previous batch (the database works outside the GIL, so the two overlap).
 
 At most ``DEPTH`` cut batches wait in the queue, one is being built and one written:
-memory stays bounded whatever the file's size.
+memory stays bounded whatever the file's size. :func:`cut_batches` is the parsing
+itself, which :mod:`mnesis.importers.process` runs in a process of its own for a large
+file.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -19,7 +21,7 @@ from mnesis.importers.batches import Batch, BatchBuilder
 from mnesis.importers.reader import LineError
 from mnesis.importers.records import ParsedItem
 
-__all__ = ["DEPTH", "Limits", "ParseThread", "SourceLine"]
+__all__ = ["DEPTH", "Limits", "LineParser", "ParseThread", "SourceLine", "cut_batches"]
 
 DEPTH = 1
 """Cut batches that may wait for the writer."""
@@ -130,47 +132,58 @@ class ParseThread:
 
     def _run(self) -> None:
         try:
-            self._parse()
+            for batch in cut_batches(
+                self._lines, self._parser, self._builder, self._limits, self._start
+            ):
+                if not self._put(batch):
+                    return
         except BaseException as exc:  # handed to the event loop, raised by next()
             self._put(_End(exc))
         else:
             self._put(_End())
 
-    def _parse(self) -> None:
-        builder, parser, limits = self._builder, self._parser, self._limits
-        offset, number = self._start
-        read = 0
-        errors: list[tuple[int, str]] = []
-        for line in self._lines:
-            if isinstance(line, LineError):
-                items: list[ParsedItem] = []
-                problem: str | None = line.message
-            else:
-                try:
-                    items, problem = parser.parse(line.value), None
-                except (ValueError, TypeError) as exc:
-                    items, problem = [], str(exc)
-            if self._full() and (
-                builder.starts_message(items)
-                or builder.buffered_chars >= _HARD_CHARS * limits.chars
-            ):
-                # Cut before this line: a message split over lines stays one message.
-                if not self._put(self._cut(offset, number, read, errors)):
-                    return
-                read, errors = 0, []
-            read += 1
-            offset, number = line.end_offset, line.number
-            if problem is not None:
-                errors.append((line.number, problem))
-            for item in items:
-                builder.add(item)
-        self._put(self._cut(offset, number, read, errors))
 
-    def _full(self) -> bool:
-        builder, limits = self._builder, self._limits
-        return builder.buffered >= limits.messages or builder.buffered_chars >= limits.chars
+def cut_batches(
+    lines: Iterable[SourceLine | LineError],
+    parser: LineParser,
+    builder: BatchBuilder,
+    limits: Limits,
+    start: tuple[int, int],
+) -> Iterator[Batch]:
+    """Parse ``lines`` with ``parser`` into ``builder`` and yield each batch it cuts, the
+    last one (covering the rest of the lines, even if it holds no message) included.
+    ``start`` is the ``(offset, line number)`` the lines continue from."""
+    offset, number = start
+    read = 0
+    errors: list[tuple[int, str]] = []
+    for line in lines:
+        if isinstance(line, LineError):
+            items: list[ParsedItem] = []
+            problem: str | None = line.message
+        else:
+            try:
+                items, problem = parser.parse(line.value), None
+            except (ValueError, TypeError) as exc:
+                items, problem = [], str(exc)
+        full = builder.buffered >= limits.messages or builder.buffered_chars >= limits.chars
+        if full and (
+            builder.starts_message(items) or builder.buffered_chars >= _HARD_CHARS * limits.chars
+        ):
+            # Cut before this line: a message split over lines stays one message.
+            yield _cut(builder, offset, number, read, errors)
+            read, errors = 0, []
+        read += 1
+        offset, number = line.end_offset, line.number
+        if problem is not None:
+            errors.append((line.number, problem))
+        for item in items:
+            builder.add(item)
+    yield _cut(builder, offset, number, read, errors)
 
-    def _cut(self, offset: int, number: int, read: int, errors: list[tuple[int, str]]) -> Batch:
-        batch = self._builder.cut()
-        batch.offset, batch.lines, batch.lines_read, batch.errors = offset, number, read, errors
-        return batch
+
+def _cut(
+    builder: BatchBuilder, offset: int, number: int, read: int, errors: list[tuple[int, str]]
+) -> Batch:
+    batch = builder.cut()
+    batch.offset, batch.lines, batch.lines_read, batch.errors = offset, number, read, errors
+    return batch

@@ -14,13 +14,16 @@ from typing import Any, Literal
 from mnesis.models.parts import ReasoningPart, TextPart
 
 __all__ = [
+    "Clock",
     "Meta",
     "ParsedItem",
     "ToolCall",
     "ToolResult",
     "Turn",
+    "TurnPart",
     "as_text",
     "parse_timestamp",
+    "tool_call",
     "tool_input",
 ]
 
@@ -34,13 +37,17 @@ class ToolCall:
     input: dict[str, Any]
 
 
+TurnPart = TextPart | ReasoningPart | ToolCall
+"""What a turn is made of."""
+
+
 @dataclass(slots=True)
 class Turn:
     """One message of the source transcript."""
 
     role: Literal["system", "user", "assistant", "tool"]
     created_at: int
-    parts: list[TextPart | ReasoningPart | ToolCall] = field(default_factory=list)
+    parts: list[TurnPart] = field(default_factory=list)
     model: str | None = None
     sidechain: bool = False
     merge_key: str | None = None
@@ -90,6 +97,19 @@ def parse_timestamp(value: object, default: int) -> int:
     return default
 
 
+class Clock:
+    """The time of each line of a file: its own timestamp, or the previous line's when it
+    has none."""
+
+    def __init__(self) -> None:
+        self.last = 0
+
+    def at(self, value: object) -> int:
+        """:func:`parse_timestamp` of ``value``, defaulting to the previous line's time."""
+        self.last = parse_timestamp(value, self.last)
+        return self.last
+
+
 def as_text(content: object) -> str:
     """Text of a content value: a string, or a list of blocks with ``text`` fields."""
     if content is None:
@@ -122,3 +142,11 @@ def tool_input(value: object) -> dict[str, Any]:
             return {"arguments": value}
         return decoded if isinstance(decoded, dict) else {"arguments": decoded}
     return {} if value is None else {"arguments": value}
+
+
+def tool_call(
+    call_id: object, name: object, arguments: object, *, default_name: str = "unknown"
+) -> ToolCall:
+    """A :class:`ToolCall` from a line's raw values: a missing ID is ``""``, a missing name
+    ``default_name``, the arguments as :func:`tool_input` gives them."""
+    return ToolCall(str(call_id or ""), str(name or default_name), tool_input(arguments))

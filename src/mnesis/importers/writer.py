@@ -9,6 +9,7 @@ from mnesis.errors import PartNotFoundError
 from mnesis.importers.batches import Batch, Extension, part_tokens
 from mnesis.importers.records import ToolResult
 from mnesis.models.parts import ToolPart
+from mnesis.store.codec import pre_encoded
 from mnesis.store.immutable import ImmutableStore
 
 __all__ = ["BatchWriter"]
@@ -37,7 +38,11 @@ class BatchWriter:
         for extension in batch.extensions:
             await self._extend(extension)
         if batch.messages:
-            appended = await self.store.append_batch(batch.messages)
+            # A batch the parser process checked goes to the backend unchecked (the
+            # check would repeat on the same values); its parts come encoded.
+            append = self.store.backend.append_batch if batch.checked else self.store.append_batch
+            with pre_encoded(batch.encoded):
+                appended = await append(batch.messages)
             for new, landed in zip(batch.messages, appended, strict=True):
                 for part, part_id in zip(new.parts, landed.part_ids, strict=True):
                     if isinstance(part, ToolPart) and part.status.state == "running":

@@ -385,3 +385,10 @@ class StoreBackend(ABC):
     async def recent_turns(self, session_ids: Sequence[str], count: int) -> list[RecentTurn]:
         """The non-summary messages among the newest ``count`` of each session, by
         session then in conversation order; one read."""
+
+    @abstractmethod
+    async def used_bytes(self) -> int:
+        """The bytes the store's data occupies: on SQLite the file's pages that hold data
+        (free pages left out: how many there are depends on when the background
+        full-text merge last ran); on PostgreSQL the tables of the store's schema with
+        their indexes and TOAST data."""

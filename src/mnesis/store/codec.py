@@ -9,8 +9,10 @@ value that no longer decodes (a damaged file) raises
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextvars import ContextVar
 from typing import Any, cast
 
 from pydantic import ValidationError
@@ -36,6 +38,7 @@ __all__ = [
     "loads_column",
     "make_message",
     "part_from_data",
+    "pre_encoded",
     "searchable_text",
     "usage_from_sums",
 ]
@@ -94,11 +97,38 @@ def searchable_text(part: MessagePart) -> str | None:
     return None
 
 
+_PRE_ENCODED: ContextVar[dict[int, tuple[MessagePart, dict[str, Any]]] | None] = ContextVar(
+    "mnesis_pre_encoded", default=None
+)
+
+
+@contextlib.contextmanager
+def pre_encoded(encodings: Iterable[tuple[MessagePart, dict[str, Any]]]) -> Iterator[None]:
+    """Within the block (in this thread or task), :func:`encode_part` gives the listed
+    part objects the columns listed with them instead of encoding them again.
+
+    For columns that the store's own encoding (``encode_parts`` of the append path)
+    computed for these very objects elsewhere (a transcript import encodes in its parser
+    process); the objects must not change in between.
+    """
+    table = {id(part): (part, columns) for part, columns in encodings}
+    token = _PRE_ENCODED.set(table or None)
+    try:
+        yield
+    finally:
+        _PRE_ENCODED.reset(token)
+
+
 def encode_part(
     part: MessagePart, content: Callable[[dict[str, Any], str | None], str] | None = None
 ) -> dict[str, Any]:
     """Columns of a ``message_parts`` row (without ids, ordinals and timestamps);
     ``content(data, text_content)`` makes the ``content`` JSON (default: all of it)."""
+    table = _PRE_ENCODED.get()
+    if table is not None:
+        found = table.get(id(part))
+        if found is not None and found[0] is part:
+            return dict(found[1])
     data = part.model_dump(exclude={"id"})
     text = searchable_text(part)
     row: dict[str, Any] = {

@@ -396,3 +396,6 @@ class ImmutableStore(SummaryFacade):
         check_ids(session_ids, "session_ids")
         check_count(count, "count")
         return await self.backend.recent_turns(session_ids, count)
+
+    async def used_bytes(self) -> int:
+        return await self.backend.used_bytes()

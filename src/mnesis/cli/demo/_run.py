@@ -11,11 +11,9 @@ engine decides depends on the wall clock or on the iteration order of a set.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 
 from mnesis.cli.demo._config import DEMO_MODEL, SYSTEM_PROMPT, demo_config
 from mnesis.cli.demo._live import LiveStats
@@ -42,6 +40,7 @@ async def run_demo(
     # second demo run on the same file gets IDs of its own.
     with seeded_ids(seed * 1_000_003 + await _sessions_in(db_path)):
         report = await _run_session(db_path, turns=turns, seed=seed, on_turn=on_turn)
+    report.db_bytes = await _used_bytes(db_path)
     report.elapsed_s = time.perf_counter() - started
     return report
 
@@ -51,6 +50,17 @@ async def _sessions_in(db_path: str) -> int:
     try:
         store = await pool.acquire(demo_config(db_path).store)
         return len(await store.list_sessions(limit=1_000_000))
+    finally:
+        await pool.close_all()
+
+
+async def _used_bytes(db_path: str) -> int:
+    """The bytes the database's data occupies once the session is closed (its used
+    pages: how many pages the background full-text merge has freed depends on timing,
+    so the file's size would differ between two runs of one seed)."""
+    pool = StorePool()
+    try:
+        return await (await pool.acquire(demo_config(db_path).store)).used_bytes()
     finally:
         await pool.close_all()
 
@@ -94,23 +104,5 @@ async def _run_session(
 def run_demo_sync(
     db_path: str, turns: int, seed: int, on_turn: Callable[[LiveStats], None] | None = None
 ) -> DemoReport:
-    """:func:`run_demo` on its own event loop, with the database's size filled in."""
-    report = asyncio.run(run_demo(db_path, turns=turns, seed=seed, on_turn=on_turn))
-    report.db_bytes = _used_bytes(db_path)
-    return report
-
-
-def _used_bytes(db_path: str) -> int:
-    """The bytes the database's pages hold, free pages left out.
-
-    How many pages the background full-text merge has freed depends on timing,
-    so the file's size would differ between two runs of one seed.
-    """
-    conn = sqlite3.connect(f"{Path(db_path).resolve().as_uri()}?mode=ro", uri=True)
-    try:
-        pages = conn.execute("PRAGMA page_count").fetchone()[0]
-        free = conn.execute("PRAGMA freelist_count").fetchone()[0]
-        size = conn.execute("PRAGMA page_size").fetchone()[0]
-    finally:
-        conn.close()
-    return int((pages - free) * size)
+    """:func:`run_demo` on its own event loop."""
+    return asyncio.run(run_demo(db_path, turns=turns, seed=seed, on_turn=on_turn))

@@ -142,3 +142,14 @@ class PostgresStore(
 
     async def get_file_reference(self, content_or_file_id: str) -> FileReference | None:
         return await self.db.read(lambda conn: get_file(conn, content_or_file_id))
+
+    async def used_bytes(self) -> int:
+        async def _used(conn: Conn) -> int:
+            cur = await conn.execute(
+                "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'"
+            )
+            row = await cur.fetchone()
+            return int(row[0]) if row is not None else 0
+
+        return await self.db.read(_used)

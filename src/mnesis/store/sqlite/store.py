@@ -135,3 +135,11 @@ class SQLiteStore(
 
     async def get_file_reference(self, content_or_file_id: str) -> FileReference | None:
         return await self.db.read(lambda conn: _get_file(conn, content_or_file_id))
+
+    async def used_bytes(self) -> int:
+        def _used(conn: sqlite3.Connection) -> int:
+            pages = int(conn.execute("PRAGMA page_count").fetchone()[0])
+            free = int(conn.execute("PRAGMA freelist_count").fetchone()[0])
+            return (pages - free) * int(conn.execute("PRAGMA page_size").fetchone()[0])
+
+        return await self.db.read(_used)

@@ -1,0 +1,92 @@
+"""The child side of :mod:`mnesis.importers.process`: ``python -m
+mnesis.importers.parse_child`` reads a pickled :class:`ParseJob` on stdin, then writes
+each batch it cuts to stdout as one frame, then an end frame (or an error frame).
+
+A frame is a one-byte kind (:data:`BATCH`, :data:`END`, :data:`ERROR`), the payload's
+length (8 bytes, big-endian) and the payload. Writing blocks while the pipe is full, so
+the child stays at most one batch ahead of the writer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import pickle
+import signal
+import sys
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+from mnesis.importers.batches import Batch, BatchBuilder
+from mnesis.importers.formats import FORMATS
+from mnesis.importers.pipeline import Limits, cut_batches
+from mnesis.importers.reader import read_jsonl
+from mnesis.importers.wire import dump_batch
+from mnesis.store.checks import check_new_messages
+from mnesis.store.shared.batch import encode_batch
+
+__all__ = ["BATCH", "END", "ERROR", "HEADER_BYTES", "ParseJob", "main"]
+
+BATCH, END, ERROR = b"B", b"E", b"X"
+HEADER_BYTES = 9
+
+
+@dataclass(slots=True, frozen=True)
+class ParseJob:
+    """What the child parses: ``path`` from byte ``offset`` (line number ``line``) in
+    ``format``, continuing an earlier import's ``sessions`` and ``tails``."""
+
+    path: str
+    format: str
+    offset: int
+    line: int
+    limits: Limits
+    sessions: dict[str, str] | None = None
+    tails: dict[str, Any] | None = None
+
+
+def _frame(out: BinaryIO, kind: bytes, payload: bytes) -> None:
+    out.write(kind + len(payload).to_bytes(HEADER_BYTES - 1, "big"))
+    out.write(payload)
+    out.flush()
+
+
+def _encoded(batch: Batch) -> Batch:
+    """``batch`` checked and its parts encoded (IDs assigned) as the store's batch append
+    does both, so the writing process does neither again."""
+    check_new_messages(batch.messages)
+    batch.checked = True
+    for item, rows in encode_batch(batch.messages):
+        batch.encoded += ((part, row[2]) for part, row in zip(item.parts, rows, strict=True))
+    return batch
+
+
+def run(job: ParseJob, out: BinaryIO) -> None:
+    """Parse ``job`` and write its frames to ``out``."""
+    try:
+        parser = FORMATS[job.format]()
+        builder = BatchBuilder(label=parser.label, sessions=job.sessions, tails=job.tails)
+        lines = read_jsonl(job.path, offset=job.offset, line=job.line)
+        for batch in cut_batches(lines, parser, builder, job.limits, (job.offset, job.line)):
+            _frame(out, BATCH, dump_batch(_encoded(batch)))
+    except Exception as exc:  # handed to the writer, raised there
+        try:
+            payload = pickle.dumps(exc)
+        except Exception:
+            payload = pickle.dumps(RuntimeError(f"the import's parser failed: {exc!r}"))
+        _frame(out, ERROR, payload)
+        return
+    _frame(out, END, b"")
+
+
+def main() -> None:
+    """The child process's entry point."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the writer decides when to stop
+    gc.disable()  # as in the writer (see import_file): batches are young objects only
+    job = pickle.load(sys.stdin.buffer)
+    with contextlib.suppress(BrokenPipeError):  # the writer stopped reading
+        run(job, sys.stdout.buffer)
+
+
+if __name__ == "__main__":
+    main()

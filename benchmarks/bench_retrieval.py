@@ -33,6 +33,7 @@ from mnesis.config import CompactionConfig, RetrievalConfig
 from mnesis.models.ids import new_id
 from mnesis.models.message import Message
 from mnesis.models.parts import TextPart
+from mnesis.retrieval.results import MessageDescription
 from mnesis.store.base import NewMessage
 from mnesis.testing import SESSIONS, generate, replay
 
@@ -85,6 +86,7 @@ async def recall(tmp: str, names: list[str]) -> list[tuple[str, int, int, int, i
         compacted = at5 = at1 = reached = 0
         for location in result.facts:
             described = await session.describe(location.message_id)
+            assert isinstance(described, MessageDescription)
             if described.in_context:
                 continue
             compacted += 1

@@ -25,10 +25,11 @@ import os
 import tempfile
 
 from mnesis import MnesisConfig, MnesisSession, StorePool, TextPart, ToolPart
-from mnesis.compaction.extractive import _IDENT_RE, _PATH_RE
+from mnesis.compaction.facts import IDENT_RE, PATH_RE
 from mnesis.compaction.file_ids import FILE_ID_RE
 from mnesis.config import CompactionConfig
 from mnesis.models.message import MessageWithParts
+from mnesis.retrieval.results import MessageDescription
 from mnesis.testing import SESSIONS, generate, replay
 
 FACT_VALUES = {
@@ -53,8 +54,8 @@ def _config() -> MnesisConfig:
 
 
 def _terms(text: str) -> set[str]:
-    found = {m.group(0).rstrip(".,:;") for m in _PATH_RE.finditer(text)}
-    found |= {next(g for g in m.groups() if g) for m in _IDENT_RE.finditer(text)}
+    found = {m.group(0).rstrip(".,:;") for m in PATH_RE.finditer(text)}
+    found |= {next(g for g in m.groups() if g) for m in IDENT_RE.finditer(text)}
     # File IDs are measured separately: the summary row keeps all of them.
     return {t.strip() for t in found if len(t.strip()) > 2 and not FILE_ID_RE.fullmatch(t.strip())}
 
@@ -102,6 +103,7 @@ async def measure(tmp: str, name: str) -> dict[str, float]:
     facts_leaf = facts_context = compacted = 0
     for location in result.facts:
         described = await session.describe(location.message_id)
+        assert isinstance(described, MessageDescription)
         if described.in_context:
             continue
         compacted += 1

@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from tests.compaction import small_window_config
 
+from benchmarks.crash_trials import campaign_config
 from mnesis import MnesisSession
 from mnesis.errors import MnesisStoreError
 from mnesis.integrity import IntegrityChecker
@@ -46,7 +46,7 @@ TEXT = "lorem ipsum dolor sit amet " * 90
 
 
 async def _writer(url: str, mode: str, sessions: int, turns: int) -> dict[str, Any]:
-    config = small_window_config(compaction_model="extractive", mode=mode)
+    config = campaign_config(compaction_model="extractive", mode=mode)
     opened = [
         await MnesisSession.create(model="fake/model", db_path=url, llm=FakeLLM(), config=config)
         for _ in range(sessions)

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from mnesis.retrieval.engine import RetrievalEngine
     from mnesis.session import MnesisSession
 
-__all__ = ["PrometheusMetrics", "count_integrity_report", "shared_series"]
+__all__ = ["PrometheusMetrics", "count_integrity_report", "registry_or_default", "shared_series"]
 
 _LATENCY_BUCKETS_MS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
 
@@ -42,11 +42,9 @@ class PrometheusMetrics:
     """The ``lcm_*`` metrics, registered on ``registry`` (default: prometheus' global one)."""
 
     def __init__(self, registry: Any = None) -> None:
-        try:
-            from prometheus_client import REGISTRY, Counter, Gauge, Histogram
-        except ImportError as exc:
-            raise MissingDependencyError("Prometheus metrics", "metrics") from exc
-        reg = registry if registry is not None else REGISTRY
+        reg = registry_or_default(registry)
+        from prometheus_client import Counter, Gauge, Histogram
+
         self.registry: Any = reg
         """The ``prometheus_client`` registry the series live on."""
         self.context_tokens = Gauge(
@@ -136,6 +134,18 @@ class PrometheusMetrics:
     def record_integrity_report(self, report: IntegrityReport) -> None:
         """Count the violations of an integrity check."""
         count_integrity_report(self.integrity_failures, report)
+
+
+def registry_or_default(registry: Any) -> Any:
+    """``registry``, or prometheus' global one when it is ``None``.
+
+    Raises :class:`~mnesis.errors.MissingDependencyError` when ``prometheus_client``
+    (the extra ``metrics``) is not installed."""
+    try:
+        from prometheus_client import REGISTRY
+    except ImportError as exc:
+        raise MissingDependencyError("Prometheus metrics", "metrics") from exc
+    return registry if registry is not None else REGISTRY
 
 
 def shared_series(registry: Any) -> tuple[Any, Any]:

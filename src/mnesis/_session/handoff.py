@@ -14,13 +14,11 @@ import asyncio
 import logging
 import time
 
-from mnesis._session.meter import ContextMeter
-from mnesis.compaction.engine import CompactionEngine
-from mnesis.config import MnesisConfig
+from mnesis._session.target import SessionCompaction
+from mnesis.config import CompactionConfig
 from mnesis.errors import MnesisStoreError
 from mnesis.events.bus import MnesisEvent
 from mnesis.models.message import CompactionResult
-from mnesis.models.model_info import ModelInfo
 from mnesis.store.jobs import CompactionQueue
 
 __all__ = ["WorkerHandoff"]
@@ -35,20 +33,13 @@ class WorkerHandoff:
     """Queues one session's compactions for workers and waits for them when it must."""
 
     def __init__(
-        self,
-        queue: CompactionQueue,
-        engine: CompactionEngine,
-        meter: ContextMeter,
-        config: MnesisConfig,
-        model_info: ModelInfo,
-        session_id: str,
+        self, queue: CompactionQueue, target: SessionCompaction, config: CompactionConfig
     ) -> None:
         self._queue = queue
-        self._engine = engine
-        self._meter = meter
+        self._target = target
+        self._meter = target.meter
         self._config = config
-        self._model_info = model_info
-        self._session_id = session_id
+        self._session_id = target.session_id
         self._pending = False
         self._broken = False
 
@@ -62,15 +53,14 @@ class WorkerHandoff:
         if self._pending and await self._state() is None:
             self._pending = False
             await self._meter.refresh()
-        size = self._meter.view_tokens
-        if self._pending or not self._engine.is_soft_overflow(size, self._model_info):
+        if self._pending or not self._target.over_soft_limit():
             return False
-        return await self._request(size)
+        return await self._request(self._meter.view_tokens)
 
     async def before_model_call(self) -> CompactionResult | None:
         """Bring a context over the hard threshold under it (see the module docstring);
         the result of an inline compaction, None when a worker's job did it."""
-        cfg = self._config.compaction
+        cfg = self._config
         if await self._request(self._meter.view_tokens):
             started = time.monotonic()
             run_bound = cfg.model_timeout_seconds * 3 + 60
@@ -84,12 +74,10 @@ class WorkerHandoff:
                 await asyncio.sleep(POLL_SECONDS)
             self._pending = False
             await self._meter.refresh()
-            if not self._engine.is_hard_overflow(self._meter.view_tokens, self._model_info):
+            if not self._target.over_hard_limit():
                 return None  # a worker compacted: its result is in its job's run row
             logger.info("no worker compacted %s in time; compacting inline", self._session_id)
-        result = await self._engine.run_compaction(self._session_id)
-        await self._meter.refresh()
-        return result
+        return await self._target.run_inline()
 
     async def _request(self, size: int) -> bool:
         if self._broken:
@@ -100,7 +88,7 @@ class WorkerHandoff:
             self._give_up(exc)
             return False
         self._pending = True
-        self._engine.bus.publish(
+        self._target.engine.bus.publish(
             MnesisEvent.COMPACTION_TRIGGERED,
             {
                 "session_id": self._session_id,

@@ -12,6 +12,7 @@ from mnesis._session.indexer import SemanticIndexer
 from mnesis._session.meter import ContextMeter
 from mnesis._session.model_round import ModelRound
 from mnesis._session.state import OpenState
+from mnesis._session.target import SessionCompaction
 from mnesis._session.tools import ToolLoop
 from mnesis._session.turns import TurnRunner
 from mnesis._session.writer import MessageWriter
@@ -111,7 +112,9 @@ def wire(
         on_commit=on_compaction_commit,
     )
     _offline_compaction(engine, config, llm)
-    gate = CompactionGate(engine, meter, config, model_info, session_id)
+    gate = CompactionGate(
+        SessionCompaction(engine, meter, model_info, session_id), config.compaction
+    )
     retrieval = RetrievalEngine(store, session_id, estimator=estimator, config=config.retrieval)
     expander = SubAgentExpander(
         store, session_id, retrieval=retrieval, estimator=estimator, config=config, spawn=spawn

@@ -328,11 +328,6 @@ def _check_line(value: int | None, name: str) -> None:
 
 
 def _part(ref: FileReference, path: str) -> FileRefPart:
-    return FileRefPart(
-        content_id=ref.content_id,
-        file_id=ref.file_id,
-        path=path,
-        file_type=ref.file_type,
-        token_count=ref.token_count,
-        exploration_summary=ref.exploration_summary,
-    )
+    """The part naming ``ref`` as read from ``path``."""
+    part = FileRefPart.model_validate(ref, from_attributes=True)
+    return part.model_copy(update={"path": path})

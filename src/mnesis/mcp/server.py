@@ -134,17 +134,7 @@ class MnesisMCP:
             raise ValueError(f"limit must be an integer from 1 to 200, got {limit!r}")
         records = await self.scope.sessions(await self.store(), limit=limit)
         listed = SessionList(
-            sessions=[
-                SessionSummary(
-                    id=r.id,
-                    model=r.model,
-                    agent=r.agent,
-                    parent_id=r.parent_id,
-                    title=r.title,
-                    created_at=r.created_at,
-                )
-                for r in records
-            ]
+            sessions=[SessionSummary.model_validate(r, from_attributes=True) for r in records]
         )
         return listed.model_dump(mode="json")
 

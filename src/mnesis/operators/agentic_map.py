@@ -37,7 +37,7 @@ from mnesis.operators.agentic_plan import (
     ToolHandler,
     plan_run,
 )
-from mnesis.operators.checks import check_event_bus, operator_config
+from mnesis.operators.checks import check_event_bus, check_model, operator_config, run_model
 from mnesis.operators.concurrency import iterate
 from mnesis.operators.results import AgentMapBatch, AgentMapResult
 from mnesis.operators.runner import MapRun, collect_batch
@@ -73,7 +73,7 @@ class AgenticMap:
         self._config = operator_config(config)
         self._bus = check_event_bus(event_bus)
         if model is not None:
-            _check_model(model)
+            check_model(model)
         if pool is not None and not isinstance(pool, StorePool):
             raise InvalidArgumentError(f"pool must be a StorePool, got {type(pool).__name__}")
         if session_config is not None and not isinstance(session_config, MnesisConfig):
@@ -142,7 +142,7 @@ class AgenticMap:
         """
         plan = plan_run(
             self._config,
-            self._model_for(model),
+            run_model(model, self._model, "AgenticMap"),
             inputs,
             prompt_template,
             read_only=read_only,
@@ -180,7 +180,7 @@ class AgenticMap:
         """Like :meth:`run`, collected into an :class:`AgentMapBatch` sorted by ``index``."""
         plan = plan_run(
             self._config,
-            self._model_for(model),
+            run_model(model, self._model, "AgenticMap"),
             inputs,
             prompt_template,
             read_only=read_only,
@@ -196,13 +196,6 @@ class AgenticMap:
             retry_failed=retry_failed,
         )
         return await collect_batch(self._stream(plan), plan.run_id, AgentMapBatch)
-
-    def _model_for(self, model: str | None) -> str:
-        if model is not None:
-            return _check_model(model)
-        if self._model is None:
-            raise InvalidArgumentError("no model: pass model= to AgenticMap(...) or to run()")
-        return self._model
 
     # -- execution ------------------------------------------------------------
     async def _stream(self, plan: AgentPlan) -> AsyncGenerator[AgentMapResult, None]:
@@ -270,9 +263,3 @@ class AgenticMap:
             async for result in results:
                 yield result
         run.finish(len(rows))
-
-
-def _check_model(model: object) -> str:
-    if not isinstance(model, str) or not model.strip():
-        raise InvalidArgumentError(f"model must be a non-empty string, got {model!r}")
-    return model

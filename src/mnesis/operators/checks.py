@@ -7,7 +7,7 @@ from mnesis.config import MnesisConfig, OperatorConfig
 from mnesis.errors import InvalidArgumentError
 from mnesis.events.bus import EventBus
 
-__all__ = ["check_event_bus", "int_at_least", "operator_config"]
+__all__ = ["check_event_bus", "check_model", "int_at_least", "operator_config", "run_model"]
 
 
 def operator_config(config: object) -> OperatorConfig:
@@ -36,3 +36,20 @@ def int_at_least(value: object, minimum: int, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise InvalidArgumentError(f"{name} must be an integer >= {minimum}, got {value!r}")
     return value
+
+
+def check_model(model: object) -> str:
+    """``model`` if it is a non-empty string."""
+    if not isinstance(model, str) or not model.strip():
+        raise InvalidArgumentError(f"model must be a non-empty string, got {model!r}")
+    return model
+
+
+def run_model(given: object, default: str | None, operator: str) -> str:
+    """The model of one run of ``operator``: ``given`` (checked) or else the ``default``
+    given to its constructor; one of them must be there."""
+    if given is not None:
+        return check_model(given)
+    if default is None:
+        raise InvalidArgumentError(f"no model: pass model= to {operator}(...) or to run()")
+    return default

@@ -37,7 +37,13 @@ from mnesis.events.bus import EventBus
 from mnesis.llm import LLMClient, LLMRequest, complete, resolve_client
 from mnesis.models.ids import new_id
 from mnesis.models.tokens import TokenUsage
-from mnesis.operators.checks import check_event_bus, int_at_least, operator_config
+from mnesis.operators.checks import (
+    check_event_bus,
+    check_model,
+    int_at_least,
+    operator_config,
+    run_model,
+)
 from mnesis.operators.concurrency import enumerate_inputs
 from mnesis.operators.errors import TemplateRenderError
 from mnesis.operators.jsonl import Unreadable, map_file
@@ -96,8 +102,8 @@ class LLMMap:
     ) -> None:
         self._config = operator_config(config)
         self._bus = check_event_bus(event_bus)
-        if model is not None and (not isinstance(model, str) or not model.strip()):
-            raise InvalidArgumentError(f"model must be a non-empty string, got {model!r}")
+        if model is not None:
+            check_model(model)
         if isinstance(retry_backoff, bool) or not isinstance(retry_backoff, int | float):
             raise InvalidArgumentError("retry_backoff must be a number of seconds")
         if retry_backoff < 0:
@@ -228,11 +234,7 @@ class LLMMap:
             _check_inputs(inputs)
         template = ItemTemplate(prompt_template)
         output = OutputSpec(options.output_schema)
-        chosen = options.model if options.model is not None else self._model
-        if chosen is None:
-            raise InvalidArgumentError("no model: pass model= to LLMMap(...) or to run()")
-        if not isinstance(chosen, str) or not chosen.strip():
-            raise InvalidArgumentError(f"model must be a non-empty string, got {chosen!r}")
+        chosen = run_model(options.model, self._model, "LLMMap")
         system_prompt = options.system_prompt
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise InvalidArgumentError("system_prompt must be a string")

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mnesis.errors import MissingDependencyError
-from mnesis.metrics import count_integrity_report, shared_series
+from mnesis.metrics import count_integrity_report, registry_or_default, shared_series
 
 if TYPE_CHECKING:
     from mnesis.integrity.checker import IntegrityReport
@@ -27,11 +26,9 @@ class WorkerMetrics:
     """The series of one worker process (on ``registry``, default prometheus' global one)."""
 
     def __init__(self, registry: Any = None) -> None:
-        try:
-            from prometheus_client import REGISTRY, Counter, Histogram
-        except ImportError as exc:
-            raise MissingDependencyError("Prometheus metrics", "metrics") from exc
-        reg = registry if registry is not None else REGISTRY
+        reg = registry_or_default(registry)
+        from prometheus_client import Counter, Histogram
+
         self.jobs = Counter(
             "lcm_worker_jobs",
             "Jobs finished by task and outcome",

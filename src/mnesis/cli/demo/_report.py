@@ -23,6 +23,7 @@ from mnesis.models.message import MessageWithParts
 from mnesis.models.parts import CompactionPart, MessagePart, ToolPart
 from mnesis.session import MnesisSession
 from mnesis.store.base import SummaryRecord
+from mnesis.store.session_stats import SessionStats
 from mnesis.testing.conversations import PlantedFact
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
 
@@ -56,13 +57,9 @@ class DemoReport:
     seed: int
     live: LiveStats
     context: BuiltContext
-    user_messages: int = 0
-    assistant_messages: int = 0
-    summary_markers: int = 0
-    parts: int = 0
-    tool_calls: int = 0
+    stats: SessionStats
+    """The store's counts of the session (messages, markers, parts, tool calls, pruned)."""
     tool_errors: int = 0
-    tombstoned: int = 0
     history_tokens: int = 0
     sessions_in_db: int = 1
     instructions_visible: list[str] = field(default_factory=list)
@@ -72,6 +69,11 @@ class DemoReport:
     summaries: list[SummaryRecord] = field(default_factory=list)
     elapsed_s: float = 0.0
     db_bytes: int = 0
+
+    @property
+    def assistant_messages(self) -> int:
+        """Conversation messages that are not the user's (the model's replies)."""
+        return self.stats.messages - self.stats.turns
 
     @property
     def context_summaries(self) -> int:
@@ -125,22 +127,14 @@ async def collect_report(
         seed=seed,
         live=live,
         context=await session.build_context(),
+        stats=(await session.store.session_stats([session.id]))[session.id],
     )
     summary_ids: list[str] = []
     for message in messages:
-        report.parts += len(message.parts)
         if message.message.is_summary:
-            report.summary_markers += 1
             summary_ids += [p.summary_id for p in message.parts if isinstance(p, CompactionPart)]
             continue
-        if message.role == "user":
-            report.user_messages += 1
-        elif message.role == "assistant":
-            report.assistant_messages += 1
-        for tool in message.tool_parts:
-            report.tool_calls += 1
-            report.tool_errors += tool.status.state == "error"
-            report.tombstoned += tool.status.compacted_at is not None
+        report.tool_errors += sum(tool.status.state == "error" for tool in message.tool_parts)
     report.history_tokens = full_history_tokens(
         messages, TokenEstimator(session.model_info.encoding)
     )
@@ -173,15 +167,15 @@ def _stored_table(r: DemoReport) -> Table:
     table.add_row("database", f"{escape(r.db_path)} · {format_bytes(r.db_bytes)}")
     table.add_row(
         "messages",
-        f"{r.user_messages + r.assistant_messages:,} ({r.user_messages:,} user, "
+        f"{r.stats.messages:,} ({r.stats.turns:,} user, "
         f"{r.assistant_messages:,} assistant) + "
-        + _plural(r.summary_markers, "summary marker", "summary markers"),
+        + _plural(r.stats.compactions, "summary marker", "summary markers"),
     )
-    table.add_row("parts", f"{r.parts:,}")
+    table.add_row("parts", f"{r.stats.parts:,}")
     table.add_row(
         "tool calls",
-        f"{r.tool_calls:,} ({_plural(r.tool_errors, 'error', 'errors')}; "
-        f"{_plural(r.tombstoned, 'output', 'outputs')} pruned from the "
+        f"{r.stats.tool_calls:,} ({_plural(r.tool_errors, 'error', 'errors')}; "
+        f"{_plural(r.stats.pruned_tool_outputs, 'output', 'outputs')} pruned from the "
         "context, still stored)",
     )
     table.add_row(
@@ -217,8 +211,7 @@ def _context_table(r: DemoReport) -> Table:
     )
     table.add_row(
         "full history",
-        f"{format_tokens(r.history_tokens)} tokens in "
-        f"{r.user_messages + r.assistant_messages:,} messages",
+        f"{format_tokens(r.history_tokens)} tokens in {r.stats.messages:,} messages",
     )
     table.add_row("compression", f"[bold]{ratio:.1f}×[/] (full history / next context)")
     given = len(r.instructions_visible) + len(r.instructions_lost)

@@ -118,9 +118,9 @@ def _floor(source: str, target: str, *, fts: bool = True) -> tuple[float, float]
         started, cpu = time.perf_counter(), time.process_time()
         dst.execute("BEGIN IMMEDIATE")
         dst.execute("INSERT INTO fts_deferred (id) VALUES (1)")
-        for table, (columns, rows) in tables.items():
+        for table, (columns, values) in tables.items():
             marks = ", ".join("?" for _ in columns)
-            dst.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
+            dst.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", values)
         if fts:
             dst.execute(INDEX_NEW_PARTS, (0,))
         dst.execute("DELETE FROM fts_deferred")
@@ -172,7 +172,7 @@ async def _run(turns: int) -> None:
 def _new_database(dsn: str) -> str:
     name = f"mnesis_import_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8'")  # type: ignore[arg-type]
+        conn.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8'")
     return with_database(dsn, name)
 
 

@@ -85,7 +85,7 @@ def pg_server() -> Iterator[str]:
 def _new_database(dsn: str) -> str:
     name = f"mnesis_bench_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8'")  # type: ignore[arg-type]
+        conn.execute(f"CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8'")
     return with_database(dsn, name)
 
 

@@ -188,7 +188,7 @@ class Builder:
         message = Message(
             id=new_id("msg"),
             session_id=self.session_id,
-            role=role,  # type: ignore[arg-type]
+            role=role,
             created_at=self.at(index) if at is None else at,
             token_estimate=60,
         )
@@ -253,19 +253,21 @@ def build(session_id: str, total: int, seed: int = 7) -> Corpus:
         fact, question = PARAPHRASES[i % len(PARAPHRASES)]
         name = names[i % len(names)]
 
-        def plant(fact: str = fact, question: str = question, name: str = name) -> None:
+        def plant_paraphrase(fact: str = fact, question: str = question, name: str = name) -> None:
             q = Question("paraphrase", question.format(n=name))
             q.evidence.append(b.say("user", fact.format(n=name)))
             b.say("assistant", "Noted, thanks for letting us know.")
             b.corpus.questions.append(q)
 
-        plants.append(plant)
+        plants.append(plant_paraphrase)
 
     for i in range(50):
         topic, options = TOPICS[i % len(TOPICS)]
         service = SERVICES[i % len(SERVICES)]
 
-        def plant(topic: str = topic, options: list[str] = options, service: str = service) -> None:
+        def plant_reply(
+            topic: str = topic, options: list[str] = options, service: str = service
+        ) -> None:
             pick = rng.choice(options)
             q = Question("reply", f"what did we decide about the {service} {topic}")
             b.say("user", f"For {service}: should the {topic} be {' or '.join(options)}?")
@@ -274,14 +276,14 @@ def build(session_id: str, total: int, seed: int = 7) -> Corpus:
             )
             b.corpus.questions.append(q)
 
-        plants.append(plant)
+        plants.append(plant_reply)
 
     for i in range(50):
         topic, options = TOPICS[i % len(TOPICS)]
         service = SERVICES[(i * 7) % len(SERVICES)]
         wanted = WEEKDAYS[i % 5]
 
-        def plant(
+        def plant_temporal(
             topic: str = topic,
             options: list[str] = options,
             service: str = service,
@@ -300,7 +302,7 @@ def build(session_id: str, total: int, seed: int = 7) -> Corpus:
                     q.evidence.append(said)
             b.corpus.questions.append(q)
 
-        plants.append(plant)
+        plants.append(plant_temporal)
 
     for i in range(50):
         name = names[(i + 17) % len(names)]
@@ -333,7 +335,7 @@ def build(session_id: str, total: int, seed: int = 7) -> Corpus:
         word = ["timeout", "cache", "retry"][(i // len(SERVICES) + i) % 3]
         limit = 5 + i
 
-        def plant(service: str = service, word: str = word, limit: int = limit) -> None:
+        def plant_toollog(service: str = service, word: str = word, limit: int = limit) -> None:
             q = Question("toollog", f"what must the {service} {word} limit stay at")
             for _ in range(3):
                 b.tool_log(service, word)
@@ -345,18 +347,20 @@ def build(session_id: str, total: int, seed: int = 7) -> Corpus:
             b.trace(f"{service} {word} limit", f"the {service} {word} limit question")
             b.corpus.questions.append(q)
 
-        plants.append(plant)
+        plants.append(plant_toollog)
 
     for i in range(50):
         fact, question = CODING[i % len(CODING)]
         service = SERVICES[(i // 2) % len(SERVICES)]
 
-        def plant(fact: str = fact, question: str = question, service: str = service) -> None:
+        def plant_coding(
+            fact: str = fact, question: str = question, service: str = service
+        ) -> None:
             q = Question("coding", question.format(s=service))
             q.evidence.append(b.say("assistant", fact.format(s=service)))
             b.corpus.questions.append(q)
 
-        plants.append(plant)
+        plants.append(plant_coding)
 
     # Multi-hop halves stay in order (owner first); everything else is spread evenly.
     slots = sorted(rng.sample(range(total), len(plants)))

@@ -148,8 +148,8 @@ def quantisation(path: str, rows: int | None) -> None:
     print("|---|---|---|---|---|---|")
     for name in ("float32", "int8"):
         cells = [f"{statistics.mean(found[name][k]):.3f}" if asked else "-" for k in (1, 5, 10)]
-        share = "1.000" if name == "float32" else f"{statistics.mean(overlap):.3f}"
-        cells += [share, f"{statistics.median(millis[name]):.1f}"]
+        agreed = "1.000" if name == "float32" else f"{statistics.mean(overlap):.3f}"
+        cells += [agreed, f"{statistics.median(millis[name]):.1f}"]
         print(f"| {name} | " + " | ".join(cells) + " |")
 
 

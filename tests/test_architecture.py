@@ -20,6 +20,7 @@ cycle); only imports under ``if TYPE_CHECKING:`` are ignored.
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -74,9 +75,7 @@ def _import_graph() -> dict[str, set[str]]:
                     target = f"{node.module}.{alias.name}"
                     graph[module].add(target if target in modules else node.module)
             elif isinstance(node, ast.Import):
-                graph[module].update(
-                    a.name for a in node.names if a.name.split(".")[0] == "mnesis"
-                )
+                graph[module].update(a.name for a in node.names if a.name.split(".")[0] == "mnesis")
             elif isinstance(node, ast.ImportFrom) and node.level:
                 raise AssertionError(f"{module}: use absolute imports, not relative ones")
     return graph
@@ -140,3 +139,93 @@ def test_imports_point_down_the_layers() -> None:
 
 def test_the_checker_sees_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+DOC = SRC.parents[1] / "docs" / "architecture.md"
+_FILE_NAME = re.compile(r"(?<![\w/.])([A-Za-z_]\w*\.py)\b")
+_DESCRIPTION_COLUMN = 20
+
+
+def _code_block_after(heading: str) -> list[str]:
+    text = DOC.read_text(encoding="utf-8")
+    after = text[text.index(heading) :]
+    start = after.index("```\n") + 4
+    return after[start : after.index("```", start)].splitlines()
+
+
+def _layers_in_the_doc() -> list[set[str]]:
+    """The picture's rows (a row without a layer name is a lower tier of the one above),
+    lowest first, as the package names ``_package`` gives."""
+    layers: list[set[str]] = []
+    for line in _code_block_after("## Layers"):
+        tokens = re.findall(r"[\w/.]+(?:/|\.py)", line)
+        if tokens:
+            layers.append(
+                {
+                    "mnesis" if token == "mnesis/__init__.py" else _package(f"mnesis.{name}")
+                    for token in tokens
+                    for name in [token.removesuffix("/").removesuffix(".py")]
+                }
+            )
+    return layers[::-1]
+
+
+def _modules_named_in_the_doc() -> dict[str, list[str]]:
+    """Each folder of the folder map (``"."`` for ``mnesis/``) → the file names its entry
+    names, in order, repeats kept."""
+    named: dict[str, list[str]] = defaultdict(list)
+    stack: list[str] = []
+    folder = "."
+    for line in _code_block_after("## Folders"):
+        indent = len(line) - len(line.lstrip())
+        first = line.split()[0] if line.strip() else ""
+        if indent < _DESCRIPTION_COLUMN and first.endswith("/"):
+            depth = indent // 2
+            stack[depth:] = [first.removesuffix("/")]
+            folder = "/".join(stack[1:]) or "."
+            line = line[indent + len(first) :]
+        elif indent < _DESCRIPTION_COLUMN and first.endswith(".py"):
+            folder = "/".join(stack[1 : indent // 2]) or "."
+        named[folder].extend(_FILE_NAME.findall(line))
+    return named
+
+
+def _modules_on_disk() -> dict[str, set[str]]:
+    found: dict[str, set[str]] = defaultdict(set)
+    for path in SRC.rglob("*.py"):
+        relative = path.relative_to(SRC)
+        folder = relative.parent.as_posix()
+        if path.name == "__init__.py" and folder != ".":
+            continue
+        if relative.parent.name == "migrations" and re.fullmatch(r"m\d{3}_\w+\.py", path.name):
+            continue
+        found[folder].add(path.name)
+    return found
+
+
+def test_the_doc_draws_the_layers_the_rule_enforces() -> None:
+    assert _layers_in_the_doc() == LAYERS
+
+
+def test_the_folder_map_names_every_module_once() -> None:
+    named = _modules_named_in_the_doc()
+    on_disk = _modules_on_disk()
+    missing = sorted(
+        f"{folder}/{name}"
+        for folder, names in on_disk.items()
+        for name in names
+        if name not in named.get(folder, [])
+    )
+    unknown = sorted(
+        f"{folder}/{name}"
+        for folder, names in named.items()
+        for name in set(names)
+        if name not in on_disk.get(folder, set())
+    )
+    repeated = sorted(
+        f"{folder}/{name}"
+        for folder, names in named.items()
+        for name in set(names)
+        if names.count(name) > 1
+    )
+    assert (missing, unknown, repeated) == ([], [], [])

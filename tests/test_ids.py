@@ -6,7 +6,9 @@ import threading
 
 import pytest
 
-from mnesis.models.ids import ID_PREFIXES, is_valid_id, new_id
+from mnesis.errors import InvalidArgumentError
+from mnesis.models.ids import ID_PREFIXES, is_valid_id, new_id, seeded_ids
+from mnesis.tokens.estimator import TokenEstimator
 
 PREFIXES = ["sess", "msg", "part", "sum", "file", "run"]
 
@@ -82,3 +84,37 @@ class TestValidation:
     def test_an_id_checked_against_another_prefix_is_not_valid(self) -> None:
         assert is_valid_id(new_id("msg"), "sess") is False
         assert is_valid_id(new_id("sess"), "sess") is True
+
+
+def _seeded(seed: int, era: int, count: int = 200) -> list[str]:
+    with seeded_ids(seed, era=era):
+        return [new_id("msg") for _ in range(count)]
+
+
+class TestSeeded:
+    def test_one_seed_and_era_give_the_same_ids(self) -> None:
+        assert _seeded(7, 3) == _seeded(7, 3)
+        assert all(is_valid_id(value, "msg") for value in _seeded(7, 300))
+
+    def test_eras_never_share_an_id(self) -> None:
+        seen: set[str] = set()
+        for era in (*range(0, 260, 7), 256, 512):
+            ids = _seeded(7, era, 50)
+            assert seen.isdisjoint(ids)
+            seen.update(ids)
+
+    def test_the_first_eighty_eras_differ_in_digits_alone(self) -> None:
+        estimator = TokenEstimator()
+        first = _seeded(7, 0)
+        for era in (1, 9, 79):
+            other = _seeded(7, era)
+            assert [a[6:] for a in first] == [b[6:] for b in other]
+            assert all(b[4:6].isdigit() for b in other)
+            assert [estimator.estimate(f"see {a}.") for a in first] == [
+                estimator.estimate(f"see {b}.") for b in other
+            ]
+
+    @pytest.mark.parametrize("era", [-1, True, 1.5, "2"])
+    def test_a_bad_era_is_rejected(self, era: object) -> None:
+        with pytest.raises(InvalidArgumentError), seeded_ids(1, era=era):  # type: ignore[arg-type]
+            pass

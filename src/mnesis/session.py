@@ -82,6 +82,7 @@ class MnesisSession(SessionView):
             context_tokens=context_tokens,
             token_usage=token_usage,
             spawn=self._spawn_sub_agent,
+            expand_tool=self._expand_query_tool,
         )
         super().__init__(record=record, store=store, config=config, bus=bus, wiring=wiring)
         self._llm = llm
@@ -280,12 +281,7 @@ class MnesisSession(SessionView):
         (a child session granted only the matching summaries)."""
         self._wiring.state.check_open()
         return await self._wiring.expander.expand_query(
-            prompt,
-            query=query,
-            summary_ids=summary_ids,
-            token_cap=token_cap,
-            max_answer_tokens=max_answer_tokens,
-            timeout=timeout,
+            prompt, query, summary_ids, token_cap, max_answer_tokens, timeout
         )
 
     async def handle_file(self, path: str) -> FileHandleResult:
@@ -343,3 +339,6 @@ class MnesisSession(SessionView):
     ) -> tuple[MnesisSession, ToolLoop]:
         child = await self.spawn_child(agent=agent, system_prompt=system_prompt)
         return child, child._wiring.tools
+
+    async def _expand_query_tool(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        return (await self.expand_query(**arguments)).model_dump()

@@ -84,3 +84,17 @@ def test_two_runs_with_one_seed_print_the_same_bytes(tmp_path: Path) -> None:
     second = _demo_output(tmp_path / "b", "2")
     assert b"summaries" in first and b"compactions over 250 turns" in first
     assert first == second
+
+
+def test_a_second_run_on_the_same_file_gives_the_same_session(tmp_path: Path) -> None:
+    cwd = tmp_path / "same"
+    cwd.mkdir()
+    first = _demo_output(cwd, "1").decode().splitlines()
+    second = _demo_output(cwd, "2").decode().splitlines()
+    # Only the session's ID and count, the file's size and the summary's ID may differ.
+    moved = [i for i, (a, b) in enumerate(zip(first, second, strict=True)) if a != b]
+    assert len(moved) == 3
+    assert "(1 in this database)" in first[moved[0]]
+    assert "(2 in this database)" in second[moved[0]]
+    assert "demo.db ·" in first[moved[1]]
+    assert "Newest summary" in first[moved[2]]

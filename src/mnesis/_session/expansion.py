@@ -77,23 +77,18 @@ class SubAgentExpander:
         self._config = config
         self._spawn = spawn
 
-    async def tool_call(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        """``lcm_expand_query`` as the tool loop calls it."""
-        result = await self.expand_query(**arguments)
-        return result.model_dump()
-
     async def expand_query(
         self,
         prompt: str,
-        *,
-        query: str | None = None,
-        summary_ids: Sequence[str] | None = None,
-        token_cap: int | None = None,
-        max_answer_tokens: int = 800,
-        timeout: float = 120.0,
+        query: str | None,
+        summary_ids: Sequence[str] | None,
+        token_cap: int | None,
+        max_answer_tokens: int,
+        timeout: float,
     ) -> ExpandQueryResult:
         """Answer ``prompt`` from the summaries found by ``query`` or given as
-        ``summary_ids``."""
+        ``summary_ids`` (the arguments and their defaults are those of
+        :meth:`mnesis.MnesisSession.expand_query`)."""
         if not isinstance(prompt, str) or not prompt.strip():
             raise InvalidArgumentError("prompt must be a non-empty string")
         if query is None and not summary_ids:

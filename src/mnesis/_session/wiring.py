@@ -26,6 +26,7 @@ from mnesis.llm import LLMClient, needs_litellm
 from mnesis.models.model_info import ModelInfo
 from mnesis.models.tokens import TokenUsage
 from mnesis.retrieval.engine import RetrievalEngine
+from mnesis.retrieval.tools import ExpandQueryFn
 from mnesis.store.base import SessionRecord
 from mnesis.store.dag import SummaryDAGStore
 from mnesis.store.immutable import ImmutableStore
@@ -86,8 +87,10 @@ def wire(
     context_tokens: int,
     token_usage: TokenUsage,
     spawn: SpawnSubAgent,
+    expand_tool: ExpandQueryFn,
 ) -> Wiring:
-    """Build the collaborators of the session ``record`` describes."""
+    """Build the collaborators of the session ``record`` describes; ``spawn`` makes the
+    sub-agents of an expansion, ``expand_tool`` answers ``lcm_expand_query`` calls."""
     session_id = record.id
     model_info = ModelInfo.from_model_string(record.model, config.model_overrides)
     estimator = TokenEstimator(model_info.encoding)
@@ -119,7 +122,7 @@ def wire(
     expander = SubAgentExpander(
         store, session_id, retrieval=retrieval, estimator=estimator, config=config, spawn=spawn
     )
-    tools = ToolLoop(retrieval, config, expand_query=expander.tool_call)
+    tools = ToolLoop(retrieval, config, expand_query=expand_tool)
     writer = MessageWriter(record, model_info, store, estimator, bus, meter)
     model_round = ModelRound(
         record=record,

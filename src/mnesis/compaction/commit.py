@@ -7,9 +7,9 @@ from collections.abc import Callable, Sequence
 from mnesis.compaction.candidates import CondensedCandidate, SummaryCandidate
 from mnesis.models.clock import now_ms
 from mnesis.models.message import MessageWithParts
-from mnesis.store.base import CompactionCommit, SummaryRecord
+from mnesis.store.base import SummaryRecord
 from mnesis.store.immutable import ImmutableStore
-from mnesis.store.summary_marker import summary_context_tokens, summary_marker
+from mnesis.store.summary_marker import summary_commit
 from mnesis.tokens.estimator import TokenEstimator
 
 __all__ = ["SummaryWriter"]
@@ -87,19 +87,13 @@ class SummaryWriter:
         parent_ids: list[str],
         replaced: list[tuple[int, str]],
     ) -> str:
-        context_tokens = summary_context_tokens(record, self.estimator)
-        marker = summary_marker(
-            record, context_tokens, message_id=self._id("msg"), created_at=now_ms()
+        commit = summary_commit(
+            record,
+            self.estimator,
+            sources=source_ids,
+            parents=parent_ids,
+            replaced=replaced,
+            marker_id=self._id("msg"),
         )
-        record.message_id = marker.message.id
-        await self.store.commit_compaction(
-            CompactionCommit(
-                summary=record,
-                source_message_ids=source_ids,
-                parent_summary_ids=parent_ids,
-                replaced=replaced,
-                context_tokens=context_tokens,
-                marker=marker,
-            )
-        )
-        return marker.message.id
+        await self.store.commit_compaction(commit)
+        return commit.marker.message.id

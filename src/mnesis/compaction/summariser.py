@@ -205,6 +205,7 @@ class ModelSummariser(_TextSummariser):
     leaf_prompt: str
     condense_prompt: str
     input_window: int = 200_000
+    """The compaction model's window; a leaf input is capped at 75 % of it."""
     message_chars: int = 0
     summary_chars: int = 0
 

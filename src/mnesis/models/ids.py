@@ -27,6 +27,20 @@ _last_ms = -1
 _last_rand = 0
 _seeded: random.Random | None = None
 _SEEDED_EPOCH_MS = 1_700_000_000_000
+_ERA_SHIFT = 40
+"""Bits of a 48-bit ID clock below its two leading characters (3 + 5 bits)."""
+
+
+def _era_tops() -> tuple[int, ...]:
+    """The 256 values of a clock's top 8 bits: those spelt with two digits first,
+    starting with the top of ``_SEEDED_EPOCH_MS`` (so era 0 keeps the plain epoch)."""
+    digits = [high * 32 + low for high in range(8) for low in range(10)]
+    first = digits.index(_SEEDED_EPOCH_MS >> _ERA_SHIFT)
+    ordered = digits[first:] + digits[:first]
+    return (*ordered, *(top for top in range(256) if top not in digits))
+
+
+_ERA_TOPS = _era_tops()
 
 
 _PAIRS = tuple(a + b for a in _ALPHABET for b in _ALPHABET)
@@ -69,17 +83,33 @@ def new_id(prefix: str) -> str:
 
 
 @contextlib.contextmanager
-def seeded_ids(seed: int) -> Iterator[None]:
-    """Within the block, :func:`new_id` is a pure function of ``seed`` and the call count.
+def seeded_ids(seed: int, *, era: int = 0) -> Iterator[None]:
+    """Within the block, :func:`new_id` is a pure function of ``seed``, ``era`` and the
+    call count.
 
     For reproducible runs (``mnesis demo``): the IDs are well-formed and sortable
     but their clock starts at a fixed instant and ticks once per ID. Not for
     production stores shared with other writers.
+
+    ``era`` (e.g. how many sessions a database already holds) keeps the IDs of one
+    seed apart: it moves the clock by whole multiples of 2**40 ms, which changes only
+    the IDs' two leading characters, and for the first 80 eras only to other digits.
+    A tokenizer counts a run of digits by its length (``cl100k_base`` cuts runs of up
+    to three), so those eras give every ID the same token count: quoted in a context,
+    they move no compaction.
     """
     global _seeded, _last_ms
+    if isinstance(era, bool) or not isinstance(era, int) or era < 0:
+        from mnesis.errors import InvalidArgumentError
+
+        raise InvalidArgumentError(f"era must be an int >= 0, got {era!r}")
+    cycle, slot = divmod(era, len(_ERA_TOPS))
+    start = (_ERA_TOPS[slot] << _ERA_SHIFT) | (_SEEDED_EPOCH_MS & ((1 << _ERA_SHIFT) - 1))
+    # Past the 256 clock tops, the random half changes too (an ID must never repeat).
+    rng = random.Random(seed if cycle == 0 else f"{seed}:{cycle}")
     with _lock:
         saved = (_seeded, _last_ms)
-        _seeded, _last_ms = random.Random(seed), _SEEDED_EPOCH_MS
+        _seeded, _last_ms = rng, start
     try:
         yield
     finally:

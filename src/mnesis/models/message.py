@@ -116,18 +116,26 @@ class CompactionResult(BaseModel):
 
     session_id: str
     summary_message_id: str | None = None
+    """The marker message of the last summary committed."""
     summary_id: str | None = None
+    """The last leaf summary committed."""
     level_used: int = 0
+    """The highest level (1, 2 or 3) of the summaries committed."""
     compacted_message_count: int = 0
+    """Messages taken out of the context view into leaf summaries."""
     summary_token_count: int = 0
     tokens_before: int = 0
+    """The context view's size before the run (sum of its items' estimates)."""
     tokens_after: int = 0
     elapsed_ms: float = 0.0
     pruned_tool_outputs: int = 0
+    """Tool outputs tombstoned by the pruner (still stored, out of the context)."""
     pruned_tokens: int = 0
     condensed_count: int = 0
+    """Condensed summaries committed (adjacent summaries merged into one)."""
     rounds: int = 0
     error: str | None = None
+    """Why the run failed or did not run (the lease held elsewhere); ``None`` otherwise."""
 
 
 class TurnResult(BaseModel):

@@ -23,11 +23,14 @@ class SummaryRecord:
     session_id: str
     kind: SummaryKind
     depth: int
+    """0 for a leaf; a condensed summary is one deeper than its deepest child."""
     level: int
+    """The compaction level (1, 2 or 3) that wrote it."""
     content: str
     token_count: int
     file_ids: list[str] = field(default_factory=list)
     message_id: str | None = None
+    """The marker message it was committed with."""
     span_start_message_id: str | None = None
     span_end_message_id: str | None = None
     source_message_count: int = 0
@@ -43,10 +46,12 @@ class FileReference:
     """A content-addressed large file (the raw content is not stored)."""
 
     content_id: str
+    """The hash of the file's bytes (one reference per content)."""
     file_id: str
     path: str
     file_type: str
     token_count: int
+    """The (sampled) estimate of the whole file's tokens."""
     exploration_summary: str = ""
     byte_size: int | None = None
     session_id: str | None = None

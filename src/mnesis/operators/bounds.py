@@ -50,8 +50,10 @@ class RenderLimits:
 
     max_output_chars: int = 1_000_000
     max_value_chars: int = 1_000_000
+    """The largest string, list or other value an operation may build, in characters."""
     max_range: int = 100_000
     max_steps: int = 1_000_000
+    """Loop iterations, calls and filter applications of one render."""
     max_seconds: float = 5.0
     max_int_bits: int = 65_536
 

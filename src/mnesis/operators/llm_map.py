@@ -141,14 +141,8 @@ class LLMMap:
         Per-item failures are reported in the results, never raised. Break out of
         the loop inside ``contextlib.aclosing(...)`` to stop in-flight work at once.
         """
-        chosen = MapOptions.of(options).overridden(
-            output_schema=output_schema,
-            model=model,
-            system_prompt=system_prompt,
-            max_retries=max_retries,
-            timeout=timeout,
-            concurrency=concurrency,
-        )
+        given = MapOptions(output_schema, model, system_prompt, max_retries, timeout, concurrency)
+        chosen = MapOptions.of(options).overridden(given)
         plan = self._plan(chosen, prompt_template, inputs)
         return self._stream(plan, enumerate_inputs(inputs))
 
@@ -166,14 +160,8 @@ class LLMMap:
         options: MapOptions | None = None,
     ) -> MapBatch:
         """Like :meth:`run`, collected into a :class:`MapBatch` sorted by ``index``."""
-        chosen = MapOptions.of(options).overridden(
-            output_schema=output_schema,
-            model=model,
-            system_prompt=system_prompt,
-            max_retries=max_retries,
-            timeout=timeout,
-            concurrency=concurrency,
-        )
+        given = MapOptions(output_schema, model, system_prompt, max_retries, timeout, concurrency)
+        chosen = MapOptions.of(options).overridden(given)
         plan = self._plan(chosen, prompt_template, inputs)
         stream = self._stream(plan, enumerate_inputs(inputs))
         return await collect_batch(stream, plan.run_id, MapBatch)
@@ -202,14 +190,8 @@ class LLMMap:
         memory stays bounded whatever the file size. ``output_path`` is overwritten.
         Raises ``OSError`` if a file cannot be opened.
         """
-        chosen = MapOptions.of(options).overridden(
-            output_schema=output_schema,
-            model=model,
-            system_prompt=system_prompt,
-            max_retries=max_retries,
-            timeout=timeout,
-            concurrency=concurrency,
-        )
+        given = MapOptions(output_schema, model, system_prompt, max_retries, timeout, concurrency)
+        chosen = MapOptions.of(options).overridden(given)
         plan = self._plan(chosen, prompt_template, None)
         for name, path in (("input_path", input_path), ("output_path", output_path)):
             if not isinstance(path, str) or not path.strip():

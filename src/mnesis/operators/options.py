@@ -9,7 +9,7 @@ run is planned, not here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from pydantic import BaseModel
@@ -37,25 +37,10 @@ class MapOptions:
     timeout: float | None = None
     concurrency: int | None = None
 
-    def overridden(
-        self,
-        *,
-        output_schema: type[BaseModel] | dict[str, Any] | None = None,
-        model: str | None = None,
-        system_prompt: str | None = None,
-        max_retries: int | None = None,
-        timeout: float | None = None,
-        concurrency: int | None = None,
-    ) -> MapOptions:
-        """A copy in which every argument that is not ``None`` replaces its field."""
-        return MapOptions(
-            output_schema=self.output_schema if output_schema is None else output_schema,
-            model=self.model if model is None else model,
-            system_prompt=self.system_prompt if system_prompt is None else system_prompt,
-            max_retries=self.max_retries if max_retries is None else max_retries,
-            timeout=self.timeout if timeout is None else timeout,
-            concurrency=self.concurrency if concurrency is None else concurrency,
-        )
+    def overridden(self, given: MapOptions) -> MapOptions:
+        """A copy in which every field of ``given`` that is not ``None`` replaces its own."""
+        set_fields = {f.name: getattr(given, f.name) for f in fields(given)}
+        return replace(self, **{k: v for k, v in set_fields.items() if v is not None})
 
     @staticmethod
     def of(options: object) -> MapOptions:

@@ -16,12 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mnesis.errors import InvalidArgumentError, SummaryNotFoundError
-from mnesis.models.clock import now_ms
-from mnesis.models.ids import new_id
 from mnesis.models.summary import SummaryRecord
-from mnesis.store.base import CompactionCommit, NewMessage
+from mnesis.store.base import NewMessage
 from mnesis.store.immutable import ImmutableStore
-from mnesis.store.summary_marker import summary_context_tokens, summary_marker
+from mnesis.store.summary_marker import summary_commit
 from mnesis.tokens.estimator import TokenEstimator
 
 __all__ = ["SummaryDAGStore"]
@@ -87,23 +85,10 @@ class SummaryDAGStore:
             node.source_message_count = len(sources) or sum(
                 s.source_message_count for s in await self.store.get_summaries(parents)
             )
-        context_tokens = summary_context_tokens(node, self._estimator or TokenEstimator())
-        if marker is None:
-            marker = summary_marker(
-                node,
-                context_tokens,
-                message_id=new_id("msg"),
-                created_at=node.created_at or now_ms(),
-            )
-        node.message_id = marker.message.id
+        estimator = self._estimator or TokenEstimator()
         await self.store.commit_compaction(
-            CompactionCommit(
-                summary=node,
-                source_message_ids=sources,
-                parent_summary_ids=parents,
-                replaced=replaced,
-                context_tokens=context_tokens,
-                marker=marker,
+            summary_commit(
+                node, estimator, sources=sources, parents=parents, replaced=replaced, marker=marker
             )
         )
         return node

@@ -3,19 +3,24 @@
 An ``is_summary`` assistant message holding the summary's text and a
 :class:`~mnesis.models.parts.CompactionMarkerPart`, out of the context view itself (the
 summary takes its place there). The compaction engine's writer and
-:meth:`~mnesis.store.summary_dag.SummaryDAGStore.insert_node` both write this one.
+:meth:`~mnesis.store.summary_dag.SummaryDAGStore.insert_node` both commit a summary
+through :func:`summary_commit`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from mnesis.models.clock import now_ms
+from mnesis.models.ids import new_id
 from mnesis.models.message import Message
 from mnesis.models.parts import CompactionPart, MessagePart, TextPart
 from mnesis.models.render import render_summary_record
 from mnesis.models.summary import SummaryRecord
-from mnesis.store.records import NewMessage
+from mnesis.store.records import CompactionCommit, NewMessage
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
 
-__all__ = ["summary_context_tokens", "summary_marker"]
+__all__ = ["summary_commit", "summary_context_tokens", "summary_marker"]
 
 
 def summary_context_tokens(node: SummaryRecord, estimator: TokenEstimator) -> int:
@@ -45,3 +50,37 @@ def summary_marker(
         token_estimate=context_tokens,
     )
     return NewMessage(message, parts, [node.token_count, 0], in_context=False)
+
+
+def summary_commit(
+    node: SummaryRecord,
+    estimator: TokenEstimator,
+    *,
+    sources: Sequence[str],
+    parents: Sequence[str],
+    replaced: Sequence[tuple[int, str]],
+    marker: NewMessage | None = None,
+    marker_id: str | None = None,
+) -> CompactionCommit:
+    """The :class:`CompactionCommit` of ``node`` replacing the ``replaced`` context items.
+
+    ``marker`` defaults to a fresh marker message (ID ``marker_id``, else a new one;
+    created when ``node`` was). Sets ``node.message_id`` to the marker's ID.
+    """
+    context_tokens = summary_context_tokens(node, estimator)
+    if marker is None:
+        marker = summary_marker(
+            node,
+            context_tokens,
+            message_id=marker_id or new_id("msg"),
+            created_at=node.created_at or now_ms(),
+        )
+    node.message_id = marker.message.id
+    return CompactionCommit(
+        summary=node,
+        source_message_ids=sources,
+        parent_summary_ids=parents,
+        replaced=replaced,
+        context_tokens=context_tokens,
+        marker=marker,
+    )

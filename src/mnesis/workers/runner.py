@@ -46,17 +46,23 @@ class WorkerSettings:
     """How one worker process runs (the ``mnesis worker`` options)."""
 
     url: str
+    """The PostgreSQL database of the store and of the job queue."""
     concurrency: int = 1
     queues: list[str] = field(default_factory=lambda: [DEFAULT_QUEUE])
     metrics_port: int | None = None
+    """Serve the worker's Prometheus series on this port (``None``: not served)."""
     name: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
     max_attempts: int = 5
+    """Runs of a job before it fails for good, retried ``backoff ** (attempt + 1)`` s apart."""
     backoff: float = 2.0
     heartbeat_seconds: float = 5.0
     stalled_after_seconds: float = 30.0
+    """A running job whose worker sent no heartbeat for this long goes back in the queue."""
     stalled_check_seconds: float = 10.0
     shutdown_timeout: float | None = None
+    """How long a stopping worker waits for its running jobs (``None``: as long as they take)."""
     poll_seconds: float = 5.0
+    """How often the queue is polled besides ``LISTEN/NOTIFY``."""
 
 
 async def recover_stalled_jobs(app: App, stalled_after_seconds: float) -> int:

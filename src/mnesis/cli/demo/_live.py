@@ -18,7 +18,9 @@ class LiveStats:
     turn: int = 0
     context_tokens: int = 0
     compactions: int = 0
+    """Runs that committed a summary."""
     prunes: int = 0
+    """Pruning passes; ``pruned_outputs`` and ``pruned_tokens`` are what they tombstoned."""
     pruned_outputs: int = 0
     pruned_tokens: int = 0
     failures: int = 0

@@ -61,6 +61,7 @@ class DemoReport:
     """The store's counts of the session (messages, markers, parts, tool calls, pruned)."""
     tool_errors: int = 0
     history_tokens: int = 0
+    """The estimate of every stored message (what the context would be without compaction)."""
     sessions_in_db: int = 1
     instructions_visible: list[str] = field(default_factory=list)
     """Labels of the user's instructions still readable in the next context."""

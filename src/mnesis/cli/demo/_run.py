@@ -36,9 +36,9 @@ async def run_demo(
 ) -> DemoReport:
     """Run the demo session on ``db_path`` and return what the final tables show."""
     started = time.perf_counter()
-    # The IDs follow the seed and the sessions already in the database, so that a
-    # second demo run on the same file gets IDs of its own.
-    with seeded_ids(seed * 1_000_003 + await _sessions_in(db_path)):
+    # A second demo run on the same file gets IDs of its own, which differ from the
+    # first run's in digits alone: same token counts, so the same session.
+    with seeded_ids(seed, era=await _sessions_in(db_path)):
         report = await _run_session(db_path, turns=turns, seed=seed, on_turn=on_turn)
     report.db_bytes = await _used_bytes(db_path)
     report.elapsed_s = time.perf_counter() - started

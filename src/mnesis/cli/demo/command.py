@@ -110,7 +110,8 @@ def demo_command(
 ) -> None:
     """Run a long coding-agent session offline and show what mnesis kept and compacted.
 
-    The same seed gives the same session: with --quiet, two runs print the same bytes.
+    The same seed gives the same session: with --quiet, two runs print the same bytes (on a
+    file that already holds demo sessions, all but the IDs and the file's size).
 
     Writes to ./mnesis-demo.db in the current directory unless --db is given. Uses the
     deterministic fake model (model fake/demo): no API key, no network.

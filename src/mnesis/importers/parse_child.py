@@ -82,6 +82,7 @@ def _prepared(batch: Batch, preparer: RowPreparer) -> Batch:
         preparer.extend(session_id, extension.role, columns)
     prepared = encode_batch(batch.messages)
     batch.rows = preparer.prepare(prepared, now_ms())
+    batch.rows.rows.appended = []  # the writer needs only the running calls (below)
     batch.calls = [
         (part.tool_call_id, row[0], item.message.id)
         for item, rows in prepared

@@ -99,7 +99,7 @@ async def _floors(tmp: str, source: str, pragmas: Sequence[str]) -> dict[str, Fl
     """The floor with the full-text index, without it, and with each of ``pragmas``."""
     rows = floor_rows(source)
     runs: dict[str, FloorTimes] = {}
-    variants = [("floor", True, ()), ("no FTS", False, ())]
+    variants: list[tuple[str, bool, tuple[str, ...]]] = [("floor", True, ()), ("no FTS", False, ())]
     variants += [(pragma, True, (pragma,)) for pragma in pragmas]
     for index, (name, fts, extra) in enumerate(variants):
         target = os.path.join(tmp, f"floor{index}.db")

@@ -5,6 +5,7 @@ rows the store itself builds is shown by ``test_process_import.py``."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -34,36 +35,41 @@ async def _counts(store: ImmutableStore, session_id: str) -> int:
     return len(await store.get_messages(session_id))
 
 
-async def test_rows_are_refused_when_their_session_moved(tmp_path: Path) -> None:
+@pytest.fixture
+async def opened(tmp_path: Path) -> AsyncIterator[tuple[ImmutableStore, BatchMixin]]:
+    """A fresh SQLite store and its backend."""
     store = await ImmutableStore.open(str(tmp_path / "rows.db"))
     try:
-        backend = store.backend
-        assert isinstance(backend, BatchMixin)
-        sid = new_id("sess")
-        await store.create_session(SessionRecord(id=sid, model="m"))
-        await store.append_batch(_messages(sid, ["first words", "second words"]))
-        preparer = RowPreparer(await backend.batch_starts([sid, new_id("sess")]))
-        rows = preparer.prepare(encode_batch(_messages(sid, ["third words"])), 5)
-        await store.append_batch(_messages(sid, ["written meanwhile"]))
-        with pytest.raises(MnesisStoreError, match="changed while its rows were prepared"):
-            await backend.append_rows(rows)
-        assert await _counts(store, sid) == 3
-        fresh = RowPreparer(await backend.batch_starts([sid]))
-        await backend.append_rows(fresh.prepare(encode_batch(_messages(sid, ["third"])), 5))
-        assert await _counts(store, sid) == 4
+        assert isinstance(store.backend, BatchMixin)
+        yield store, store.backend
     finally:
         await store.close()
 
 
-async def test_rows_of_a_session_that_does_not_exist_are_refused(tmp_path: Path) -> None:
-    store = await ImmutableStore.open(str(tmp_path / "rows.db"))
-    try:
-        backend = store.backend
-        assert isinstance(backend, BatchMixin)
-        sid = new_id("sess")
-        assert await backend.batch_starts([sid]) == {}
-        rows = RowPreparer({}).prepare(encode_batch(_messages(sid, ["lost words"])), 5)
-        with pytest.raises(SessionNotFoundError):
-            await backend.append_rows(rows)
-    finally:
-        await store.close()
+async def test_rows_are_refused_when_their_session_moved(
+    opened: tuple[ImmutableStore, BatchMixin],
+) -> None:
+    store, backend = opened
+    sid = new_id("sess")
+    await store.create_session(SessionRecord(id=sid, model="m"))
+    await store.append_batch(_messages(sid, ["first words", "second words"]))
+    preparer = RowPreparer(await backend.batch_starts([sid, new_id("sess")]))
+    rows = preparer.prepare(encode_batch(_messages(sid, ["third words"])), 5)
+    await store.append_batch(_messages(sid, ["written meanwhile"]))
+    with pytest.raises(MnesisStoreError, match="changed while its rows were prepared"):
+        await backend.append_rows(rows)
+    assert await _counts(store, sid) == 3
+    fresh = RowPreparer(await backend.batch_starts([sid]))
+    await backend.append_rows(fresh.prepare(encode_batch(_messages(sid, ["third"])), 5))
+    assert await _counts(store, sid) == 4
+
+
+async def test_rows_of_a_session_that_does_not_exist_are_refused(
+    opened: tuple[ImmutableStore, BatchMixin],
+) -> None:
+    _, backend = opened
+    sid = new_id("sess")
+    assert await backend.batch_starts([sid]) == {}
+    rows = RowPreparer({}).prepare(encode_batch(_messages(sid, ["lost words"])), 5)
+    with pytest.raises(SessionNotFoundError):
+        await backend.append_rows(rows)

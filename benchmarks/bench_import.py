@@ -18,23 +18,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import resource
-import sqlite3
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import psycopg
 
+from benchmarks._import_floor import FloorTimes, floor_rows, run_floor
 from benchmarks._pg import with_database
 from benchmarks.bench_postgres import pg_server
 from mnesis.importers import import_file
 from mnesis.store.immutable import ImmutableStore
-from mnesis.store.sqlite.migrations.m008_bulk_fts import INDEX_NEW_PARTS
 
 
 def claude_code_lines(turns: int, *, output_bytes: int = 400) -> Iterator[str]:
@@ -90,9 +88,6 @@ def write_transcript(path: str, turns: int) -> int:
     return os.path.getsize(path)
 
 
-_TABLES = ("sessions", "messages", "message_parts", "context_items")
-
-
 def _children_cpu() -> float:
     """CPU seconds (user and system) of this process's children that have ended (the
     import's parser process, once it has been waited for)."""
@@ -100,35 +95,32 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _floor(source: str, target: str, *, fts: bool = True) -> tuple[float, float]:
-    """Seconds (wall clock, CPU) to insert the rows an import stored, with plain
-    ``sqlite3`` ``executemany`` in one transaction, into a fresh mnesis database (same
-    schema, indexes and triggers): the cost of the rows themselves, without any Python
-    around them. The parts are indexed as ``append_batch`` indexes them (one
-    ``INSERT … SELECT`` after the rows, see ``m008_bulk_fts``); ``fts=False`` leaves the
-    full-text index out (the cost of everything else)."""
-    with contextlib.closing(sqlite3.connect(source)) as src:
-        tables = {}
-        for table in _TABLES:
-            columns = [row[1] for row in src.execute(f"PRAGMA table_xinfo({table})")]
-            rows = src.execute(f"SELECT {', '.join(columns)} FROM {table}")
-            tables[table] = (columns, rows.fetchall())
-    with contextlib.closing(sqlite3.connect(target, isolation_level=None)) as dst:
-        dst.execute("PRAGMA foreign_keys = ON")
-        started, cpu = time.perf_counter(), time.process_time()
-        dst.execute("BEGIN IMMEDIATE")
-        dst.execute("INSERT INTO fts_deferred (id) VALUES (1)")
-        for table, (columns, values) in tables.items():
-            marks = ", ".join("?" for _ in columns)
-            dst.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", values)
-        if fts:
-            dst.execute(INDEX_NEW_PARTS, (0,))
-        dst.execute("DELETE FROM fts_deferred")
-        dst.execute("COMMIT")
-        return time.perf_counter() - started, time.process_time() - cpu
+async def _floors(tmp: str, source: str, pragmas: Sequence[str]) -> dict[str, FloorTimes]:
+    """The floor with the full-text index, without it, and with each of ``pragmas``."""
+    rows = floor_rows(source)
+    runs: dict[str, FloorTimes] = {}
+    variants: list[tuple[str, bool, tuple[str, ...]]] = [("floor", True, ()), ("no FTS", False, ())]
+    variants += [(pragma, True, (pragma,)) for pragma in pragmas]
+    for index, (name, fts, extra) in enumerate(variants):
+        target = os.path.join(tmp, f"floor{index}.db")
+        await (await ImmutableStore.open(target)).close()
+        runs[name] = run_floor(rows, target, fts=fts, pragmas=extra)
+    return runs
 
 
-async def _run(turns: int) -> None:
+def _floor_lines(runs: dict[str, FloorTimes], n: int) -> str:
+    lines = []
+    for name, times in runs.items():
+        per = ", ".join(f"{k} {v / n * 1e6:.1f}" for k, v in times.statements.items())
+        lines.append(
+            f"  {name}: {times.wall:.2f} s wall, {times.cpu:.2f} s CPU = "
+            f"{times.cpu / n * 1e6:.1f} µs per message ({n / times.cpu:,.0f} per "
+            f"CPU-second); µs per message: {per}"
+        )
+    return "\n".join(lines)
+
+
+async def _run(turns: int, pragmas: Sequence[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "session.jsonl")
         size = write_transcript(path, turns)
@@ -144,13 +136,9 @@ async def _run(turns: int) -> None:
             unchanged = time.perf_counter() - again
         finally:
             await store.close()
-        floors = {}
-        for name, fts in (("floor.db", True), ("floor-nofts.db", False)):
-            floor_db = os.path.join(tmp, name)
-            await (await ImmutableStore.open(floor_db)).close()
-            floors[fts] = _floor(db, floor_db, fts=fts)
+        floors = await _floors(tmp, db, pragmas)
         n = report.messages_added
-        (floor, floor_cpu), bare_cpu = floors[True], floors[False][1]
+        floor, floor_cpu = floors["floor"].wall, floors["floor"].cpu
         total = cpu + child
         print(
             f"{turns:,} exchanges, {size / 1e6:.1f} MB, {report.lines_read:,} lines → "
@@ -160,10 +148,8 @@ async def _run(turns: int) -> None:
             f"{n / total:,.0f} messages per CPU-second, "
             f"{size / 1e6 / elapsed:.1f} MB/s; re-import ({second.status}) "
             f"{unchanged * 1000:.1f} ms\n"
-            f"floor (sqlite3 executemany of the same rows, FTS as append_batch indexes): "
-            f"{floor:.2f} s wall, {floor_cpu:.2f} s CPU = {n / floor_cpu:,.0f} messages per "
-            f"CPU-second ({floor_cpu / n * 1e6:.1f} µs per message); without the full-text "
-            f"index: {bare_cpu:.2f} s CPU = {n / bare_cpu:,.0f} messages per CPU-second\n"
+            f"floor (sqlite3 executemany of the same rows, as append_batch writes them):\n"
+            f"{_floor_lines(floors, n)}\n"
             f"import / floor: {elapsed / floor:.2f}x the time, {cpu / floor_cpu:.2f}x the "
             f"writing process's CPU, {total / floor_cpu:.2f}x all CPU"
         )
@@ -203,8 +189,17 @@ def main() -> None:
     parser.add_argument(
         "--postgres", action="store_true", help="Import into PostgreSQL instead of SQLite."
     )
+    parser.add_argument(
+        "--pragma",
+        action="append",
+        default=[],
+        help="Also run the floor with this statement after the store's pragmas (repeatable).",
+    )
     args = parser.parse_args()
-    asyncio.run((_run_postgres if args.postgres else _run)(args.turns))
+    if args.postgres:
+        asyncio.run(_run_postgres(args.turns))
+    else:
+        asyncio.run(_run(args.turns, args.pragma))
 
 
 if __name__ == "__main__":

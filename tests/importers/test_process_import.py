@@ -84,7 +84,8 @@ async def test_an_import_stopped_mid_file_resumes_to_the_same_store(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The writer fails on the second batch (the parser process is stopped with it); the
-    next import continues from the last written batch and ends where one import ends."""
+    next import continues from the last written batch and ends where one import ends.
+    (The parser process builds the rows, written by the backend's ``append_rows``.)"""
     path = tmp_path / "stop.jsonl"
     path.write_text("".join(lines()))
     whole = await _import(tmp_path, "whole", path, batch_size=2)
@@ -92,7 +93,7 @@ async def test_an_import_stopped_mid_file_resumes_to_the_same_store(
     store = await ImmutableStore.open(str(tmp_path / "stopped.db"))
     try:
         backend = store.backend
-        append = backend.append_batch
+        append = backend.append_rows
         calls = 0
 
         async def fails_second(*args: Any, **kwargs: Any) -> Any:
@@ -103,7 +104,7 @@ async def test_an_import_stopped_mid_file_resumes_to_the_same_store(
             return await append(*args, **kwargs)
 
         with monkeypatch.context() as patch:
-            patch.setattr(backend, "append_batch", fails_second)
+            patch.setattr(backend, "append_rows", fails_second)
             with pytest.raises(RuntimeError, match="killed"):
                 await import_file(store, str(path), batch_size=2)
         again = await import_file(store, str(path), batch_size=2)
@@ -149,7 +150,7 @@ async def test_a_cancelled_import_stops_its_parser_and_resumes_to_the_same_store
     store = await ImmutableStore.open(str(tmp_path / "cancelled.db"))
     try:
         backend = store.backend
-        append = backend.append_batch
+        append = backend.append_rows
         writing = asyncio.Event()
 
         async def hangs_second(*args: Any, **kwargs: Any) -> Any:
@@ -159,7 +160,7 @@ async def test_a_cancelled_import_stops_its_parser_and_resumes_to_the_same_store
             return await append(*args, **kwargs)
 
         with monkeypatch.context() as patch:
-            patch.setattr(backend, "append_batch", hangs_second)
+            patch.setattr(backend, "append_rows", hangs_second)
             task = asyncio.create_task(import_file(store, str(path), batch_size=2))
             await writing.wait()
             await asyncio.sleep(0.2)

@@ -10,12 +10,14 @@ from typing import Any
 
 import pytest
 
-from mnesis.importers import detect_format, import_file
+from mnesis.importers import api, detect_format, import_file
 from mnesis.store import ImmutableStore
 from tests.importers.shapes import lines as _lines
 from tests.importers.shapes import shape as _shape
 
 SAMPLES = Path(__file__).parent / "samples"
+
+
 async def _import_in_pieces(tmp_path: Path, name: str, cuts: list[int]) -> list[Any]:
     lines = _lines()
     path = tmp_path / f"{name}.jsonl"
@@ -33,8 +35,15 @@ async def _import_in_pieces(tmp_path: Path, name: str, cuts: list[int]) -> list[
         await store.close()
 
 
-async def test_each_cut_of_a_growing_file_stores_what_one_import_stores(tmp_path: Path) -> None:
+@pytest.mark.parametrize("parser", ["thread", "process"])
+async def test_each_cut_of_a_growing_file_stores_what_one_import_stores(
+    tmp_path: Path, parser: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the parser thread, and in the parser process, which builds the rows itself and
+    counts the parts that continue a stored message as the next message's neighbours."""
     whole = await _import_in_pieces(tmp_path, "whole", [])
+    if parser == "process":
+        monkeypatch.setattr(api, "PROCESS_BYTES", 0)
     assert whole[-1] == []
     messages = [m for m in whole if isinstance(m, tuple)]
     # user, assistant (3 lines), user, assistant; and the sidechain's two replies

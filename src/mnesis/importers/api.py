@@ -29,6 +29,7 @@ from mnesis.importers.writer import BatchWriter
 from mnesis.models.ids import new_id
 from mnesis.store.base import ImportSource
 from mnesis.store.immutable import ImmutableStore
+from mnesis.store.sqlite.batch import BatchMixin
 
 __all__ = ["FORMATS", "ImportReport", "Parser", "default_paths", "detect_format", "import_file"]
 
@@ -173,7 +174,10 @@ async def _import(
         # A batch crosses the pipe with its text about twice (its parts and their
         # encoded columns) and is read whole: half the text per batch keeps the same bound.
         halved = Limits(messages=batch_size, chars=MAX_BATCH_CHARS // 2)
-        job = ParseJob(full, fmt, *start, halved, sessions=sessions, tails=tails)
+        starts = None
+        if isinstance(store.backend, BatchMixin):  # the child builds the rows too
+            starts = await store.backend.batch_starts(list((sessions or {}).values()))
+        job = ParseJob(full, fmt, *start, halved, sessions=sessions, tails=tails, starts=starts)
         batches: ParseThread | ParseProcess = ParseProcess(job)
     else:
         builder = BatchBuilder(label=parser.label, sessions=sessions, tails=tails)

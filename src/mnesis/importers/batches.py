@@ -25,6 +25,7 @@ from mnesis.models.ids import new_id
 from mnesis.models.message import Message
 from mnesis.models.parts import MessagePart, ReasoningPart, TextPart, ToolPart, ToolStatus
 from mnesis.store.base import NewMessage, SessionRecord
+from mnesis.store.shared.batch import PreparedRows
 from mnesis.tokens.estimator import heuristic_token_count
 
 __all__ = ["SIDECHAIN", "Batch", "BatchBuilder", "Extension", "Tail", "part_tokens"]
@@ -82,6 +83,8 @@ class Extension:
     parts: list[MessagePart]
     tokens: list[int]
     finish_reason: str | None
+    role: str = "assistant"
+    """The role of the stored message it continues."""
 
 
 @dataclass(slots=True)
@@ -115,6 +118,12 @@ class Batch:
     encoded: list[tuple[MessagePart, dict[str, Any]]] = field(default_factory=list)
     """Parts of ``messages`` with the row columns the parser process encoded them to
     (see :func:`~mnesis.store.codec.pre_encoded`)."""
+    rows: PreparedRows | None = None
+    """The parser process's rows of the messages (then ``messages`` is empty), for the
+    backend's ``append_rows``."""
+    calls: list[tuple[str, str, str]] = field(default_factory=list)
+    """With ``rows``: ``(call ID, part ID, message ID)`` of each tool call stored
+    ``running``."""
 
 
 @dataclass(slots=True)
@@ -351,6 +360,7 @@ class BatchBuilder:
                         sink.extension,
                         tokens,
                         sink.extension_finish,
+                        sink.tail.role,
                     )
                 )
                 self._close_calls(sink.extension)

@@ -22,8 +22,11 @@ from mnesis.importers.formats import FORMATS
 from mnesis.importers.pipeline import Limits, cut_batches
 from mnesis.importers.reader import read_jsonl
 from mnesis.importers.wire import dump_batch
+from mnesis.models.clock import now_ms
+from mnesis.models.parts import ToolPart
 from mnesis.store.checks import check_new_messages
-from mnesis.store.shared.batch import encode_batch
+from mnesis.store.codec import searchable_text
+from mnesis.store.shared.batch import RowPreparer, SessionStart, encode_batch
 
 __all__ = ["BATCH", "END", "ERROR", "HEADER_BYTES", "ParseJob", "main"]
 
@@ -43,6 +46,10 @@ class ParseJob:
     limits: Limits
     sessions: dict[str, str] | None = None
     tails: dict[str, Any] | None = None
+    starts: dict[str, SessionStart] | None = None
+    """Where the import's existing sessions stand (the backend's ``batch_starts``): the
+    child then builds the rows themselves (:class:`~mnesis.store.shared.batch.RowPreparer`);
+    None: it checks and encodes the messages only."""
 
 
 def _frame(out: BinaryIO, kind: bytes, payload: bytes) -> None:
@@ -61,14 +68,41 @@ def _encoded(batch: Batch) -> Batch:
     return batch
 
 
+def _prepared(batch: Batch, preparer: RowPreparer) -> Batch:
+    """``batch`` checked and turned into the rows of its inserts (see
+    :class:`~mnesis.store.shared.batch.RowPreparer`), so the writing process does little
+    more than insert them. The extensions the writer appends first count as neighbours."""
+    check_new_messages(batch.messages)
+    for extension in batch.extensions:
+        session_id = batch.known_sessions[extension.session_key]
+        columns = [
+            ("", 0, {"part_type": part.type, "text_content": searchable_text(part)})
+            for part in extension.parts
+        ]
+        preparer.extend(session_id, extension.role, columns)
+    prepared = encode_batch(batch.messages)
+    batch.rows = preparer.prepare(prepared, now_ms())
+    batch.rows.rows.appended = []  # the writer needs only the running calls (below)
+    batch.calls = [
+        (part.tool_call_id, row[0], item.message.id)
+        for item, rows in prepared
+        for part, row in zip(item.parts, rows, strict=True)
+        if isinstance(part, ToolPart) and part.status.state == "running"
+    ]
+    batch.messages = []
+    return batch
+
+
 def run(job: ParseJob, out: BinaryIO) -> None:
     """Parse ``job`` and write its frames to ``out``."""
     try:
         parser = FORMATS[job.format]()
         builder = BatchBuilder(label=parser.label, sessions=job.sessions, tails=job.tails)
         lines = read_jsonl(job.path, offset=job.offset, line=job.line)
+        preparer = None if job.starts is None else RowPreparer(job.starts)
         for batch in cut_batches(lines, parser, builder, job.limits, (job.offset, job.line)):
-            _frame(out, BATCH, dump_batch(_encoded(batch)))
+            ready = _encoded(batch) if preparer is None else _prepared(batch, preparer)
+            _frame(out, BATCH, dump_batch(ready))
     except Exception as exc:  # handed to the writer, raised there
         try:
             payload = pickle.dumps(exc)

@@ -11,6 +11,7 @@ from mnesis.importers.records import ToolResult
 from mnesis.models.parts import ToolPart
 from mnesis.store.codec import pre_encoded
 from mnesis.store.immutable import ImmutableStore
+from mnesis.store.sqlite.batch import BatchMixin
 
 __all__ = ["BatchWriter"]
 
@@ -37,6 +38,12 @@ class BatchWriter:
         transaction), then complete late results."""
         for extension in batch.extensions:
             await self._extend(extension)
+        if batch.rows is not None:
+            backend = self.store.backend
+            assert isinstance(backend, BatchMixin)  # rows are prepared only for it
+            await backend.append_rows(batch.rows)
+            self._written_calls.update((call, (part, msg)) for call, part, msg in batch.calls)
+            self.messages += len(batch.rows.rows.messages)
         if batch.messages:
             # A batch the parser process checked goes to the backend unchecked (the
             # check would repeat on the same values); its parts come encoded.

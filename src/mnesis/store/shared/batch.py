@@ -14,9 +14,17 @@ from typing import Any
 
 from mnesis.store.records import AppendedMessage, NewMessage
 from mnesis.store.shared.rows import EncodedParts, encode_parts, message_row, part_rows
-from mnesis.store.shared.search_context import Contexts
+from mnesis.store.shared.search_context import Contexts, Neighbour
 
-__all__ = ["CONTEXT_MESSAGE_INSERT", "BatchRows", "batch_rows", "encode_batch"]
+__all__ = [
+    "CONTEXT_MESSAGE_INSERT",
+    "BatchRows",
+    "PreparedRows",
+    "RowPreparer",
+    "SessionStart",
+    "batch_rows",
+    "encode_batch",
+]
 
 CONTEXT_MESSAGE_INSERT = (
     "INSERT INTO context_items (session_id, position, item_type, message_id, tokens, "
@@ -71,3 +79,66 @@ def batch_rows(
             out.context.append((sid, position, m.id, m.token_estimate, now))
         out.appended.append(AppendedMessage(m.id, seq, position, tuple(r[0] for r in rows)))
     return out
+
+
+SessionStart = tuple[int, int, list[Neighbour]]
+"""Where a session stands before a batch: its next ``seq``, next context position and
+the neighbours (:data:`~mnesis.store.shared.search_context.Neighbour`, newest first) of
+the message at that ``seq``."""
+
+
+@dataclass(slots=True)
+class PreparedRows:
+    """A batch as the rows of its inserts, built away from the store (a transcript
+    import's parser process) by :class:`RowPreparer`, with what they assume of each
+    session (:data:`SessionStart`), which the store checks before it writes them."""
+
+    starts: dict[str, SessionStart]
+    rows: BatchRows
+
+
+class RowPreparer:
+    """Builds the rows of successive batches of new messages with the store's own code
+    (:func:`encode_batch`, :func:`batch_rows`), for a producer that is the only writer
+    of its sessions while it runs: it carries each session's next ``seq``, position and
+    neighbours from one batch to the next. ``starts`` gives them for sessions that exist
+    already (as :meth:`~mnesis.store.sqlite.SQLiteStore.batch_starts` reads them); any
+    other session is taken to be new (empty)."""
+
+    def __init__(self, starts: dict[str, SessionStart]) -> None:
+        self._seq = {sid: start[0] for sid, start in starts.items()}
+        self._position = {sid: start[1] for sid, start in starts.items()}
+        self._contexts = Contexts()
+        for sid, (seq, _, neighbours) in starts.items():
+            self._contexts.start(sid, seq, neighbours)
+
+    def _start(self, sid: str) -> SessionStart:
+        if sid not in self._seq:
+            self._seq[sid], self._position[sid] = 1, 1
+            self._contexts.start(sid, 1, [])
+        seq = self._seq[sid]
+        return seq, self._position[sid], self._contexts.neighbours(sid, seq)
+
+    def extend(self, session_id: str, role: str, parts: EncodedParts) -> None:
+        """Encoded parts appended to the session's last message, a ``role`` message,
+        before the next batch."""
+        self._start(session_id)
+        self._contexts.extend(session_id, role, parts)
+
+    def prepare(self, prepared: Prepared, now: int) -> PreparedRows:
+        """The rows of ``prepared`` (checked and encoded by the store's code), written at
+        ``now``."""
+        starts: dict[str, SessionStart] = {}
+        for item, _ in prepared:
+            sid = item.message.session_id
+            if sid not in starts:
+                starts[sid] = self._start(sid)
+        rows = batch_rows(
+            prepared,
+            self._seq,
+            self._position,
+            now,
+            summary_flag=int,
+            contexts=self._contexts,
+        )
+        return PreparedRows(starts, rows)

@@ -257,6 +257,27 @@ class Contexts:
         """The neighbours of the message at ``seq``: rows of :data:`NEIGHBOURS_SELECT`."""
         self._state[session_id] = (seq - 1, [(int(r[0]), str(r[1]), str(r[2])) for r in rows])
 
+    def neighbours(self, session_id: str, seq: int) -> list[Neighbour]:
+        """The neighbours of the message at ``seq`` (the session started or applied up
+        to ``seq - 1``), as :data:`NEIGHBOURS_SELECT` reads them once it is stored."""
+        _, known = self._state[session_id]
+        return [n for n in known if n[0] >= seq - WINDOW]
+
+    def extend(
+        self, session_id: str, role: str, rows: list[tuple[str, int, dict[str, Any]]]
+    ) -> None:
+        """Parts (encoded, their ``part_type`` and ``text_content`` set) appended to the
+        session's last message, a ``role`` message, after it was applied."""
+        seq, known = self._state[session_id]
+        mine = [
+            (seq, role, c["text_content"])
+            for _, _, c in rows
+            if c["part_type"] == "text" and c["text_content"] is not None
+        ]
+        same = [n for n in known if n[0] == seq]
+        older = [n for n in known if n[0] != seq]
+        self._state[session_id] = (seq, (same + mine + older)[:_NEIGHBOURS])
+
     def apply(
         self,
         session_id: str,

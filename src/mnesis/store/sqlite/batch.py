@@ -8,10 +8,16 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from mnesis.errors import SessionNotFoundError
+from mnesis.errors import MnesisStoreError, SessionNotFoundError
 from mnesis.models.clock import now_ms
 from mnesis.store.base import AppendedMessage, NewMessage
-from mnesis.store.shared.batch import CONTEXT_MESSAGE_INSERT, batch_rows, encode_batch
+from mnesis.store.shared.batch import (
+    CONTEXT_MESSAGE_INSERT,
+    PreparedRows,
+    SessionStart,
+    batch_rows,
+    encode_batch,
+)
 from mnesis.store.shared.purge import SESSION_EXISTS
 from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, Contexts, neighbour_args
 from mnesis.store.shared.sql import MESSAGE_INSERT
@@ -19,6 +25,16 @@ from mnesis.store.sqlite.fts_index import insert_indexed_parts
 from mnesis.store.sqlite.rows import SQLiteStoreBase, _next_value
 
 __all__ = ["BatchMixin"]
+
+
+def _session_start(conn: sqlite3.Connection, sid: str) -> SessionStart:
+    """Where a session stands: next ``seq``, next position, neighbours of that ``seq``."""
+    if conn.execute(SESSION_EXISTS, (sid,)).fetchone() is None:
+        raise SessionNotFoundError(sid)
+    seq = _next_value(conn, "messages", "seq", sid)
+    position = _next_value(conn, "context_items", "position", sid)
+    neighbours = conn.execute(NEIGHBOURS_SELECT, neighbour_args(sid, seq))
+    return seq, position, [(int(r[0]), str(r[1]), str(r[2])) for r in neighbours]
 
 
 class BatchMixin(SQLiteStoreBase):
@@ -34,12 +50,8 @@ class BatchMixin(SQLiteStoreBase):
             next_seq: dict[str, int] = {}
             next_position: dict[str, int] = {}
             for sid in sessions:
-                if conn.execute(SESSION_EXISTS, (sid,)).fetchone() is None:
-                    raise SessionNotFoundError(sid)
-                next_seq[sid] = _next_value(conn, "messages", "seq", sid)
-                next_position[sid] = _next_value(conn, "context_items", "position", sid)
-                neighbours = conn.execute(NEIGHBOURS_SELECT, neighbour_args(sid, next_seq[sid]))
-                contexts.start(sid, next_seq[sid], neighbours.fetchall())
+                next_seq[sid], next_position[sid], neighbours = _session_start(conn, sid)
+                contexts.start(sid, next_seq[sid], neighbours)
             rows = batch_rows(
                 prepared, next_seq, next_position, now, summary_flag=int, contexts=contexts
             )
@@ -49,3 +61,38 @@ class BatchMixin(SQLiteStoreBase):
             return rows.appended
 
         return await self.db.write(_append)
+
+    async def batch_starts(self, session_ids: Sequence[str]) -> dict[str, SessionStart]:
+        """Where each of ``session_ids`` that exists stands, for a
+        :class:`~mnesis.store.shared.batch.RowPreparer` that builds the rows of
+        :meth:`append_rows` away from the store."""
+        ids = list(session_ids)
+        where, arg = self._ids_in("id", ids)
+
+        def _starts(conn: sqlite3.Connection) -> dict[str, SessionStart]:
+            found = {r[0] for r in conn.execute(f"SELECT id FROM sessions WHERE {where}", (arg,))}
+            return {sid: _session_start(conn, sid) for sid in ids if sid in found}
+
+        return await self.db.read(_starts)
+
+    async def append_rows(self, prepared: PreparedRows) -> None:
+        """Write the rows of a batch built by a
+        :class:`~mnesis.store.shared.batch.RowPreparer` (internal: a transcript import's
+        parser process) in one transaction, as :meth:`append_batch` writes its own.
+        Raises ``MnesisStoreError`` before writing anything if a session does not stand
+        where the rows assume (another writer appended to it meanwhile)."""
+
+        def _append(conn: sqlite3.Connection) -> None:
+            for sid, start in prepared.starts.items():
+                found = _session_start(conn, sid)
+                if found != start:
+                    raise MnesisStoreError(
+                        f"session {sid} changed while its rows were prepared "
+                        f"(expected seq/position {start[:2]}, found {found[:2]})"
+                    )
+            rows = prepared.rows
+            conn.executemany(MESSAGE_INSERT, rows.messages)
+            insert_indexed_parts(conn, rows.parts)
+            conn.executemany(CONTEXT_MESSAGE_INSERT, rows.context)
+
+        await self.db.write(_append)

@@ -4,6 +4,7 @@ times of its own)."""
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from pathlib import Path
 
@@ -12,6 +13,10 @@ from mnesis.store import ImmutableStore
 
 async def test_free_pages_do_not_count_on_sqlite(tmp_path: Path) -> None:
     path = str(tmp_path / "free.db")
+    await (await ImmutableStore.open(path)).close()
+    # A file from before auto-vacuum keeps free pages (a new one has none to keep).
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.executescript("PRAGMA auto_vacuum = NONE; VACUUM;")
     store = await ImmutableStore.open(path)
     try:
         before = await store.used_bytes()

@@ -120,6 +120,11 @@ class SQLiteDatabase:
             conn.execute(f"PRAGMA busy_timeout = {int(cfg.connection_timeout * 1000)}")
             conn.execute("PRAGMA foreign_keys = ON")
             self._refuse_foreign(conn)
+            if not conn.execute("PRAGMA page_count").fetchone()[0]:
+                # A new file gives the pages FTS5 segment merges free back to the file
+                # system at each commit; an existing one keeps its mode (a change
+                # needs a VACUUM, and setting it would write to a read-only file).
+                conn.execute("PRAGMA auto_vacuum = FULL")
             if cfg.wal_mode and self.path != ":memory:":
                 mode = self._enable_wal(conn)
                 if mode != "wal":

@@ -24,7 +24,6 @@ from mnesis.store.shared.rows import (
     message_update_sets,
     messages_of,
     part_rows,
-    session_record,
 )
 from mnesis.store.shared.sql import (
     CONTEXT_TOKENS_UPDATE,
@@ -33,18 +32,16 @@ from mnesis.store.shared.sql import (
     MESSAGE_INSERT,
     PART_COLUMNS,
     PART_INSERT,
-    SESSION_COLUMNS,
     pg,
     select_list,
 )
 from mnesis.store.shared.sql import DOWN_CTE as SHARED_DOWN_CTE
 from mnesis.store.shared.statements import Statements
 
-__all__ = ["PostgresStoreBase", "now_ms", "session_record"]
+__all__ = ["PostgresStoreBase", "now_ms"]
 
 MSG_COLS = select_list(MESSAGE_COLUMNS, as_text=("role",))
 PART_COLS = select_list(PART_COLUMNS, as_text=("tool_state",))
-SESSION_COLS = select_list(SESSION_COLUMNS)
 DOWN_CTE = pg(SHARED_DOWN_CTE)
 """Every summary below (and including) a summary, through the condensation levels."""
 

@@ -20,12 +20,10 @@ from mnesis.store.codec import dumps
 from mnesis.store.shared import sql as statements
 from mnesis.store.shared.lineage import LineageReads
 from mnesis.store.shared.rows import (
-    EncodedParts,
     attach_parts,
     message_row,
     message_update_sets,
     messages_of,
-    part_rows,
 )
 from mnesis.store.shared.search_context import NeighbourCache
 from mnesis.store.shared.statements import Statements
@@ -37,7 +35,6 @@ __all__ = ["SQLiteStoreBase"]
 
 _MSG_COLS = statements.select_list(statements.MESSAGE_COLUMNS)
 _PART_COLS = statements.select_list(statements.PART_COLUMNS)
-_SESSION_COLS = statements.select_list(statements.SESSION_COLUMNS)
 
 
 def _load_messages(
@@ -82,20 +79,6 @@ def _next_value(conn: sqlite3.Connection, table: str, column: str, session_id: s
 def _insert_message(conn: sqlite3.Connection, m: Message, seq: int) -> None:
     """Insert one ``messages`` row."""
     conn.execute(statements.MESSAGE_INSERT, message_row(m, seq, int(m.is_summary)))
-
-
-def _insert_parts(
-    conn: sqlite3.Connection,
-    message_id: str,
-    session_id: str,
-    first_ordinal: int,
-    rows: EncodedParts,
-    now: int,
-) -> None:
-    """Insert encoded parts ``(part_id, token_estimate, columns)`` of one message."""
-    conn.executemany(
-        statements.PART_INSERT, part_rows(message_id, session_id, first_ordinal, rows, now)
-    )
 
 
 def _get_file(conn: sqlite3.Connection, key: str) -> FileReference | None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mnesis.errors import MessageNotFoundError, PartNotFoundError, SessionNotFoundError
+from mnesis.errors import MessageNotFoundError, SessionNotFoundError
 from mnesis.models.message import MessageWithParts
-from mnesis.models.parts import MessagePart, ToolState
+from mnesis.models.parts import MessagePart
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import AppendedMessage, NewMessage
 from mnesis.store.codec import (
@@ -17,7 +17,6 @@ from mnesis.store.postgres.rows import (
     LOCK_SESSION,
     MSG_COLS,
     PostgresStoreBase,
-    execute_many,
     fetch,
     fetch_one,
     insert_message,
@@ -27,11 +26,9 @@ from mnesis.store.postgres.rows import (
     message_update,
     now_ms,
 )
+from mnesis.store.shared.messages import MessageStatements
 from mnesis.store.shared.rows import (
-    TOOL_STATUS_UPDATE,
     encode_parts,
-    tombstone_rows,
-    tool_status_args,
 )
 from mnesis.store.shared.search_context import (
     NEIGHBOURS_SELECT,
@@ -39,7 +36,7 @@ from mnesis.store.shared.search_context import (
     Contexts,
     neighbour_args,
 )
-from mnesis.store.shared.sql import CONTEXT_TOKENS_UPDATE, TOMBSTONE, pg
+from mnesis.store.shared.sql import pg
 
 __all__ = ["MessagesMixin"]
 
@@ -59,8 +56,14 @@ _LATEST_NEIGHBOURS = pg(
 """:data:`NEIGHBOURS_SELECT` for the message appended next (args: the session twice)."""
 
 
-class MessagesMixin(PostgresStoreBase):
+class MessagesMixin(PostgresStoreBase, MessageStatements):
     """Appending, updating and reading messages and parts (part of ``PostgresStore``)."""
+
+    ROW_KEY = "key"
+    PART_STATUS_SELECT = (
+        "SELECT content, part_type::text, tool_state::text, compacted_at, started_at, "
+        "completed_at, text_content, message_id FROM message_parts WHERE id = ? FOR UPDATE"
+    )
 
     async def append_messages(self, batch: Sequence[NewMessage]) -> list[AppendedMessage]:
         prepared = [(item, encode_parts(item.parts, item.part_tokens)) for item in batch]
@@ -168,70 +171,6 @@ class MessagesMixin(PostgresStoreBase):
             return
         await self.db.write(lambda conn: update(conn, message_id))
 
-    async def update_part_status(
-        self,
-        part_id: str,
-        *,
-        state: ToolState | None = None,
-        compacted_at: int | None = None,
-        output: str | None = None,
-        error_message: str | None = None,
-        started_at: int | None = None,
-        completed_at: int | None = None,
-        token_estimate: int | None = None,
-        message_token_estimate: int | None = None,
-    ) -> None:
-        async def _update(conn: Conn) -> None:
-            row = await fetch_one(
-                conn,
-                "SELECT content, part_type::text, tool_state::text, compacted_at, started_at, "
-                "completed_at, text_content, message_id FROM message_parts "
-                "WHERE id = %s FOR UPDATE",
-                (part_id,),
-            )
-            if row is None:
-                raise PartNotFoundError(part_id)
-            owner = row[7]
-            await conn.execute(
-                pg(TOOL_STATUS_UPDATE),
-                tool_status_args(
-                    part_id,
-                    row,
-                    state=state,
-                    compacted_at=compacted_at,
-                    output=output,
-                    error_message=error_message,
-                    started_at=started_at,
-                    completed_at=completed_at,
-                    token_estimate=token_estimate,
-                ),
-            )
-            if message_token_estimate is not None:
-                await conn.execute(
-                    "UPDATE messages SET token_estimate = %s WHERE id = %s",
-                    (message_token_estimate, owner),
-                )
-                await conn.execute(pg(CONTEXT_TOKENS_UPDATE), (message_token_estimate, owner))
-
-        await self.db.write(_update)
-
-    async def tombstone_parts(
-        self,
-        parts: Sequence[tuple[str, int, int]],
-        message_estimates: Sequence[tuple[str, int]],
-    ) -> None:
-        async def _prune(conn: Conn) -> None:
-            for sql, rows in zip(TOMBSTONE, tombstone_rows(parts, message_estimates), strict=True):
-                await execute_many(conn, pg(sql), rows)
-
-        await self.db.write(_prune)
-
-    async def get_message(self, message_id: str) -> MessageWithParts:
-        found = await self.get_messages_by_ids([message_id])
-        if not found:
-            raise MessageNotFoundError(message_id)
-        return found[0]
-
     async def get_messages(
         self,
         session_id: str,
@@ -266,18 +205,6 @@ class MessagesMixin(PostgresStoreBase):
 
         return await self.db.snapshot(_get)
 
-    async def count_messages(self, session_id: str) -> int:
-        async def _count(conn: Conn) -> int:
-            row = await fetch_one(
-                conn,
-                "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = %s",
-                (session_id,),
-            )
-            assert row is not None
-            return int(row[0])
-
-        return await self.db.read(_count)
-
     async def session_token_usage(self, session_id: str) -> TokenUsage:
         async def _sum(conn: Conn) -> TokenUsage:
             row = await fetch_one(
@@ -291,17 +218,3 @@ class MessagesMixin(PostgresStoreBase):
             return usage_from_sums(row)
 
         return await self.db.read(_sum)
-
-    async def find_tool_part(self, session_id: str, tool_call_id: str) -> tuple[str, str]:
-        async def _find(conn: Conn) -> tuple[str, str]:
-            row = await fetch_one(
-                conn,
-                "SELECT id, message_id FROM message_parts WHERE session_id = %s "
-                "AND tool_call_id = %s ORDER BY key DESC LIMIT 1",
-                (session_id, tool_call_id),
-            )
-            if row is None:
-                raise PartNotFoundError(tool_call_id)
-            return row[0], row[1]
-
-        return await self.db.read(_find)

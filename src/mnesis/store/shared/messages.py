@@ -1,0 +1,109 @@
+"""Message and part statements written once for both stores: the tool-status change,
+tombstoning, and the reads that are one statement each (each backend's
+``MessagesMixin`` adds the appends and the multi-statement reads)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from mnesis.errors import MessageNotFoundError, PartNotFoundError
+from mnesis.models.message import MessageWithParts
+from mnesis.models.parts import ToolState
+from mnesis.store.shared.rows import TOOL_STATUS_UPDATE, tombstone_rows, tool_status_args
+from mnesis.store.shared.sql import CONTEXT_TOKENS_UPDATE, TOMBSTONE
+from mnesis.store.shared.statements import Statements
+
+__all__ = ["MessageStatements"]
+
+_MESSAGE_TOKENS_UPDATE = "UPDATE messages SET token_estimate = ? WHERE id = ?"
+
+
+class MessageStatements(ABC):
+    """``update_part_status``, ``tombstone_parts``, ``get_message``, ``count_messages``
+    and ``find_tool_part``.
+
+    A backend gives :attr:`statements` (its database) and
+    :meth:`get_messages_by_ids`, and sets :attr:`ROW_KEY` (the column that orders parts
+    by when they were written) and :attr:`PART_STATUS_SELECT` (``content, part_type,
+    tool_state, compacted_at, started_at, completed_at, text_content, message_id`` of
+    the part ``?``, locked for the update where the database needs it).
+    """
+
+    ROW_KEY: ClassVar[str]
+    PART_STATUS_SELECT: ClassVar[str]
+
+    @property
+    @abstractmethod
+    def statements(self) -> Statements:
+        """The database the statements run on."""
+
+    @abstractmethod
+    async def get_messages_by_ids(self, message_ids: Sequence[str]) -> list[MessageWithParts]:
+        """The messages of ``message_ids`` that exist, in that order."""
+
+    async def update_part_status(
+        self,
+        part_id: str,
+        *,
+        state: ToolState | None = None,
+        compacted_at: int | None = None,
+        output: str | None = None,
+        error_message: str | None = None,
+        started_at: int | None = None,
+        completed_at: int | None = None,
+        token_estimate: int | None = None,
+        message_token_estimate: int | None = None,
+    ) -> None:
+        def _plan(row: tuple[Any, ...] | None) -> list[tuple[str, Sequence[Any]]]:
+            if row is None:
+                raise PartNotFoundError(part_id)
+            args = tool_status_args(
+                part_id,
+                row,
+                state=state,
+                compacted_at=compacted_at,
+                output=output,
+                error_message=error_message,
+                started_at=started_at,
+                completed_at=completed_at,
+                token_estimate=token_estimate,
+            )
+            plan: list[tuple[str, Sequence[Any]]] = [(TOOL_STATUS_UPDATE, args)]
+            if message_token_estimate is not None:
+                owner = (message_token_estimate, row[7])
+                plan += [(_MESSAGE_TOKENS_UPDATE, owner), (CONTEXT_TOKENS_UPDATE, owner)]
+            return plan
+
+        await self.statements.change_after(self.PART_STATUS_SELECT, (part_id,), _plan)
+
+    async def tombstone_parts(
+        self,
+        parts: Sequence[tuple[str, int, int]],
+        message_estimates: Sequence[tuple[str, int]],
+    ) -> None:
+        rows = tombstone_rows(parts, message_estimates)
+        await self.statements.change_many(list(zip(TOMBSTONE, rows, strict=True)))
+
+    async def get_message(self, message_id: str) -> MessageWithParts:
+        found = await self.get_messages_by_ids([message_id])
+        if not found:
+            raise MessageNotFoundError(message_id)
+        return found[0]
+
+    async def count_messages(self, session_id: str) -> int:
+        rows = await self.statements.rows(
+            "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?", (session_id,)
+        )
+        return int(rows[0][0])
+
+    async def find_tool_part(self, session_id: str, tool_call_id: str) -> tuple[str, str]:
+        rows = await self.statements.rows(
+            "SELECT id, message_id FROM message_parts WHERE session_id = ? "
+            f"AND tool_call_id = ? ORDER BY {self.ROW_KEY} DESC LIMIT 1",
+            (session_id, tool_call_id),
+        )
+        if not rows:
+            raise PartNotFoundError(tool_call_id)
+        return rows[0][0], rows[0][1]

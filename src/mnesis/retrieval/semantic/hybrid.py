@@ -92,9 +92,7 @@ async def hybrid_page(
     depth = max(DEPTH, offset + size + 1)
     lexical, _, lexical_more = await ranked_page(
         store,
-        parsed.required,
-        parsed.optional,
-        parsed.highlights,
+        parsed,
         pools,
         where,
         depth,
@@ -132,9 +130,7 @@ async def _dense(
         return []
     embedder = await asyncio.to_thread(load_embedder)
     sessions = (
-        list(where.session_ids)
-        if where.session_ids is not None
-        else await store.list_session_ids()
+        list(where.session_ids) if where.session_ids is not None else await store.list_session_ids()
     )
     with contextlib.suppress(StoreReadOnlyError):  # a read-only store searches what it has
         await index_pending(

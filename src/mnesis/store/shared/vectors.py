@@ -53,9 +53,15 @@ PENDING: dict[VectorKind, str] = {
 key column. A part's row holds its message's role before its key (its context is
 rebuilt, see :meth:`SQLVectorStore.pending`)."""
 
+_TABLES: dict[VectorKind, tuple[str, str]] = {
+    "message": ("message_parts", "part_vectors"),
+    "summary": ("summaries", "summary_vectors"),
+}
+"""Each kind's texts and its vectors."""
+
 LAST_KEY: dict[VectorKind, str] = {
-    "message": "SELECT max({key}) FROM message_parts WHERE session_id = ?",
-    "summary": "SELECT max({key}) FROM summaries WHERE session_id = ?",
+    kind: f"SELECT max({{key}}) FROM {texts} WHERE session_id = ?"
+    for kind, (texts, _) in _TABLES.items()
 }
 """The highest row key of a session's parts / summaries: ``(session_id,)``."""
 
@@ -73,13 +79,13 @@ PUT: dict[VectorKind, str] = {
 }
 
 COUNT: dict[VectorKind, str] = {
-    "message": "SELECT count(*) FROM part_vectors WHERE session_id = ? AND model = ?",
-    "summary": "SELECT count(*) FROM summary_vectors WHERE session_id = ? AND model = ?",
+    kind: f"SELECT count(*) FROM {vectors} WHERE session_id = ? AND model = ?"
+    for kind, (_, vectors) in _TABLES.items()
 }
 
 LAST_VECTOR_KEY: dict[VectorKind, str] = {
-    "message": "SELECT max(id) FROM part_vectors WHERE session_id = ? AND model = ?",
-    "summary": "SELECT max(id) FROM summary_vectors WHERE session_id = ? AND model = ?",
+    kind: f"SELECT max(id) FROM {vectors} WHERE session_id = ? AND model = ?"
+    for kind, (_, vectors) in _TABLES.items()
 }
 """The highest vector key of a session and model: ``(session_id, model)``."""
 

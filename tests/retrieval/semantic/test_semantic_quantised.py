@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,7 @@ from mnesis import StorePool
 from mnesis.errors import StoreCorruptError
 from mnesis.retrieval.semantic import MODEL_ID, codec, search
 from mnesis.retrieval.semantic.index import index_pending
-from mnesis.retrieval.semantic.model import DIM, load_embedder
+from mnesis.retrieval.semantic.model import DIM, Embedder, load_embedder
 from mnesis.retrieval.semantic.search import dense_search
 from mnesis.store.immutable import ImmutableStore
 from mnesis.store.shared.vectors import PUT, put_row
@@ -82,6 +83,26 @@ async def _stored_session(store: ImmutableStore) -> tuple[str, list[str]]:
     return session_id, ids
 
 
+@dataclass
+class _Facts:
+    """A store holding a session of :data:`FACTS`, its message IDs, vectors, embedder."""
+
+    store: ImmutableStore
+    session_id: str
+    ids: list[str]
+    vectors: VectorStore
+    embedder: Embedder
+
+
+async def _indexed_facts(pool: StorePool, db_path: str) -> _Facts:
+    """A session of :data:`FACTS` whose texts all have vectors."""
+    store = await pool.acquire(db_path=db_path)
+    session_id, ids = await _stored_session(store)
+    facts = _Facts(store, session_id, ids, _vectors(store), load_embedder())
+    await index_pending(store, facts.vectors, facts.embedder, [session_id])
+    return facts
+
+
 async def test_new_vectors_are_stored_as_int8_and_old_float32_rows_still_found(
     db_path: str, pool: StorePool
 ) -> None:
@@ -119,11 +140,9 @@ async def test_new_vectors_are_stored_as_int8_and_old_float32_rows_still_found(
 
 
 async def test_the_cache_follows_new_vectors_and_a_purge(db_path: str, pool: StorePool) -> None:
-    store = await pool.acquire(db_path=db_path)
-    session_id, ids = await _stored_session(store)
-    vectors = _vectors(store)
-    embedder = load_embedder()
-    await index_pending(store, vectors, embedder, [session_id])
+    facts = await _indexed_facts(pool, db_path)
+    store, session_id, ids = facts.store, facts.session_id, facts.ids
+    vectors, embedder = facts.vectors, facts.embedder
     where = store.location
     key = (where, session_id, "message", MODEL_ID)
 
@@ -148,11 +167,9 @@ async def test_the_cache_follows_new_vectors_and_a_purge(db_path: str, pool: Sto
 async def test_a_session_too_big_for_the_cache_is_streamed(
     db_path: str, pool: StorePool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = await pool.acquire(db_path=db_path)
-    session_id, ids = await _stored_session(store)
-    vectors = _vectors(store)
-    embedder = load_embedder()
-    await index_pending(store, vectors, embedder, [session_id])
+    facts = await _indexed_facts(pool, db_path)
+    store, session_id, ids = facts.store, facts.session_id, facts.ids
+    vectors, embedder = facts.vectors, facts.embedder
     monkeypatch.setattr(search, "CACHE_BYTES", 3 * search.ROW_BYTES)
     query = embedder.embed(["what car did Omar get"])[0]
     hits = await dense_search(
@@ -165,11 +182,9 @@ async def test_a_session_too_big_for_the_cache_is_streamed(
 async def test_large_entries_are_scored_off_the_event_loop_with_the_same_result(
     db_path: str, pool: StorePool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = await pool.acquire(db_path=db_path)
-    session_id, ids = await _stored_session(store)
-    vectors = _vectors(store)
-    embedder = load_embedder()
-    await index_pending(store, vectors, embedder, [session_id])
+    facts = await _indexed_facts(pool, db_path)
+    store, session_id, ids = facts.store, facts.session_id, facts.ids
+    vectors, embedder = facts.vectors, facts.embedder
     query = embedder.embed(["where is the deploy key"])[0]
     threads: list[int] = []
     scores = codec.scores

@@ -13,10 +13,12 @@ from mnesis.store.vectors import PendingText, StoredVector, VectorKind, VectorSt
 
 __all__ = [
     "COUNT",
+    "EMBEDDED",
     "LAST_KEY",
     "LAST_VECTOR_KEY",
     "MAX_TIME",
     "MIN_TIME",
+    "PARTS",
     "PENDING",
     "PUT",
     "SCAN",
@@ -31,15 +33,18 @@ MIN_TIME = -(2**63)
 MAX_TIME = 2**63 - 1
 _MAX_KEY = 2**63 - 1
 
+PARTS = "message_parts p JOIN messages m ON m.id = p.message_id"
+"""The parts (``p``) with their messages (``m``)."""
+EMBEDDED = "p.part_type = 'text' AND p.text_content IS NOT NULL AND NOT m.is_summary"
+"""The parts of :data:`PARTS` that get a vector: text of conversation messages."""
+
 PENDING: dict[VectorKind, str] = {
     "message": (
         "SELECT p.message_id, p.session_id, m.created_at, p.text_content, p.id, "
-        "CAST(m.role AS TEXT), p.{key} "
-        "FROM message_parts p JOIN messages m ON m.id = p.message_id "
+        f"CAST(m.role AS TEXT), p.{{key}} FROM {PARTS} "
         "LEFT JOIN part_vectors v ON v.part_id = p.id AND v.model = ? "
         "WHERE p.session_id = ? AND p.{key} > ? AND p.{key} <= ? "
-        "AND p.part_type = 'text' AND p.text_content IS NOT NULL "
-        "AND NOT m.is_summary AND v.part_id IS NULL ORDER BY p.{key} LIMIT ?"
+        f"AND {EMBEDDED} AND v.part_id IS NULL ORDER BY p.{{key}} LIMIT ?"
     ),
     "summary": (
         "SELECT s.id, s.session_id, s.created_at, s.content, NULL, NULL, s.{key} "

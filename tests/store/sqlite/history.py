@@ -13,7 +13,7 @@ from mnesis.models.parts import MessagePart, TextPart
 from mnesis.store import StorePool
 from mnesis.store.base import NewMessage, SessionRecord
 from mnesis.store.shared.search_context import SESSION_PARTS_SELECT, rebuild_contexts
-from tests.store.sqlite.helpers import random_parts
+from tests.store.sqlite.helpers import indexed_contexts, random_parts, tokens_of
 
 WORDS = "alpha beta gamma\ndelta epsilon 中文 zeta".split(" ")
 
@@ -76,9 +76,16 @@ async def random_history(
             await p.close_all()
 
 
-def rebuilt_contexts(conn: sqlite3.Connection, sessions: list[str]) -> dict[int, str | None]:
-    """Every indexed part's context (by row key), rebuilt from history."""
-    out: dict[int, str | None] = {}
-    for sid in sessions:
-        out.update(rebuild_contexts(conn.execute(SESSION_PARTS_SELECT, (sid,))))
-    return out
+def indexed_as_rebuilt(path: str, sessions: list[str]) -> dict[int, str | None]:
+    """Every indexed part's context (by row key), rebuilt from history; asserts that the
+    FTS index holds exactly these contexts (the column is not stored since m009: what
+    the writer computed is what it indexed)."""
+    conn = sqlite3.connect(path)
+    try:
+        rebuilt: dict[int, str | None] = {}
+        for sid in sessions:
+            rebuilt.update(rebuild_contexts(conn.execute(SESSION_PARTS_SELECT, (sid,))))
+        assert indexed_contexts(conn) == tokens_of(conn, rebuilt)
+        return rebuilt
+    finally:
+        conn.close()

@@ -18,6 +18,7 @@ from mnesis.store.shared.hit_contexts import (
     keys_of,
     wanted,
 )
+from mnesis.store.shared.text_search import TextScope, TextSearches
 
 __all__ = ["SearchMixin", "render_tsquery"]
 
@@ -29,24 +30,16 @@ _RANK = "-ts_rank_cd(%s::real[], {col}, to_tsquery('english', %s), 1)"
 """Lower is better (as SQLite's ``bm25``); normalisation 1 damps long documents."""
 
 
-class SearchMixin(PostgresStoreBase):
+class SearchMixin(PostgresStoreBase, TextSearches):
     """Ranked search and scans over messages and summaries (part of ``PostgresStore``)."""
 
     search_windows: tuple[int, ...] = DEFAULT_WINDOWS
     """Sizes of the windows of newest rows a ``newest_first`` search reads before
     asking the GIN index (empty: always the index); results do not depend on them."""
 
-    async def search_text(
-        self,
-        *,
-        query: SearchQuery,
-        scope: Literal["messages", "summaries"],
-        where: SearchFilter,
-        limit: int,
-        offset: int = 0,
+    async def _search(
+        self, query: SearchQuery, scope: TextScope, where: SearchFilter, limit: int, offset: int
     ) -> list[SearchHit]:
-        if where.session_ids is not None and not where.session_ids:
-            return []
         if query.newest_first:
             return await self._newest_of_groups(query, scope, where, limit, offset)
         tsquery = render_tsquery(query)
@@ -86,11 +79,11 @@ class SearchMixin(PostgresStoreBase):
         params += [*args, limit, offset]
         kind: Literal["message", "summary"] = "message" if scope == "messages" else "summary"
 
-        async def _search(conn: Conn) -> list[SearchHit]:
+        async def _ranked(conn: Conn) -> list[SearchHit]:
             rows = await fetch(conn, sql, params)
             return hits_of(kind, rows, await _contexts(conn, rows))
 
-        return await self.db.read(_search)
+        return await self.db.read(_ranked)
 
     async def _newest_of_groups(
         self,
@@ -136,16 +129,9 @@ class SearchMixin(PostgresStoreBase):
 
         return await self.db.read(_search)
 
-    async def scan_text(
-        self,
-        *,
-        scope: Literal["messages", "summaries"],
-        where: SearchFilter,
-        before_key: int | None,
-        limit: int,
+    async def _scan(
+        self, scope: TextScope, where: SearchFilter, before_key: int | None, limit: int
     ) -> list[SearchHit]:
-        if where.session_ids is not None and not where.session_ids:
-            return []
         params: list[Any] = []
         alias = "p" if scope == "messages" else "s"
         key = ""

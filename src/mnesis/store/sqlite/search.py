@@ -19,6 +19,7 @@ from mnesis.store.shared.hit_contexts import (
 )
 from mnesis.store.shared.search_filter import range_and_lineage
 from mnesis.store.shared.sql import DOWN_CTE
+from mnesis.store.shared.text_search import TextScope, TextSearches
 from mnesis.store.sqlite.rows import SQLiteStoreBase
 from mnesis.store.sqlite.search_levels import Group, absent, newest_of_groups
 
@@ -34,20 +35,12 @@ _CONTEXT_WEIGHT = 0.3
 _BM25 = f"bm25(message_parts_fts, 1.0, {_TOOL_WEIGHT}, {_CONTEXT_WEIGHT}, 0.0)"
 
 
-class SearchMixin(SQLiteStoreBase):
+class SearchMixin(SQLiteStoreBase, TextSearches):
     """Ranked search and scans over messages and summaries (part of ``SQLiteStore``)."""
 
-    async def search_text(
-        self,
-        *,
-        query: SearchQuery,
-        scope: Literal["messages", "summaries"],
-        where: SearchFilter,
-        limit: int,
-        offset: int = 0,
+    async def _search(
+        self, query: SearchQuery, scope: TextScope, where: SearchFilter, limit: int, offset: int
     ) -> list[SearchHit]:
-        if where.session_ids is not None and not where.session_ids:
-            return []
         column = "search_text"
         if scope == "messages":
             # With the context, every column but the session ID's: no column filter
@@ -65,7 +58,7 @@ class SearchMixin(SQLiteStoreBase):
         # rejects too many of them falls back to joining every match (below).
         candidates = (limit + offset) * 4 + 64
 
-        def _search(conn: sqlite3.Connection) -> list[SearchHit]:
+        def _read(conn: sqlite3.Connection) -> list[SearchHit]:
             def match_of(q: SearchQuery) -> str:
                 return f"{column} : ({render_fts5(q)})" if column else render_fts5(q)
 
@@ -132,21 +125,14 @@ class SearchMixin(SQLiteStoreBase):
                 rows = ranked(candidates)
             return hits_of(kind, rows, _contexts(conn, rows) if scope == "messages" else {})
 
-        return await self.db.read(_search)
+        return await self.db.read(_read)
 
-    async def scan_text(
-        self,
-        *,
-        scope: Literal["messages", "summaries"],
-        where: SearchFilter,
-        before_key: int | None,
-        limit: int,
+    async def _scan(
+        self, scope: TextScope, where: SearchFilter, before_key: int | None, limit: int
     ) -> list[SearchHit]:
         clauses, args = _filter_sql(where, scope)
         sessions = ""
         if where.session_ids is not None:
-            if not where.session_ids:
-                return []
             alias = "p" if scope == "messages" else "s"
             if len(where.session_ids) == 1:
                 # Equality lets SQLite walk the (session_id, rowid) index in order.

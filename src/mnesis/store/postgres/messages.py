@@ -6,7 +6,6 @@ from collections.abc import Sequence
 
 from mnesis.errors import MessageNotFoundError, SessionNotFoundError
 from mnesis.models.message import MessageWithParts
-from mnesis.models.parts import MessagePart
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import AppendedMessage, NewMessage
 from mnesis.store.codec import (
@@ -23,13 +22,10 @@ from mnesis.store.postgres.rows import (
     insert_parts,
     load_messages,
     lock_session,
-    message_update,
     now_ms,
 )
-from mnesis.store.shared.messages import MessageStatements
-from mnesis.store.shared.rows import (
-    encode_parts,
-)
+from mnesis.store.shared.messages import MessageRowChange, MessageStatements, message_changes
+from mnesis.store.shared.rows import EncodedParts, encode_parts
 from mnesis.store.shared.search_context import (
     NEIGHBOURS_SELECT,
     WINDOW,
@@ -60,6 +56,7 @@ class MessagesMixin(PostgresStoreBase, MessageStatements):
     """Appending, updating and reading messages and parts (part of ``PostgresStore``)."""
 
     ROW_KEY = "key"
+    MESSAGE_LOCK = "SELECT 1 FROM messages WHERE id = ? FOR NO KEY UPDATE"
     PART_STATUS_SELECT = (
         "SELECT content, part_type::text, tool_state::text, compacted_at, started_at, "
         "completed_at, text_content, message_id FROM message_parts WHERE id = ? FOR UPDATE"
@@ -113,19 +110,10 @@ class MessagesMixin(PostgresStoreBase, MessageStatements):
 
         return await self.db.write(_append)
 
-    async def append_parts(
-        self,
-        message_id: str,
-        parts: Sequence[MessagePart],
-        *,
-        part_tokens: Sequence[int] | None = None,
-        tokens: TokenUsage | None = None,
-        finish_reason: str | None = None,
-        token_estimate: int | None = None,
+    async def _append_parts(
+        self, message_id: str, rows: EncodedParts, change: MessageRowChange
     ) -> list[str]:
-        rows = encode_parts(parts, part_tokens)
         now = now_ms()
-        update = message_update(tokens, None, finish_reason, token_estimate)
 
         async def _append(conn: Conn) -> list[str]:
             found = await fetch_one(
@@ -151,35 +139,16 @@ class MessagesMixin(PostgresStoreBase, MessageStatements):
             )
             assert first is not None
             await insert_parts(conn, message_id, found[0], first[0], rows, now)
-            if update is not None:
-                await update(conn, message_id)
+            for sql, args in message_changes(message_id, change):
+                await conn.execute(pg(sql), args)
             return [r[0] for r in rows]
 
         return await self.db.write(_append)
 
-    async def update_message_tokens(
-        self,
-        message_id: str,
-        *,
-        tokens: TokenUsage | None = None,
-        cost: float | None = None,
-        finish_reason: str | None = None,
-        token_estimate: int | None = None,
-    ) -> None:
-        update = message_update(tokens, cost, finish_reason, token_estimate)
-        if update is None:
-            return
-        await self.db.write(lambda conn: update(conn, message_id))
-
-    async def get_messages(
-        self,
-        session_id: str,
-        *,
-        include_summaries: bool = True,
-        after_seq: int = 0,
-        limit: int | None = None,
+    async def _messages(
+        self, session_id: str, summaries: bool, after_seq: int, limit: int | None
     ) -> list[MessageWithParts]:
-        summary_clause = "" if include_summaries else " AND NOT is_summary"
+        summary_clause = "" if summaries else " AND NOT is_summary"
 
         async def _get(conn: Conn) -> list[MessageWithParts]:
             rows = await fetch(

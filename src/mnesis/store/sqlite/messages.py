@@ -11,14 +11,13 @@ from mnesis.errors import (
 )
 from mnesis.models.clock import now_ms
 from mnesis.models.message import Message, MessageWithParts
-from mnesis.models.parts import MessagePart
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import AppendedMessage, NewMessage
 from mnesis.store.codec import (
     dumps,
     usage_from_sums,
 )
-from mnesis.store.shared.messages import MessageStatements
+from mnesis.store.shared.messages import MessageRowChange, MessageStatements, message_changes
 from mnesis.store.shared.rows import (
     EncodedParts,
     encode_parts,
@@ -32,7 +31,6 @@ from mnesis.store.sqlite.rows import (
     SQLiteStoreBase,
     _insert_message,
     _load_messages,
-    _message_update,
     _next_value,
 )
 
@@ -60,6 +58,7 @@ class MessagesMixin(SQLiteStoreBase, MessageStatements):
     """Appending, updating and reading messages and parts (part of ``SQLiteStore``)."""
 
     ROW_KEY = "rowid"
+    MESSAGE_LOCK = "SELECT 1 FROM messages WHERE id = ?"
     PART_STATUS_SELECT = (
         "SELECT content, part_type, tool_state, compacted_at, started_at, completed_at, "
         "text_content, message_id FROM message_parts WHERE id = ?"
@@ -111,19 +110,10 @@ class MessagesMixin(SQLiteStoreBase, MessageStatements):
         contexts.commit()
         return appended
 
-    async def append_parts(
-        self,
-        message_id: str,
-        parts: Sequence[MessagePart],
-        *,
-        part_tokens: Sequence[int] | None = None,
-        tokens: TokenUsage | None = None,
-        finish_reason: str | None = None,
-        token_estimate: int | None = None,
+    async def _append_parts(
+        self, message_id: str, rows: EncodedParts, change: MessageRowChange
     ) -> list[str]:
-        rows = encode_parts(parts, part_tokens)
         now = now_ms()
-        update = _message_update(tokens, None, finish_reason, token_estimate)
 
         def _append(conn: sqlite3.Connection) -> list[str]:
             found = conn.execute(
@@ -141,36 +131,17 @@ class MessagesMixin(SQLiteStoreBase, MessageStatements):
                 (message_id,),
             ).fetchone()[0]
             insert_indexed_parts(conn, part_rows(message_id, found[0], first, rows, now))
-            if update is not None:
-                update(conn, message_id)
+            for sql, args in message_changes(message_id, change):
+                conn.execute(sql, args)
             return [r[0] for r in rows]
 
         # The new parts move the part-rowid watermark: the cache is not trusted next time.
         return await self.db.write(_append)
 
-    async def update_message_tokens(
-        self,
-        message_id: str,
-        *,
-        tokens: TokenUsage | None = None,
-        cost: float | None = None,
-        finish_reason: str | None = None,
-        token_estimate: int | None = None,
-    ) -> None:
-        update = _message_update(tokens, cost, finish_reason, token_estimate)
-        if update is None:
-            return
-        await self.db.write(lambda conn: update(conn, message_id))
-
-    async def get_messages(
-        self,
-        session_id: str,
-        *,
-        include_summaries: bool = True,
-        after_seq: int = 0,
-        limit: int | None = None,
+    async def _messages(
+        self, session_id: str, summaries: bool, after_seq: int, limit: int | None
     ) -> list[MessageWithParts]:
-        summary_clause = "" if include_summaries else " AND is_summary = 0"
+        summary_clause = "" if summaries else " AND is_summary = 0"
         lim = -1 if limit is None else int(limit)
 
         def _get(conn: sqlite3.Connection) -> list[MessageWithParts]:

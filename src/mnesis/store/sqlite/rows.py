@@ -9,12 +9,10 @@ inside the read or write transaction of their caller.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from mnesis.errors import MessageNotFoundError
 from mnesis.models.message import Message, MessageWithParts
-from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import FileReference
 from mnesis.store.codec import dumps
 from mnesis.store.shared import sql as statements
@@ -22,7 +20,6 @@ from mnesis.store.shared.lineage import LineageReads
 from mnesis.store.shared.rows import (
     attach_parts,
     message_row,
-    message_update_sets,
     messages_of,
 )
 from mnesis.store.shared.search_context import NeighbourCache
@@ -42,29 +39,6 @@ def _load_messages(
 ) -> list[MessageWithParts]:
     by_id = messages_of(msg_rows)
     return attach_parts(by_id, conn.execute(part_sql, part_args).fetchall() if by_id else [])
-
-
-def _message_update(
-    tokens: TokenUsage | None,
-    cost: float | None,
-    finish_reason: str | None,
-    token_estimate: int | None,
-) -> Callable[[sqlite3.Connection, str], None] | None:
-    """The permitted mutation of a message row (and its context item's tokens), to run
-    inside a write transaction; None when there is nothing to change."""
-    change = message_update_sets(tokens, cost, finish_reason, token_estimate)
-    if change is None:
-        return None
-    sets, args = change
-
-    def _update(conn: sqlite3.Connection, message_id: str) -> None:
-        cur = conn.execute(f"UPDATE messages SET {sets} WHERE id = ?", (*args, message_id))
-        if cur.rowcount == 0:
-            raise MessageNotFoundError(message_id)
-        if token_estimate is not None:
-            conn.execute(statements.CONTEXT_TOKENS_UPDATE, (token_estimate, message_id))
-
-    return _update
 
 
 def _next_value(conn: sqlite3.Connection, table: str, column: str, session_id: str) -> int:

@@ -28,6 +28,7 @@ __all__ = ["MessageRowChange", "MessageStatements", "message_changes"]
 
 _MESSAGE_TOKENS_UPDATE = "UPDATE messages SET token_estimate = ? WHERE id = ?"
 Planned = list[tuple[str, Sequence[Any]]]
+"""Statements to run in order, each with its parameters."""
 
 MessageRowChange = tuple[TokenUsage | None, float | None, str | None, int | None]
 """``(tokens, cost, finish_reason, token_estimate)``: a permitted change of a message
@@ -48,8 +49,9 @@ def message_changes(message_id: str, change: MessageRowChange) -> Planned:
 
 
 class MessageStatements(ABC):
-    """``update_part_status``, ``tombstone_parts``, ``get_message``, ``count_messages``
-    and ``find_tool_part``.
+    """``append_parts``, ``get_messages`` and ``update_message_tokens`` as the interface
+    takes them; ``update_part_status``, ``tombstone_parts``, ``get_message``,
+    ``count_messages`` and ``find_tool_part``.
 
     A backend gives :attr:`statements` (its database), :meth:`get_messages_by_ids`,
     :meth:`_append_parts` and :meth:`_messages`, and sets :attr:`ROW_KEY` (the column

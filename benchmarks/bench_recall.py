@@ -413,9 +413,7 @@ def rankers(store: ImmutableStore, session_id: str, session: MnesisSession) -> d
             parsed = parse_query(query)
             page, _, _ = await ranked_page(
                 store,
-                parsed.required,
-                parsed.optional,
-                parsed.highlights,
+                parsed,
                 ["messages"],
                 where,
                 10,

@@ -35,24 +35,19 @@ from benchmarks.bench_recall import _open
 from mnesis import StorePool
 from mnesis.retrieval.semantic import codec, model
 from mnesis.retrieval.semantic.index import embedded_text
-from mnesis.store.shared.vectors import PUT
+from mnesis.store.shared.vectors import EMBEDDED, PARTS, PUT
 from mnesis.store.vectors import PendingText
 
 _NEXT = (
     "SELECT p.rowid, p.message_id, p.session_id, m.created_at, p.text_content, p.id, "
-    "p.search_context FROM message_parts p JOIN messages m ON m.id = p.message_id "
-    "WHERE p.rowid > ? AND p.part_type = 'text' AND p.text_content IS NOT NULL "
-    "AND NOT m.is_summary ORDER BY p.rowid LIMIT ?"
+    f"p.search_context FROM {PARTS} WHERE p.rowid > ? AND {EMBEDDED} "
+    "ORDER BY p.rowid LIMIT ?"
 )
 _RESUME = (
     "SELECT p.rowid FROM part_vectors v JOIN message_parts p ON p.id = v.part_id "
     "WHERE v.model = ? ORDER BY v.id DESC LIMIT 1"
 )
-_LEFT = (
-    "SELECT count(*) FROM message_parts p JOIN messages m ON m.id = p.message_id "
-    "WHERE p.rowid > ? AND p.part_type = 'text' AND p.text_content IS NOT NULL "
-    "AND NOT m.is_summary"
-)
+_LEFT = f"SELECT count(*) FROM {PARTS} WHERE p.rowid > ? AND {EMBEDDED}"
 
 
 def load(threads: int, batch: int) -> model.Embedder:

@@ -37,15 +37,14 @@ import numpy as np
 
 from mnesis.retrieval.semantic import codec
 from mnesis.retrieval.semantic.model import DIM, MODEL_ID, load_embedder
-from mnesis.store.shared.vectors import LAST_KEY, PENDING
+from mnesis.store.shared.vectors import EMBEDDED, LAST_KEY, PARTS, PENDING
 
 BEFORE = (
     "SELECT p.message_id, p.session_id, m.created_at, p.text_content, p.id, "
-    "p.search_context "
-    "FROM message_parts p JOIN messages m ON m.id = p.message_id "
+    f"p.search_context FROM {PARTS} "
     "LEFT JOIN part_vectors v ON v.part_id = p.id AND v.model = ? "
-    "WHERE p.session_id = ? AND p.part_type = 'text' AND p.text_content IS NOT NULL "
-    "AND NOT m.is_summary AND v.part_id IS NULL ORDER BY m.seq, p.ordinal LIMIT ?"
+    f"WHERE p.session_id = ? AND {EMBEDDED} AND v.part_id IS NULL "
+    "ORDER BY m.seq, p.ordinal LIMIT ?"
 )
 """The message statement of ``store/shared/vectors.PENDING`` before the marks."""
 REPEAT = 15

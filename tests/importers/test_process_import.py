@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,33 +81,62 @@ async def test_small_batches_and_a_growing_file_match_the_thread_path(
     assert on_thread[1]["status"] == "grown"
 
 
-async def test_an_import_stopped_mid_file_resumes_to_the_same_store(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def _writer_fails(store: ImmutableStore, path: str, patch: pytest.MonkeyPatch) -> None:
     """The writer fails on the second batch (the parser process is stopped with it); the
-    next import continues from the last written batch and ends where one import ends.
-    (The parser process builds the rows, written by the backend's ``append_rows``.)"""
-    path = tmp_path / "stop.jsonl"
+    next import continues from the last written batch. (The parser process builds the
+    rows, written by the backend's ``append_rows``.)"""
+    append = store.backend.append_rows
+    calls = 0
+
+    async def fails_second(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise RuntimeError("killed")
+        return await append(*args, **kwargs)
+
+    patch.setattr(store.backend, "append_rows", fails_second)
+    with pytest.raises(RuntimeError, match="killed"):
+        await import_file(store, path, batch_size=2)
+
+
+async def _cancelled(store: ImmutableStore, path: str, patch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C cancels the import's task while a batch is being written: the parser
+    process is stopped with it."""
+    append = store.backend.append_rows
+    writing = asyncio.Event()
+
+    async def hangs_second(*args: Any, **kwargs: Any) -> Any:
+        if writing.is_set():
+            await asyncio.Event().wait()  # never set: cancelled here
+        writing.set()
+        return await append(*args, **kwargs)
+
+    patch.setattr(store.backend, "append_rows", hangs_second)
+    task = asyncio.create_task(import_file(store, path, batch_size=2))
+    await writing.wait()
+    await asyncio.sleep(0.2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+@pytest.mark.parametrize("stop", [_writer_fails, _cancelled], ids=["writer-fails", "cancelled"])
+async def test_an_interrupted_import_stops_its_parser_and_resumes_to_the_same_store(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    stop: Callable[[ImmutableStore, str, pytest.MonkeyPatch], Awaitable[None]],
+) -> None:
+    """``stop`` interrupts an import on the process path (patching through the given
+    ``MonkeyPatch``, undone after it); the next import ends where one import ends."""
+    path = tmp_path / "interrupted.jsonl"
     path.write_text("".join(lines()))
     whole = await _import(tmp_path, "whole", path, batch_size=2)
     monkeypatch.setattr(api, "PROCESS_BYTES", 0)
-    store = await ImmutableStore.open(str(tmp_path / "stopped.db"))
+    store = await ImmutableStore.open(str(tmp_path / "interrupted.db"))
     try:
-        backend = store.backend
-        append = backend.append_rows
-        calls = 0
-
-        async def fails_second(*args: Any, **kwargs: Any) -> Any:
-            nonlocal calls
-            calls += 1
-            if calls == 2:
-                raise RuntimeError("killed")
-            return await append(*args, **kwargs)
-
         with monkeypatch.context() as patch:
-            patch.setattr(backend, "append_rows", fails_second)
-            with pytest.raises(RuntimeError, match="killed"):
-                await import_file(store, str(path), batch_size=2)
+            await stop(store, str(path), patch)
         again = await import_file(store, str(path), batch_size=2)
         assert again.status == "grown"
         assert await shape(store, again.session_ids) == whole[2]
@@ -134,41 +164,5 @@ async def test_a_process_parsed_import_into_postgresql_stores_what_the_thread_pa
             )
         assert shapes[1] == shapes[0]
         assert shapes[0][1][-1] == []
-    finally:
-        await store.close()
-
-
-async def test_a_cancelled_import_stops_its_parser_and_resumes_to_the_same_store(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Ctrl-C cancels the import's task while a batch is being written: the parser
-    process is stopped with it and the next import ends where one import ends."""
-    path = tmp_path / "cancel.jsonl"
-    path.write_text("".join(lines()))
-    whole = await _import(tmp_path, "whole", path, batch_size=2)
-    monkeypatch.setattr(api, "PROCESS_BYTES", 0)
-    store = await ImmutableStore.open(str(tmp_path / "cancelled.db"))
-    try:
-        backend = store.backend
-        append = backend.append_rows
-        writing = asyncio.Event()
-
-        async def hangs_second(*args: Any, **kwargs: Any) -> Any:
-            if writing.is_set():
-                await asyncio.Event().wait()  # never set: cancelled here
-            writing.set()
-            return await append(*args, **kwargs)
-
-        with monkeypatch.context() as patch:
-            patch.setattr(backend, "append_rows", hangs_second)
-            task = asyncio.create_task(import_file(store, str(path), batch_size=2))
-            await writing.wait()
-            await asyncio.sleep(0.2)
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
-        again = await import_file(store, str(path), batch_size=2)
-        assert again.status == "grown"
-        assert await shape(store, again.session_ids) == whole[2]
     finally:
         await store.close()

@@ -119,9 +119,7 @@ async def grep(
         else:
             ranked, state, truncated = await ranked_page(
                 store,
-                parsed.required,
-                parsed.optional,
-                parsed.highlights,
+                parsed,
                 pools,
                 where,
                 size,

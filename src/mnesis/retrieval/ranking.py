@@ -24,10 +24,11 @@ from typing import Literal
 
 from mnesis.retrieval.hygiene import NearDuplicates, is_retrieval_trace
 from mnesis.retrieval.matching import Coverage, TermMatcher
+from mnesis.retrieval.query import ParsedQuery
 from mnesis.retrieval.render import snippet
 from mnesis.store.base import SearchFilter, SearchHit
 from mnesis.store.immutable import ImmutableStore
-from mnesis.store.search_query import SearchQuery, Term
+from mnesis.store.search_query import SearchQuery
 
 __all__ = ["POOL", "Ranked", "ranked_page"]
 
@@ -54,9 +55,7 @@ class Ranked:
 
 async def ranked_page(
     store: ImmutableStore,
-    required: list[Term],
-    optional: list[Term],
-    highlights: list[str],
+    parsed: ParsedQuery,
     pools: list[_Pool],
     where: SearchFilter,
     size: int,
@@ -74,6 +73,7 @@ async def ranked_page(
     the pool's order (both only to measure what each contributes).
     """
     offset = state.get("offset", 0)
+    required, optional = parsed.required, parsed.optional
     if not required and not optional:
         return [], state, False
     needed = max(POOL, offset + size + 1)
@@ -100,7 +100,7 @@ async def ranked_page(
     ranked = _rerank(
         [h for h in candidates.values() if _admissible(h, excluded, include_traces)],
         matcher,
-        highlights,
+        parsed.highlights,
         graded,
         offset + size + 1,
     )

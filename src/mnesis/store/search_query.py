@@ -11,11 +11,22 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from mnesis.errors import InvalidArgumentError
 
-__all__ = ["MAX_GROUPS", "SPEAKER_DATE_WORDS", "GroupMatches", "Phrase", "SearchQuery", "Term"]
+__all__ = [
+    "MAX_GROUPS",
+    "SPEAKER_DATE_WORDS",
+    "GroupMatches",
+    "Phrase",
+    "QuerySyntax",
+    "SearchQuery",
+    "Term",
+    "render_query",
+]
 
 MAX_GROUPS = 12
 """Most term combinations a coordination level of a ``descending`` query may take."""
@@ -198,3 +209,27 @@ class GroupMatches:
     def keys(self) -> list[int]:
         """Every key, best first."""
         return list(self._keys)
+
+
+class QuerySyntax(NamedTuple):
+    """How a full-text index's query language joins terms (spaces included)."""
+
+    and_: str
+    or_: str
+    and_not: str
+    """Between the query and the terms it must not hold (each in parentheses)."""
+
+
+def render_query(query: SearchQuery, term: Callable[[Term], str], syntax: QuerySyntax) -> str:
+    """``query`` in an index's syntax, ``term`` rendering each (quoted) term."""
+    parts = [term(t) for t in query.all_of]
+    if query.any_of:
+        groups = [syntax.and_.join(term(t) for t in g) for g in query.any_groups()]
+        if query.at_least > 1:
+            groups = [f"({g})" for g in groups]
+        parts.append("(" + syntax.or_.join(groups) + ")")
+    expression = syntax.and_.join(parts)
+    if query.not_all_of:
+        excluded = syntax.and_.join(term(t) for t in query.not_all_of)
+        expression = f"({expression}){syntax.and_not}({excluded})"
+    return expression

@@ -24,6 +24,12 @@ from typing import Literal
 __all__ = ["PendingText", "StoredVector", "VectorStore"]
 
 VectorKind = Literal["message", "summary"]
+MIN_TIME = -(2**63)
+MAX_TIME = 2**63 - 1
+MAX_KEY = 2**63 - 1
+"""The bounds a scan or a pending read takes when the caller gives none."""
+Times = tuple[int, int]
+"""``created_at`` from (inclusive) and until (exclusive)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +67,6 @@ class StoredVector:
 class VectorStore(ABC):
     """Reads and writes ``part_vectors`` / ``summary_vectors`` (``store.vectors``)."""
 
-    @abstractmethod
     async def pending(
         self,
         session_id: str,
@@ -80,6 +85,14 @@ class VectorStore(ABC):
         SQLite, ``key`` on PostgreSQL) grow in commit order within a session (every
         write locks its session), so a reader that has handled every text up to a key
         only needs the rows above it: see :meth:`last_key`."""
+        top = MAX_KEY if up_to_key is None else up_to_key
+        return await self._pending(session_id, model, kind, limit, after_key, top)
+
+    @abstractmethod
+    async def _pending(
+        self, session_id: str, model: str, kind: VectorKind, limit: int, after_key: int, top: int
+    ) -> list[PendingText]:
+        """:meth:`pending` up to the row key ``top``."""
 
     @abstractmethod
     async def last_key(self, session_id: str, kind: VectorKind) -> int:
@@ -104,7 +117,6 @@ class VectorStore(ABC):
     async def count(self, session_id: str, model: str, kind: VectorKind) -> int:
         """How many vectors from ``model`` the session holds."""
 
-    @abstractmethod
     async def scan(
         self,
         session_id: str,
@@ -118,3 +130,12 @@ class VectorStore(ABC):
     ) -> list[StoredVector]:
         """Up to ``limit`` vectors of the session from ``model`` with a key above
         ``after_key``, in key order, created at or after ``since`` and before ``until``."""
+        low = MIN_TIME if since is None else since
+        high = MAX_TIME if until is None else until
+        return await self._scan(session_id, model, kind, after_key, limit, (low, high))
+
+    @abstractmethod
+    async def _scan(
+        self, session_id: str, model: str, kind: VectorKind, after: int, limit: int, times: Times
+    ) -> list[StoredVector]:
+        """:meth:`scan` (``after``: its ``after_key``) with ``created_at`` in ``times``."""

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,8 +18,8 @@ from mnesis import StorePool
 from mnesis.errors import StoreCorruptError
 from mnesis.retrieval.semantic import MODEL_ID, codec, search
 from mnesis.retrieval.semantic.index import index_pending
-from mnesis.retrieval.semantic.model import DIM, load_embedder
-from mnesis.retrieval.semantic.search import dense_search
+from mnesis.retrieval.semantic.model import DIM, Embedder, load_embedder
+from mnesis.retrieval.semantic.search import DenseHit, dense_search
 from mnesis.store.immutable import ImmutableStore
 from mnesis.store.shared.vectors import PUT, put_row
 from mnesis.store.vectors import VectorStore
@@ -82,6 +83,33 @@ async def _stored_session(store: ImmutableStore) -> tuple[str, list[str]]:
     return session_id, ids
 
 
+@dataclass
+class _Facts:
+    """A store holding a session of :data:`FACTS`, its message IDs, vectors, embedder."""
+
+    store: ImmutableStore
+    session_id: str
+    ids: list[str]
+    vectors: VectorStore
+    embedder: Embedder
+
+    async def dense(self, question: str, limit: int, location: str | None) -> list[DenseHit]:
+        """The session's texts nearest to ``question`` (``location``: through the cache)."""
+        query = self.embedder.embed([question])[0]
+        return await dense_search(
+            self.vectors, MODEL_ID, query, [self.session_id], ["message"], limit, location=location
+        )
+
+
+async def _indexed_facts(pool: StorePool, db_path: str) -> _Facts:
+    """A session of :data:`FACTS` whose texts all have vectors."""
+    store = await pool.acquire(db_path=db_path)
+    session_id, ids = await _stored_session(store)
+    facts = _Facts(store, session_id, ids, _vectors(store), load_embedder())
+    await index_pending(store, facts.vectors, facts.embedder, [session_id])
+    return facts
+
+
 async def test_new_vectors_are_stored_as_int8_and_old_float32_rows_still_found(
     db_path: str, pool: StorePool
 ) -> None:
@@ -119,28 +147,21 @@ async def test_new_vectors_are_stored_as_int8_and_old_float32_rows_still_found(
 
 
 async def test_the_cache_follows_new_vectors_and_a_purge(db_path: str, pool: StorePool) -> None:
-    store = await pool.acquire(db_path=db_path)
-    session_id, ids = await _stored_session(store)
-    vectors = _vectors(store)
-    embedder = load_embedder()
-    await index_pending(store, vectors, embedder, [session_id])
-    where = store.location
-    key = (where, session_id, "message", MODEL_ID)
+    facts = await _indexed_facts(pool, db_path)
+    where = facts.store.location
+    key = (where, facts.session_id, "message", MODEL_ID)
 
     async def top(question: str) -> str:
-        query = embedder.embed([question])[0]
-        hits = await dense_search(
-            vectors, MODEL_ID, query, [session_id], ["message"], 1, location=where
-        )
+        hits = await facts.dense(question, 1, where)
         return hits[0].id if hits else ""
 
-    assert await top("where will Amara's children study") == ids[0]
+    assert await top("where will Amara's children study") == facts.ids[0]
     assert search._cache[key].count == len(FACTS)
-    late = await append_text(store, session_id, "Ines is allergic to peanuts")
-    await index_pending(store, vectors, embedder, [session_id])
+    late = await append_text(facts.store, facts.session_id, "Ines is allergic to peanuts")
+    await index_pending(facts.store, facts.vectors, facts.embedder, [facts.session_id])
     assert await top("what food can Ines not eat") == late
     assert search._cache[key].count == len(FACTS) + 1
-    await store.purge_session(session_id)
+    await facts.store.purge_session(facts.session_id)
     assert await top("what food can Ines not eat") == ""
     assert search._cache[key].count == 0
 
@@ -148,29 +169,17 @@ async def test_the_cache_follows_new_vectors_and_a_purge(db_path: str, pool: Sto
 async def test_a_session_too_big_for_the_cache_is_streamed(
     db_path: str, pool: StorePool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = await pool.acquire(db_path=db_path)
-    session_id, ids = await _stored_session(store)
-    vectors = _vectors(store)
-    embedder = load_embedder()
-    await index_pending(store, vectors, embedder, [session_id])
+    facts = await _indexed_facts(pool, db_path)
     monkeypatch.setattr(search, "CACHE_BYTES", 3 * search.ROW_BYTES)
-    query = embedder.embed(["what car did Omar get"])[0]
-    hits = await dense_search(
-        vectors, MODEL_ID, query, [session_id], ["message"], 2, location=store.location
-    )
-    assert hits[0].id == ids[1]
-    assert (store.location, session_id, "message", MODEL_ID) not in search._cache
+    hits = await facts.dense("what car did Omar get", 2, facts.store.location)
+    assert hits[0].id == facts.ids[1]
+    assert (facts.store.location, facts.session_id, "message", MODEL_ID) not in search._cache
 
 
 async def test_large_entries_are_scored_off_the_event_loop_with_the_same_result(
     db_path: str, pool: StorePool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = await pool.acquire(db_path=db_path)
-    session_id, ids = await _stored_session(store)
-    vectors = _vectors(store)
-    embedder = load_embedder()
-    await index_pending(store, vectors, embedder, [session_id])
-    query = embedder.embed(["where is the deploy key"])[0]
+    facts = await _indexed_facts(pool, db_path)
     threads: list[int] = []
     scores = codec.scores
 
@@ -182,11 +191,9 @@ async def test_large_entries_are_scored_off_the_event_loop_with_the_same_result(
     found = []
     for inline in (10_000, 0):
         monkeypatch.setattr(search, "INLINE_ROWS", inline)
-        hits = await dense_search(
-            vectors, MODEL_ID, query, [session_id], ["message"], 4, location=store.location
-        )
+        hits = await facts.dense("where is the deploy key", 4, facts.store.location)
         found.append([(h.id, round(h.score, 6)) for h in hits])
-    assert found[0] == found[1] and found[0][0][0] == ids[2]
+    assert found[0] == found[1] and found[0][0][0] == facts.ids[2]
     loop_thread = threading.get_ident()
     assert threads[0] == loop_thread and threads[1] != loop_thread
 

@@ -92,9 +92,7 @@ async def hybrid_page(
     depth = max(DEPTH, offset + size + 1)
     lexical, _, lexical_more = await ranked_page(
         store,
-        parsed.required,
-        parsed.optional,
-        parsed.highlights,
+        parsed,
         pools,
         where,
         depth,
@@ -132,9 +130,7 @@ async def _dense(
         return []
     embedder = await asyncio.to_thread(load_embedder)
     sessions = (
-        list(where.session_ids)
-        if where.session_ids is not None
-        else await store.list_session_ids()
+        list(where.session_ids) if where.session_ids is not None else await store.list_session_ids()
     )
     with contextlib.suppress(StoreReadOnlyError):  # a read-only store searches what it has
         await index_pending(
@@ -212,27 +208,17 @@ async def _texts(store: ImmutableStore, hits: list[DenseHit]) -> dict[tuple[str,
     parts = {h.id: h.part_id for h in hits if h.kind == "message"}
     if parts:
         for full in await store.get_messages_by_ids(list(parts)):
+            m = full.message
             for part in full.parts:
                 if isinstance(part, TextPart) and part.id == parts[full.id]:
-                    message = full.message
-                    out[("message", full.id)] = SearchHit(
-                        kind="message",
-                        id=full.id,
-                        session_id=message.session_id,
-                        text=part.text,
-                        created_at=message.created_at,
-                        part_id=part.id,
-                        role=message.role,
+                    out[("message", m.id)] = SearchHit(
+                        "message", m.id, m.session_id, part.text, m.created_at, part.id, m.role
                     )
     summary_ids = [h.id for h in hits if h.kind == "summary"]
     if summary_ids:
-        for summary in await store.get_summaries(summary_ids):
-            out[("summary", summary.id)] = SearchHit(
-                kind="summary",
-                id=summary.id,
-                session_id=summary.session_id,
-                text=summary.content,
-                created_at=summary.created_at,
+        for s in await store.get_summaries(summary_ids):
+            out[("summary", s.id)] = SearchHit(
+                "summary", s.id, s.session_id, s.content, s.created_at
             )
     return out
 

@@ -28,7 +28,7 @@ from mnesis.store.postgres.errors import one_line, translate_pg_error
 from mnesis.store.postgres.migrations import MIGRATIONS
 from mnesis.store.postgres.nul import register_nul_escaping
 from mnesis.store.shared.sql import pg
-from mnesis.store.shared.statements import Batch
+from mnesis.store.shared.statements import Batch, Plan
 
 __all__ = ["Conn", "PostgresDatabase", "redact_url"]
 
@@ -317,6 +317,17 @@ class PostgresDatabase:
                 if rows:
                     async with conn.cursor() as cur:
                         await cur.executemany(pg(sql), rows)
+
+        await self.write(_write)
+
+    async def change_after(self, sql: str, args: Sequence[Any], plan: Plan) -> None:
+        """Read the first row of ``sql``, then run the statements ``plan`` makes of it
+        (``?`` placeholders), all in one write transaction."""
+
+        async def _write(conn: Conn) -> None:
+            cur = await conn.execute(pg(sql), args)
+            for statement, values in plan(await cur.fetchone()):
+                await conn.execute(pg(statement), values)
 
         await self.write(_write)
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mnesis.errors import MessageNotFoundError, PartNotFoundError, SessionNotFoundError
+from mnesis.errors import MessageNotFoundError, SessionNotFoundError
 from mnesis.models.message import MessageWithParts
-from mnesis.models.parts import MessagePart, ToolState
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import AppendedMessage, NewMessage
 from mnesis.store.codec import (
@@ -17,29 +16,23 @@ from mnesis.store.postgres.rows import (
     LOCK_SESSION,
     MSG_COLS,
     PostgresStoreBase,
-    execute_many,
     fetch,
     fetch_one,
     insert_message,
     insert_parts,
     load_messages,
     lock_session,
-    message_update,
     now_ms,
 )
-from mnesis.store.shared.rows import (
-    TOOL_STATUS_UPDATE,
-    encode_parts,
-    tombstone_rows,
-    tool_status_args,
-)
+from mnesis.store.shared.messages import MessageRowChange, MessageStatements, message_changes
+from mnesis.store.shared.rows import EncodedParts, encode_parts
 from mnesis.store.shared.search_context import (
     NEIGHBOURS_SELECT,
     WINDOW,
     Contexts,
     neighbour_args,
 )
-from mnesis.store.shared.sql import CONTEXT_TOKENS_UPDATE, TOMBSTONE, pg
+from mnesis.store.shared.sql import pg
 
 __all__ = ["MessagesMixin"]
 
@@ -59,8 +52,15 @@ _LATEST_NEIGHBOURS = pg(
 """:data:`NEIGHBOURS_SELECT` for the message appended next (args: the session twice)."""
 
 
-class MessagesMixin(PostgresStoreBase):
+class MessagesMixin(PostgresStoreBase, MessageStatements):
     """Appending, updating and reading messages and parts (part of ``PostgresStore``)."""
+
+    ROW_KEY = "key"
+    MESSAGE_LOCK = "SELECT 1 FROM messages WHERE id = ? FOR NO KEY UPDATE"
+    PART_STATUS_SELECT = (
+        "SELECT content, part_type::text, tool_state::text, compacted_at, started_at, "
+        "completed_at, text_content, message_id FROM message_parts WHERE id = ? FOR UPDATE"
+    )
 
     async def append_messages(self, batch: Sequence[NewMessage]) -> list[AppendedMessage]:
         prepared = [(item, encode_parts(item.parts, item.part_tokens)) for item in batch]
@@ -110,19 +110,10 @@ class MessagesMixin(PostgresStoreBase):
 
         return await self.db.write(_append)
 
-    async def append_parts(
-        self,
-        message_id: str,
-        parts: Sequence[MessagePart],
-        *,
-        part_tokens: Sequence[int] | None = None,
-        tokens: TokenUsage | None = None,
-        finish_reason: str | None = None,
-        token_estimate: int | None = None,
+    async def _append_parts(
+        self, message_id: str, rows: EncodedParts, change: MessageRowChange
     ) -> list[str]:
-        rows = encode_parts(parts, part_tokens)
         now = now_ms()
-        update = message_update(tokens, None, finish_reason, token_estimate)
 
         async def _append(conn: Conn) -> list[str]:
             found = await fetch_one(
@@ -148,99 +139,16 @@ class MessagesMixin(PostgresStoreBase):
             )
             assert first is not None
             await insert_parts(conn, message_id, found[0], first[0], rows, now)
-            if update is not None:
-                await update(conn, message_id)
+            for sql, args in message_changes(message_id, change):
+                await conn.execute(pg(sql), args)
             return [r[0] for r in rows]
 
         return await self.db.write(_append)
 
-    async def update_message_tokens(
-        self,
-        message_id: str,
-        *,
-        tokens: TokenUsage | None = None,
-        cost: float | None = None,
-        finish_reason: str | None = None,
-        token_estimate: int | None = None,
-    ) -> None:
-        update = message_update(tokens, cost, finish_reason, token_estimate)
-        if update is None:
-            return
-        await self.db.write(lambda conn: update(conn, message_id))
-
-    async def update_part_status(
-        self,
-        part_id: str,
-        *,
-        state: ToolState | None = None,
-        compacted_at: int | None = None,
-        output: str | None = None,
-        error_message: str | None = None,
-        started_at: int | None = None,
-        completed_at: int | None = None,
-        token_estimate: int | None = None,
-        message_token_estimate: int | None = None,
-    ) -> None:
-        async def _update(conn: Conn) -> None:
-            row = await fetch_one(
-                conn,
-                "SELECT content, part_type::text, tool_state::text, compacted_at, started_at, "
-                "completed_at, text_content, message_id FROM message_parts "
-                "WHERE id = %s FOR UPDATE",
-                (part_id,),
-            )
-            if row is None:
-                raise PartNotFoundError(part_id)
-            owner = row[7]
-            await conn.execute(
-                pg(TOOL_STATUS_UPDATE),
-                tool_status_args(
-                    part_id,
-                    row,
-                    state=state,
-                    compacted_at=compacted_at,
-                    output=output,
-                    error_message=error_message,
-                    started_at=started_at,
-                    completed_at=completed_at,
-                    token_estimate=token_estimate,
-                ),
-            )
-            if message_token_estimate is not None:
-                await conn.execute(
-                    "UPDATE messages SET token_estimate = %s WHERE id = %s",
-                    (message_token_estimate, owner),
-                )
-                await conn.execute(pg(CONTEXT_TOKENS_UPDATE), (message_token_estimate, owner))
-
-        await self.db.write(_update)
-
-    async def tombstone_parts(
-        self,
-        parts: Sequence[tuple[str, int, int]],
-        message_estimates: Sequence[tuple[str, int]],
-    ) -> None:
-        async def _prune(conn: Conn) -> None:
-            for sql, rows in zip(TOMBSTONE, tombstone_rows(parts, message_estimates), strict=True):
-                await execute_many(conn, pg(sql), rows)
-
-        await self.db.write(_prune)
-
-    async def get_message(self, message_id: str) -> MessageWithParts:
-        found = await self.get_messages_by_ids([message_id])
-        if not found:
-            raise MessageNotFoundError(message_id)
-        return found[0]
-
-    async def get_messages(
-        self,
-        session_id: str,
-        *,
-        include_summaries: bool = True,
-        after_seq: int = 0,
-        limit: int | None = None,
+    async def _messages(
+        self, session_id: str, summaries: bool, after_seq: int, limit: int | None
     ) -> list[MessageWithParts]:
-        summary_clause = "" if include_summaries else " AND NOT is_summary"
+        summary_clause = "" if summaries else " AND NOT is_summary"
 
         async def _get(conn: Conn) -> list[MessageWithParts]:
             rows = await fetch(
@@ -266,18 +174,6 @@ class MessagesMixin(PostgresStoreBase):
 
         return await self.db.snapshot(_get)
 
-    async def count_messages(self, session_id: str) -> int:
-        async def _count(conn: Conn) -> int:
-            row = await fetch_one(
-                conn,
-                "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = %s",
-                (session_id,),
-            )
-            assert row is not None
-            return int(row[0])
-
-        return await self.db.read(_count)
-
     async def session_token_usage(self, session_id: str) -> TokenUsage:
         async def _sum(conn: Conn) -> TokenUsage:
             row = await fetch_one(
@@ -291,17 +187,3 @@ class MessagesMixin(PostgresStoreBase):
             return usage_from_sums(row)
 
         return await self.db.read(_sum)
-
-    async def find_tool_part(self, session_id: str, tool_call_id: str) -> tuple[str, str]:
-        async def _find(conn: Conn) -> tuple[str, str]:
-            row = await fetch_one(
-                conn,
-                "SELECT id, message_id FROM message_parts WHERE session_id = %s "
-                "AND tool_call_id = %s ORDER BY key DESC LIMIT 1",
-                (session_id, tool_call_id),
-            )
-            if row is None:
-                raise PartNotFoundError(tool_call_id)
-            return row[0], row[1]
-
-        return await self.db.read(_find)

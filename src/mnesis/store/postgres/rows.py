@@ -7,13 +7,12 @@ caller.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from mnesis.errors import MessageNotFoundError, SessionNotFoundError
+from mnesis.errors import SessionNotFoundError
 from mnesis.models.clock import now_ms
 from mnesis.models.message import Message, MessageWithParts
-from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import FileReference
 from mnesis.store.postgres.db import Conn, PostgresDatabase
 from mnesis.store.shared.lineage import LineageReads
@@ -21,30 +20,25 @@ from mnesis.store.shared.rows import (
     EncodedParts,
     attach_parts,
     message_row,
-    message_update_sets,
     messages_of,
     part_rows,
-    session_record,
 )
+from mnesis.store.shared.sql import DOWN_CTE as SHARED_DOWN_CTE
 from mnesis.store.shared.sql import (
-    CONTEXT_TOKENS_UPDATE,
     FILE_SELECT,
     MESSAGE_COLUMNS,
     MESSAGE_INSERT,
     PART_COLUMNS,
     PART_INSERT,
-    SESSION_COLUMNS,
     pg,
     select_list,
 )
-from mnesis.store.shared.sql import DOWN_CTE as SHARED_DOWN_CTE
 from mnesis.store.shared.statements import Statements
 
-__all__ = ["PostgresStoreBase", "now_ms", "session_record"]
+__all__ = ["PostgresStoreBase", "now_ms"]
 
 MSG_COLS = select_list(MESSAGE_COLUMNS, as_text=("role",))
 PART_COLS = select_list(PART_COLUMNS, as_text=("tool_state",))
-SESSION_COLS = select_list(SESSION_COLUMNS)
 DOWN_CTE = pg(SHARED_DOWN_CTE)
 """Every summary below (and including) a summary, through the condensation levels."""
 
@@ -95,31 +89,6 @@ async def lock_session(conn: Conn, session_id: str) -> None:
     row = await fetch_one(conn, LOCK_SESSION, (session_id,))
     if row is None:
         raise SessionNotFoundError(session_id)
-
-
-def message_update(
-    tokens: TokenUsage | None,
-    cost: float | None,
-    finish_reason: str | None,
-    token_estimate: int | None,
-) -> Callable[[Conn, str], Awaitable[None]] | None:
-    """The permitted mutation of a message row (and its context item's tokens), to run
-    inside a write transaction; None when there is nothing to change."""
-    change = message_update_sets(tokens, cost, finish_reason, token_estimate)
-    if change is None:
-        return None
-    sets, args = change
-
-    async def _update(conn: Conn, message_id: str) -> None:
-        cur = await conn.execute(
-            pg(f"UPDATE messages SET {sets} WHERE id = ?"), (*args, message_id)
-        )
-        if cur.rowcount == 0:
-            raise MessageNotFoundError(message_id)
-        if token_estimate is not None:
-            await conn.execute(pg(CONTEXT_TOKENS_UPDATE), (token_estimate, message_id))
-
-    return _update
 
 
 async def next_value(conn: Conn, table: str, column: str, session_id: str) -> int:

@@ -11,7 +11,14 @@ from mnesis.store.postgres.newest import DEFAULT_WINDOWS, newest_group_keys
 from mnesis.store.postgres.rows import DOWN_CTE, PostgresStoreBase, fetch
 from mnesis.store.postgres.search_sql import PART_TSV, filter_sql, render_tsquery
 from mnesis.store.search_query import SearchQuery
-from mnesis.store.shared.hit_contexts import PG_HIT_NEIGHBOURS, contexts_of, keys_of, needs_context
+from mnesis.store.shared.hit_contexts import (
+    PG_HIT_NEIGHBOURS,
+    contexts_of,
+    hits_of,
+    keys_of,
+    wanted,
+)
+from mnesis.store.shared.text_search import TextScope, TextSearches
 
 __all__ = ["SearchMixin", "render_tsquery"]
 
@@ -23,24 +30,16 @@ _RANK = "-ts_rank_cd(%s::real[], {col}, to_tsquery('english', %s), 1)"
 """Lower is better (as SQLite's ``bm25``); normalisation 1 damps long documents."""
 
 
-class SearchMixin(PostgresStoreBase):
+class SearchMixin(PostgresStoreBase, TextSearches):
     """Ranked search and scans over messages and summaries (part of ``PostgresStore``)."""
 
     search_windows: tuple[int, ...] = DEFAULT_WINDOWS
     """Sizes of the windows of newest rows a ``newest_first`` search reads before
     asking the GIN index (empty: always the index); results do not depend on them."""
 
-    async def search_text(
-        self,
-        *,
-        query: SearchQuery,
-        scope: Literal["messages", "summaries"],
-        where: SearchFilter,
-        limit: int,
-        offset: int = 0,
+    async def _search(
+        self, query: SearchQuery, scope: TextScope, where: SearchFilter, limit: int, offset: int
     ) -> list[SearchHit]:
-        if where.session_ids is not None and not where.session_ids:
-            return []
         if query.newest_first:
             return await self._newest_of_groups(query, scope, where, limit, offset)
         tsquery = render_tsquery(query)
@@ -80,27 +79,11 @@ class SearchMixin(PostgresStoreBase):
         params += [*args, limit, offset]
         kind: Literal["message", "summary"] = "message" if scope == "messages" else "summary"
 
-        async def _search(conn: Conn) -> list[SearchHit]:
+        async def _ranked(conn: Conn) -> list[SearchHit]:
             rows = await fetch(conn, sql, params)
-            contexts = await _contexts(conn, [(r[0], r[9], r[4], r[5], r[6]) for r in rows])
-            return [
-                SearchHit(
-                    kind,
-                    r[2],
-                    r[3],
-                    r[4] or "",
-                    r[6],
-                    r[1],
-                    r[5],
-                    float(r[7]),
-                    r[0],
-                    r[8],
-                    contexts.get(r[0]),
-                )
-                for r in rows
-            ]
+            return hits_of(kind, rows, await _contexts(conn, rows))
 
-        return await self.db.read(_search)
+        return await self.db.read(_ranked)
 
     async def _newest_of_groups(
         self,
@@ -142,36 +125,13 @@ class SearchMixin(PostgresStoreBase):
                 )
                 kind = "summary"
             rows = await fetch(conn, sql, [keys, limit, offset])
-            contexts = await _contexts(conn, [(r[0], r[9], r[4], r[5], r[6]) for r in rows])
-            return [
-                SearchHit(
-                    kind,
-                    r[2],
-                    r[3],
-                    r[4] or "",
-                    r[6],
-                    r[1],
-                    r[5],
-                    float(r[7]),
-                    r[0],
-                    r[8],
-                    contexts.get(r[0]),
-                )
-                for r in rows
-            ]
+            return hits_of(kind, rows, await _contexts(conn, rows))
 
         return await self.db.read(_search)
 
-    async def scan_text(
-        self,
-        *,
-        scope: Literal["messages", "summaries"],
-        where: SearchFilter,
-        before_key: int | None,
-        limit: int,
+    async def _scan(
+        self, scope: TextScope, where: SearchFilter, before_key: int | None, limit: int
     ) -> list[SearchHit]:
-        if where.session_ids is not None and not where.session_ids:
-            return []
         params: list[Any] = []
         alias = "p" if scope == "messages" else "s"
         key = ""
@@ -212,7 +172,7 @@ class SearchMixin(PostgresStoreBase):
             return {}
         sql = (
             "SELECT q.id, p.key, p.id, p.message_id, p.session_id, p.text_content, "
-            "m.role::text, m.created_at, p.tool_name, p.part_type::text "
+            "m.role::text, m.created_at, 0.0, p.tool_name, p.part_type::text "
             "FROM messages q JOIN messages m ON m.session_id = q.session_id AND m.seq = ("
             "  SELECT MIN(n.seq) FROM messages n "
             "  WHERE n.session_id = q.session_id AND n.seq > q.seq AND NOT n.is_summary) "
@@ -222,37 +182,17 @@ class SearchMixin(PostgresStoreBase):
 
         async def _replies(conn: Conn) -> dict[str, SearchHit]:
             rows = await fetch(conn, sql, [list(message_ids)])
-            contexts = await _contexts(conn, [(r[1], r[9], r[5], r[6], r[7]) for r in rows])
-            return {
-                r[0]: SearchHit(
-                    "message",
-                    r[3],
-                    r[4],
-                    r[5] or "",
-                    r[7],
-                    r[2],
-                    r[6],
-                    0.0,
-                    r[1],
-                    r[8],
-                    contexts.get(r[1]),
-                )
-                for r in rows
-            }
+            page = [r[1:] for r in rows]
+            hits = hits_of("message", page, await _contexts(conn, page))
+            return {r[0]: hit for r, hit in zip(rows, hits, strict=True)}
 
         return await self.db.read(_replies)
 
 
-async def _contexts(
-    conn: Conn, parts: Sequence[tuple[int, Any, Any, Any, Any]]
-) -> dict[int, str | None]:
-    """The neighbour context of each conversation part among a page's hits, given as
-    ``(key, part type, text, role, created_at)``, rebuilt with one statement."""
-    hits = [
-        (key, str(role), int(at))
-        for key, kind, text, role, at in parts
-        if needs_context(kind, text)
-    ]
+async def _contexts(conn: Conn, rows: Sequence[Sequence[Any]]) -> dict[Any, str | None]:
+    """The neighbour context of each conversation part among a page's rows (see
+    :func:`~mnesis.store.shared.hit_contexts.hits_of`), rebuilt with one statement."""
+    hits = wanted(rows)
     if not hits:
         return {}
     return contexts_of(hits, await fetch(conn, PG_HIT_NEIGHBOURS, [keys_of(hits)]))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from mnesis.store.base import SearchFilter
-from mnesis.store.search_query import SearchQuery, Term
+from mnesis.store.search_query import QuerySyntax, SearchQuery, Term, render_query
 from mnesis.store.shared.search_filter import range_and_lineage
 from mnesis.store.shared.sql import pg
 
@@ -77,17 +77,10 @@ def _tsquery_term(term: Term) -> str:
     return quoted[0] if len(quoted) == 1 else "(" + " | ".join(quoted) + ")"
 
 
+_TSQUERY = QuerySyntax(" & ", " | ", " & !")
+
+
 def render_tsquery(query: SearchQuery) -> str:
     """The ``to_tsquery('english', ...)`` text of a query; every phrase is quoted, so no
     word can form an operator."""
-    parts = [_tsquery_term(t) for t in query.all_of]
-    if query.any_of:
-        groups = [" & ".join(_tsquery_term(t) for t in g) for g in query.any_groups()]
-        if query.at_least > 1:
-            groups = [f"({g})" for g in groups]
-        parts.append("(" + " | ".join(groups) + ")")
-    expression = " & ".join(parts)
-    if query.not_all_of:
-        excluded = " & ".join(_tsquery_term(t) for t in query.not_all_of)
-        expression = f"({expression}) & !({excluded})"
-    return expression
+    return render_query(query, _tsquery_term, _TSQUERY)

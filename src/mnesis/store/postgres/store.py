@@ -8,7 +8,6 @@ and ``integrity`` (their shared SQL is in ``rows``).
 from __future__ import annotations
 
 from contextlib import AbstractAsyncContextManager
-from typing import Literal
 
 from mnesis.errors import SessionNotFoundError
 from mnesis.store.base import FileReference, SessionRecord, StoreBackend
@@ -24,11 +23,9 @@ from mnesis.store.postgres.map_runs import PostgresMapRunStore
 from mnesis.store.postgres.messages import MessagesMixin
 from mnesis.store.postgres.purge import PurgeMixin
 from mnesis.store.postgres.rows import (
-    fetch,
     fetch_one,
     get_file,
     now_ms,
-    session_record,
 )
 from mnesis.store.postgres.search import SearchMixin
 from mnesis.store.postgres.stats import StatsMixin
@@ -37,6 +34,7 @@ from mnesis.store.postgres.vectors import PostgresVectorStore
 from mnesis.store.shared import sessions as shared
 from mnesis.store.shared.lending import Lender, LentStore
 from mnesis.store.shared.purge import SESSION_EXISTS
+from mnesis.store.shared.sessions import SessionReads
 from mnesis.store.shared.sql import pg
 from mnesis.store.vectors import VectorStore
 
@@ -52,6 +50,7 @@ class PostgresStore(
     IntegrityMixin,
     PurgeMixin,
     GrepReadsMixin,
+    SessionReads,
     LentStore[PostgresDatabase],
     StoreBackend,
 ):
@@ -74,7 +73,7 @@ class PostgresStore(
     def vectors(self) -> VectorStore:
         return self._vectors
 
-    # sessions -------------------------------------------------------------
+    # sessions (the reads: SessionReads) -------------------------------------------
     async def create_session(self, record: SessionRecord) -> None:
         now = now_ms()
         record.created_at = record.created_at or now
@@ -88,32 +87,6 @@ class PostgresStore(
             await conn.execute(pg(shared.SESSION_INSERT), shared.session_row(record))
 
         await self.db.write(_insert)
-
-    async def get_session(self, session_id: str) -> SessionRecord:
-        async def _get(conn: Conn) -> SessionRecord:
-            row = await fetch_one(conn, pg(shared.SESSION_SELECT), (session_id,))
-            if row is None:
-                raise SessionNotFoundError(session_id)
-            return session_record(row)
-
-        return await self.db.read(_get)
-
-    async def list_sessions(self, *, limit: int = 100, offset: int = 0) -> list[SessionRecord]:
-        async def _list(conn: Conn) -> list[SessionRecord]:
-            rows = await fetch(conn, pg(shared.SESSIONS_PAGE), (limit, offset))
-            return [session_record(r) for r in rows]
-
-        return await self.db.read(_list)
-
-    async def set_session_status(
-        self, session_id: str, status: Literal["active", "closed"]
-    ) -> None:
-        async def _set(conn: Conn) -> None:
-            cur = await conn.execute(pg(shared.SESSION_STATUS), (status, now_ms(), session_id))
-            if cur.rowcount == 0:
-                raise SessionNotFoundError(session_id)
-
-        await self.db.write(_set)
 
     # compaction lock and queue ---------------------------------------------
     def compaction_lock(
@@ -139,9 +112,6 @@ class PostgresStore(
             return found
 
         return await self.db.write(_store)
-
-    async def get_file_reference(self, content_or_file_id: str) -> FileReference | None:
-        return await self.db.read(lambda conn: get_file(conn, content_or_file_id))
 
     async def used_bytes(self) -> int:
         async def _used(conn: Conn) -> int:

@@ -11,8 +11,9 @@ at most ``WINDOW`` ``seq`` back, written before the hit (a lower row key).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Literal
 
+from mnesis.store.records import SearchHit
 from mnesis.store.shared.search_context import WINDOW, search_context
 
 __all__ = [
@@ -22,8 +23,10 @@ __all__ = [
     "SQLITE_PART_NEIGHBOURS",
     "HitMeta",
     "contexts_of",
+    "hits_of",
     "keys_of",
     "needs_context",
+    "wanted",
 ]
 
 _CUT = 600
@@ -95,3 +98,36 @@ def contexts_of(
         key: search_context(role, created_at, previous.get(key, []))
         for key, role, created_at in hits
     }
+
+
+def wanted(rows: Sequence[Sequence[Any]]) -> list[HitMeta]:
+    """The hits among a page's rows (see :func:`hits_of`) whose context is rebuilt: the
+    conversation parts with text."""
+    return [(r[0], str(r[5]), int(r[6])) for r in rows if needs_context(r[9], r[4])]
+
+
+def hits_of(
+    kind: Literal["message", "summary"],
+    rows: Sequence[Sequence[Any]],
+    contexts: dict[Any, str | None],
+) -> list[SearchHit]:
+    """A search page's rows as hits, with each hit's rebuilt context. A row is ``(row
+    key, part ID, message or summary ID, session ID, text, role, created_at, rank, tool
+    name, part type)`` (NULL where a summary has none), as every search statement of
+    both backends selects it."""
+    return [
+        SearchHit(
+            kind,
+            r[2],
+            r[3],
+            r[4] or "",
+            r[6],
+            r[1],
+            r[5],
+            float(r[7]),
+            r[0],
+            r[8],
+            contexts.get(r[0]),
+        )
+        for r in rows
+    ]

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from abc import ABC, abstractmethod
+from typing import Any, Literal
 
+from mnesis.errors import SessionNotFoundError
+from mnesis.models.clock import now_ms
 from mnesis.store.codec import dumps
 from mnesis.store.records import FileReference, SessionRecord
-from mnesis.store.shared.sql import SESSION_COLUMNS, select_list
+from mnesis.store.shared.rows import session_record
+from mnesis.store.shared.sql import FILE_SELECT, SESSION_COLUMNS, select_list
+from mnesis.store.shared.statements import Statements
 
 __all__ = [
     "FILE_INSERT",
@@ -14,6 +19,7 @@ __all__ = [
     "SESSION_INSERT",
     "SESSION_SELECT",
     "SESSION_STATUS",
+    "SessionReads",
     "file_row",
     "session_row",
 ]
@@ -60,3 +66,35 @@ def file_row(ref: FileReference) -> tuple[Any, ...]:
         ref.session_id,
         ref.created_at,
     )
+
+
+class SessionReads(ABC):
+    """``get_session``, ``list_sessions``, ``set_session_status`` and
+    ``get_file_reference``, single statements written once for both stores (each store
+    keeps the writes that check before they insert)."""
+
+    @property
+    @abstractmethod
+    def statements(self) -> Statements:
+        """The database the statements run on."""
+
+    async def get_session(self, session_id: str) -> SessionRecord:
+        rows = await self.statements.rows(SESSION_SELECT, (session_id,))
+        if not rows:
+            raise SessionNotFoundError(session_id)
+        return session_record(rows[0])
+
+    async def list_sessions(self, *, limit: int = 100, offset: int = 0) -> list[SessionRecord]:
+        return [
+            session_record(r) for r in await self.statements.rows(SESSIONS_PAGE, (limit, offset))
+        ]
+
+    async def set_session_status(
+        self, session_id: str, status: Literal["active", "closed"]
+    ) -> None:
+        if await self.statements.change(SESSION_STATUS, (status, now_ms(), session_id)) == 0:
+            raise SessionNotFoundError(session_id)
+
+    async def get_file_reference(self, content_or_file_id: str) -> FileReference | None:
+        rows = await self.statements.rows(FILE_SELECT, (content_or_file_id,) * 2)
+        return FileReference(*rows[0]) if rows else None

@@ -1,20 +1,24 @@
 """``Statements``: one database run statement by statement, whatever its backend.
 
 Both :class:`~mnesis.store.sqlite.database.SQLiteDatabase` and
-:class:`~mnesis.store.postgres.db.PostgresDatabase` offer these three calls, so a
+:class:`~mnesis.store.postgres.db.PostgresDatabase` offer these calls, so a
 store part made only of single statements (written with ``?`` placeholders, see
 :mod:`mnesis.store.shared.sql`) is written once for both backends.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-__all__ = ["Batch", "Statements"]
+__all__ = ["Batch", "Plan", "Statements"]
 
 Batch = tuple[str, Sequence[Sequence[Any]]]
 """One statement and the parameter rows it runs over."""
+
+Plan = Callable[[tuple[Any, ...] | None], Sequence[tuple[str, Sequence[Any]]]]
+"""The statements (and their parameters) to run given a row just read (None: no row);
+it raises to refuse the change."""
 
 
 class Statements(Protocol):
@@ -30,4 +34,9 @@ class Statements(Protocol):
 
     async def change_many(self, batches: Sequence[Batch]) -> None:
         """Run each statement over its rows (none: skipped), all in one write transaction."""
+        ...
+
+    async def change_after(self, sql: str, args: Sequence[Any], plan: Plan) -> None:
+        """Read the first row of ``sql``, then run the statements ``plan`` makes of it,
+        all in one write transaction."""
         ...

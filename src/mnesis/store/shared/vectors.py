@@ -9,37 +9,35 @@ from typing import Any
 from mnesis.store.codec import dumps
 from mnesis.store.shared.hit_contexts import SQLITE_PART_NEIGHBOURS, contexts_of, keys_of
 from mnesis.store.shared.statements import Batch, Statements
-from mnesis.store.vectors import PendingText, StoredVector, VectorKind, VectorStore
+from mnesis.store.vectors import PendingText, StoredVector, Times, VectorKind, VectorStore
 
 __all__ = [
     "COUNT",
+    "EMBEDDED",
     "LAST_KEY",
     "LAST_VECTOR_KEY",
-    "MAX_TIME",
-    "MIN_TIME",
+    "PARTS",
     "PENDING",
     "PUT",
     "SCAN",
     "SQLVectorStore",
     "pending_text",
     "put_row",
-    "scan_args",
     "stored_vector",
 ]
 
-MIN_TIME = -(2**63)
-MAX_TIME = 2**63 - 1
-_MAX_KEY = 2**63 - 1
+PARTS = "message_parts p JOIN messages m ON m.id = p.message_id"
+"""The parts (``p``) with their messages (``m``)."""
+EMBEDDED = "p.part_type = 'text' AND p.text_content IS NOT NULL AND NOT m.is_summary"
+"""The parts of :data:`PARTS` that get a vector: text of conversation messages."""
 
 PENDING: dict[VectorKind, str] = {
     "message": (
         "SELECT p.message_id, p.session_id, m.created_at, p.text_content, p.id, "
-        "CAST(m.role AS TEXT), p.{key} "
-        "FROM message_parts p JOIN messages m ON m.id = p.message_id "
+        f"CAST(m.role AS TEXT), p.{{key}} FROM {PARTS} "
         "LEFT JOIN part_vectors v ON v.part_id = p.id AND v.model = ? "
         "WHERE p.session_id = ? AND p.{key} > ? AND p.{key} <= ? "
-        "AND p.part_type = 'text' AND p.text_content IS NOT NULL "
-        "AND NOT m.is_summary AND v.part_id IS NULL ORDER BY p.{key} LIMIT ?"
+        f"AND {EMBEDDED} AND v.part_id IS NULL ORDER BY p.{{key}} LIMIT ?"
     ),
     "summary": (
         "SELECT s.id, s.session_id, s.created_at, s.content, NULL, NULL, s.{key} "
@@ -53,46 +51,53 @@ PENDING: dict[VectorKind, str] = {
 key column. A part's row holds its message's role before its key (its context is
 rebuilt, see :meth:`SQLVectorStore.pending`)."""
 
+_TABLES: dict[VectorKind, tuple[str, str]] = {
+    "message": ("message_parts", "part_vectors"),
+    "summary": ("summaries", "summary_vectors"),
+}
+"""Each kind's texts and its vectors."""
+
 LAST_KEY: dict[VectorKind, str] = {
-    "message": "SELECT max({key}) FROM message_parts WHERE session_id = ?",
-    "summary": "SELECT max({key}) FROM summaries WHERE session_id = ?",
+    kind: f"SELECT max({{key}}) FROM {texts} WHERE session_id = ?"
+    for kind, (texts, _) in _TABLES.items()
 }
 """The highest row key of a session's parts / summaries: ``(session_id,)``."""
 
+_REPLACE = "DO UPDATE SET model = excluded.model, vector = excluded.vector"
 PUT: dict[VectorKind, str] = {
     "message": (
         "INSERT INTO part_vectors (part_id, message_id, session_id, created_at, model, vector) "
-        "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (part_id) DO UPDATE SET "
-        "model = excluded.model, vector = excluded.vector"
+        f"VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (part_id) {_REPLACE}"
     ),
     "summary": (
         "INSERT INTO summary_vectors (summary_id, session_id, created_at, model, vector) "
-        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (summary_id) DO UPDATE SET "
-        "model = excluded.model, vector = excluded.vector"
+        f"VALUES (?, ?, ?, ?, ?) ON CONFLICT (summary_id) {_REPLACE}"
     ),
 }
 
 COUNT: dict[VectorKind, str] = {
-    "message": "SELECT count(*) FROM part_vectors WHERE session_id = ? AND model = ?",
-    "summary": "SELECT count(*) FROM summary_vectors WHERE session_id = ? AND model = ?",
+    kind: f"SELECT count(*) FROM {vectors} WHERE session_id = ? AND model = ?"
+    for kind, (_, vectors) in _TABLES.items()
 }
 
 LAST_VECTOR_KEY: dict[VectorKind, str] = {
-    "message": "SELECT max(id) FROM part_vectors WHERE session_id = ? AND model = ?",
-    "summary": "SELECT max(id) FROM summary_vectors WHERE session_id = ? AND model = ?",
+    kind: f"SELECT max(id) FROM {vectors} WHERE session_id = ? AND model = ?"
+    for kind, (_, vectors) in _TABLES.items()
 }
 """The highest vector key of a session and model: ``(session_id, model)``."""
 
+_SCAN_RANGE = (
+    "WHERE session_id = ? AND model = ? AND id > ? AND created_at >= ? AND created_at < ? "
+    "ORDER BY id LIMIT ?"
+)
 SCAN: dict[VectorKind, str] = {
     "message": (
         "SELECT id, message_id, session_id, created_at, vector, part_id FROM part_vectors "
-        "WHERE session_id = ? AND model = ? AND id > ? AND created_at >= ? "
-        "AND created_at < ? ORDER BY id LIMIT ?"
+        + _SCAN_RANGE
     ),
     "summary": (
         "SELECT id, summary_id, session_id, created_at, vector, NULL FROM summary_vectors "
-        "WHERE session_id = ? AND model = ? AND id > ? AND created_at >= ? "
-        "AND created_at < ? ORDER BY id LIMIT ?"
+        + _SCAN_RANGE
     ),
 }
 """``(session_id, model, after_key, since, until, limit)``."""
@@ -115,20 +120,6 @@ def stored_vector(kind: VectorKind, row: tuple[Any, ...]) -> StoredVector:
     return StoredVector(kind, int(row[0]), row[1], row[2], int(row[3]), bytes(row[4]), row[5])
 
 
-def scan_args(
-    session_id: str,
-    model: str,
-    after_key: int,
-    limit: int,
-    since: int | None,
-    until: int | None,
-) -> tuple[Any, ...]:
-    """The ``SCAN`` parameters."""
-    low = MIN_TIME if since is None else since
-    high = MAX_TIME if until is None else until
-    return (session_id, model, after_key, low, high, limit)
-
-
 class SQLVectorStore(VectorStore):
     """:class:`~mnesis.store.vectors.VectorStore` on one database of either backend."""
 
@@ -141,22 +132,14 @@ class SQLVectorStore(VectorStore):
         database has one writer at a time."""
         self._db = db
         self._lock = lock_session
-        self._pending = {k: sql.format(key=key_column) for k, sql in PENDING.items()}
+        self._pending_sql = {k: sql.format(key=key_column) for k, sql in PENDING.items()}
         self._last_key = {k: sql.format(key=key_column) for k, sql in LAST_KEY.items()}
 
-    async def pending(
-        self,
-        session_id: str,
-        model: str,
-        kind: VectorKind,
-        limit: int,
-        *,
-        after_key: int = 0,
-        up_to_key: int | None = None,
+    async def _pending(
+        self, session_id: str, model: str, kind: VectorKind, limit: int, after_key: int, top: int
     ) -> list[PendingText]:
-        top = _MAX_KEY if up_to_key is None else up_to_key
         args = (model, session_id, after_key, top, limit)
-        rows = await self._db.rows(self._pending[kind], args)
+        rows = await self._db.rows(self._pending_sql[kind], args)
         if kind == "message" and rows:
             hits = [(r[4], str(r[5]), int(r[2])) for r in rows]
             found = await self._db.rows(self.part_neighbours, (dumps(keys_of(hits)),))
@@ -186,16 +169,8 @@ class SQLVectorStore(VectorStore):
         found = await self._db.rows(COUNT[kind], (session_id, model))
         return int(found[0][0]) if found else 0
 
-    async def scan(
-        self,
-        session_id: str,
-        model: str,
-        kind: VectorKind,
-        *,
-        after_key: int,
-        limit: int,
-        since: int | None = None,
-        until: int | None = None,
+    async def _scan(
+        self, session_id: str, model: str, kind: VectorKind, after: int, limit: int, times: Times
     ) -> list[StoredVector]:
-        args = scan_args(session_id, model, after_key, limit, since, until)
+        args = (session_id, model, after, *times, limit)
         return [stored_vector(kind, r) for r in await self._db.rows(SCAN[kind], args)]

@@ -29,7 +29,7 @@ from mnesis.errors import (
     StoreFullError,
     StoreReadOnlyError,
 )
-from mnesis.store.shared.statements import Batch
+from mnesis.store.shared.statements import Batch, Plan
 from mnesis.store.sqlite.checkpoint import WalCheckpointer
 from mnesis.store.sqlite.migrations import MIGRATIONS
 
@@ -292,6 +292,16 @@ class SQLiteDatabase:
             for sql, rows in batches:
                 if rows:
                     conn.executemany(sql, rows)
+
+        await self.write(_run)
+
+    async def change_after(self, sql: str, args: Sequence[Any], plan: Plan) -> None:
+        """Read the first row of ``sql``, then run the statements ``plan`` makes of it,
+        all in one write transaction."""
+
+        def _run(conn: sqlite3.Connection) -> None:
+            for statement, values in plan(conn.execute(sql, args).fetchone()):
+                conn.execute(statement, values)
 
         await self.write(_run)
 

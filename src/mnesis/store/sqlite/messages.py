@@ -7,28 +7,23 @@ from collections.abc import Sequence
 
 from mnesis.errors import (
     MessageNotFoundError,
-    PartNotFoundError,
     SessionNotFoundError,
 )
 from mnesis.models.clock import now_ms
 from mnesis.models.message import Message, MessageWithParts
-from mnesis.models.parts import MessagePart, ToolState
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import AppendedMessage, NewMessage
 from mnesis.store.codec import (
     dumps,
     usage_from_sums,
 )
+from mnesis.store.shared.messages import MessageRowChange, MessageStatements, message_changes
 from mnesis.store.shared.rows import (
-    TOOL_STATUS_UPDATE,
     EncodedParts,
     encode_parts,
     part_rows,
-    tombstone_rows,
-    tool_status_args,
 )
 from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, Contexts, neighbour_args
-from mnesis.store.shared.sql import CONTEXT_TOKENS_UPDATE, TOMBSTONE
 from mnesis.store.sqlite.fts_index import insert_indexed_parts
 from mnesis.store.sqlite.rows import (
     _MSG_COLS,
@@ -36,7 +31,6 @@ from mnesis.store.sqlite.rows import (
     SQLiteStoreBase,
     _insert_message,
     _load_messages,
-    _message_update,
     _next_value,
 )
 
@@ -60,8 +54,15 @@ def _set_contexts(
     contexts.apply(m.session_id, seq, m.role, m.created_at, m.is_summary, rows)
 
 
-class MessagesMixin(SQLiteStoreBase):
+class MessagesMixin(SQLiteStoreBase, MessageStatements):
     """Appending, updating and reading messages and parts (part of ``SQLiteStore``)."""
+
+    ROW_KEY = "rowid"
+    MESSAGE_LOCK = "SELECT 1 FROM messages WHERE id = ?"
+    PART_STATUS_SELECT = (
+        "SELECT content, part_type, tool_state, compacted_at, started_at, completed_at, "
+        "text_content, message_id FROM message_parts WHERE id = ?"
+    )
 
     async def append_messages(self, batch: Sequence[NewMessage]) -> list[AppendedMessage]:
         prepared = [(item, encode_parts(item.parts, item.part_tokens)) for item in batch]
@@ -109,19 +110,10 @@ class MessagesMixin(SQLiteStoreBase):
         contexts.commit()
         return appended
 
-    async def append_parts(
-        self,
-        message_id: str,
-        parts: Sequence[MessagePart],
-        *,
-        part_tokens: Sequence[int] | None = None,
-        tokens: TokenUsage | None = None,
-        finish_reason: str | None = None,
-        token_estimate: int | None = None,
+    async def _append_parts(
+        self, message_id: str, rows: EncodedParts, change: MessageRowChange
     ) -> list[str]:
-        rows = encode_parts(parts, part_tokens)
         now = now_ms()
-        update = _message_update(tokens, None, finish_reason, token_estimate)
 
         def _append(conn: sqlite3.Connection) -> list[str]:
             found = conn.execute(
@@ -139,100 +131,17 @@ class MessagesMixin(SQLiteStoreBase):
                 (message_id,),
             ).fetchone()[0]
             insert_indexed_parts(conn, part_rows(message_id, found[0], first, rows, now))
-            if update is not None:
-                update(conn, message_id)
+            for sql, args in message_changes(message_id, change):
+                conn.execute(sql, args)
             return [r[0] for r in rows]
 
         # The new parts move the part-rowid watermark: the cache is not trusted next time.
         return await self.db.write(_append)
 
-    async def update_message_tokens(
-        self,
-        message_id: str,
-        *,
-        tokens: TokenUsage | None = None,
-        cost: float | None = None,
-        finish_reason: str | None = None,
-        token_estimate: int | None = None,
-    ) -> None:
-        update = _message_update(tokens, cost, finish_reason, token_estimate)
-        if update is None:
-            return
-        await self.db.write(lambda conn: update(conn, message_id))
-
-    async def update_part_status(
-        self,
-        part_id: str,
-        *,
-        state: ToolState | None = None,
-        compacted_at: int | None = None,
-        output: str | None = None,
-        error_message: str | None = None,
-        started_at: int | None = None,
-        completed_at: int | None = None,
-        token_estimate: int | None = None,
-        message_token_estimate: int | None = None,
-    ) -> None:
-        def _update(conn: sqlite3.Connection) -> None:
-            row = conn.execute(
-                "SELECT content, part_type, tool_state, compacted_at, started_at, completed_at, "
-                "text_content FROM message_parts WHERE id = ?",
-                (part_id,),
-            ).fetchone()
-            if row is None:
-                raise PartNotFoundError(part_id)
-            conn.execute(
-                TOOL_STATUS_UPDATE,
-                tool_status_args(
-                    part_id,
-                    row,
-                    state=state,
-                    compacted_at=compacted_at,
-                    output=output,
-                    error_message=error_message,
-                    started_at=started_at,
-                    completed_at=completed_at,
-                    token_estimate=token_estimate,
-                ),
-            )
-            if message_token_estimate is not None:
-                owner = conn.execute(
-                    "SELECT message_id FROM message_parts WHERE id = ?", (part_id,)
-                ).fetchone()[0]
-                conn.execute(
-                    "UPDATE messages SET token_estimate = ? WHERE id = ?",
-                    (message_token_estimate, owner),
-                )
-                conn.execute(CONTEXT_TOKENS_UPDATE, (message_token_estimate, owner))
-
-        await self.db.write(_update)
-
-    async def tombstone_parts(
-        self,
-        parts: Sequence[tuple[str, int, int]],
-        message_estimates: Sequence[tuple[str, int]],
-    ) -> None:
-        def _prune(conn: sqlite3.Connection) -> None:
-            for sql, rows in zip(TOMBSTONE, tombstone_rows(parts, message_estimates), strict=True):
-                conn.executemany(sql, rows)
-
-        await self.db.write(_prune)
-
-    async def get_message(self, message_id: str) -> MessageWithParts:
-        found = await self.get_messages_by_ids([message_id])
-        if not found:
-            raise MessageNotFoundError(message_id)
-        return found[0]
-
-    async def get_messages(
-        self,
-        session_id: str,
-        *,
-        include_summaries: bool = True,
-        after_seq: int = 0,
-        limit: int | None = None,
+    async def _messages(
+        self, session_id: str, summaries: bool, after_seq: int, limit: int | None
     ) -> list[MessageWithParts]:
-        summary_clause = "" if include_summaries else " AND is_summary = 0"
+        summary_clause = "" if summaries else " AND is_summary = 0"
         lim = -1 if limit is None else int(limit)
 
         def _get(conn: sqlite3.Connection) -> list[MessageWithParts]:
@@ -276,15 +185,6 @@ class MessagesMixin(SQLiteStoreBase):
 
         return await self.db.read(_get)
 
-    async def count_messages(self, session_id: str) -> int:
-        def _count(conn: sqlite3.Connection) -> int:
-            row = conn.execute(
-                "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?", (session_id,)
-            ).fetchone()
-            return int(row[0])
-
-        return await self.db.read(_count)
-
     async def session_token_usage(self, session_id: str) -> TokenUsage:
         def _sum(conn: sqlite3.Connection) -> TokenUsage:
             # TOTAL, not SUM: SUM raises "integer overflow" past 2**63 - 1.
@@ -297,16 +197,3 @@ class MessagesMixin(SQLiteStoreBase):
             return usage_from_sums(row)
 
         return await self.db.read(_sum)
-
-    async def find_tool_part(self, session_id: str, tool_call_id: str) -> tuple[str, str]:
-        def _find(conn: sqlite3.Connection) -> tuple[str, str]:
-            row = conn.execute(
-                "SELECT id, message_id FROM message_parts WHERE session_id = ? "
-                "AND tool_call_id = ? ORDER BY rowid DESC LIMIT 1",
-                (session_id, tool_call_id),
-            ).fetchone()
-            if row is None:
-                raise PartNotFoundError(tool_call_id)
-            return row[0], row[1]
-
-        return await self.db.read(_find)

@@ -9,23 +9,18 @@ inside the read or write transaction of their caller.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from mnesis.errors import MessageNotFoundError
 from mnesis.models.message import Message, MessageWithParts
-from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import FileReference
 from mnesis.store.codec import dumps
 from mnesis.store.shared import sql as statements
 from mnesis.store.shared.lineage import LineageReads
 from mnesis.store.shared.rows import (
-    EncodedParts,
     attach_parts,
     message_row,
-    message_update_sets,
     messages_of,
-    part_rows,
 )
 from mnesis.store.shared.search_context import NeighbourCache
 from mnesis.store.shared.statements import Statements
@@ -37,7 +32,6 @@ __all__ = ["SQLiteStoreBase"]
 
 _MSG_COLS = statements.select_list(statements.MESSAGE_COLUMNS)
 _PART_COLS = statements.select_list(statements.PART_COLUMNS)
-_SESSION_COLS = statements.select_list(statements.SESSION_COLUMNS)
 
 
 def _load_messages(
@@ -45,29 +39,6 @@ def _load_messages(
 ) -> list[MessageWithParts]:
     by_id = messages_of(msg_rows)
     return attach_parts(by_id, conn.execute(part_sql, part_args).fetchall() if by_id else [])
-
-
-def _message_update(
-    tokens: TokenUsage | None,
-    cost: float | None,
-    finish_reason: str | None,
-    token_estimate: int | None,
-) -> Callable[[sqlite3.Connection, str], None] | None:
-    """The permitted mutation of a message row (and its context item's tokens), to run
-    inside a write transaction; None when there is nothing to change."""
-    change = message_update_sets(tokens, cost, finish_reason, token_estimate)
-    if change is None:
-        return None
-    sets, args = change
-
-    def _update(conn: sqlite3.Connection, message_id: str) -> None:
-        cur = conn.execute(f"UPDATE messages SET {sets} WHERE id = ?", (*args, message_id))
-        if cur.rowcount == 0:
-            raise MessageNotFoundError(message_id)
-        if token_estimate is not None:
-            conn.execute(statements.CONTEXT_TOKENS_UPDATE, (token_estimate, message_id))
-
-    return _update
 
 
 def _next_value(conn: sqlite3.Connection, table: str, column: str, session_id: str) -> int:
@@ -82,20 +53,6 @@ def _next_value(conn: sqlite3.Connection, table: str, column: str, session_id: s
 def _insert_message(conn: sqlite3.Connection, m: Message, seq: int) -> None:
     """Insert one ``messages`` row."""
     conn.execute(statements.MESSAGE_INSERT, message_row(m, seq, int(m.is_summary)))
-
-
-def _insert_parts(
-    conn: sqlite3.Connection,
-    message_id: str,
-    session_id: str,
-    first_ordinal: int,
-    rows: EncodedParts,
-    now: int,
-) -> None:
-    """Insert encoded parts ``(part_id, token_estimate, columns)`` of one message."""
-    conn.executemany(
-        statements.PART_INSERT, part_rows(message_id, session_id, first_ordinal, rows, now)
-    )
 
 
 def _get_file(conn: sqlite3.Connection, key: str) -> FileReference | None:

@@ -9,15 +9,17 @@ from typing import Any, Literal
 
 from mnesis.store.base import SearchFilter, SearchHit
 from mnesis.store.codec import dumps
-from mnesis.store.search_query import SearchQuery, Term
+from mnesis.store.search_query import QuerySyntax, SearchQuery, Term, render_query
 from mnesis.store.shared.hit_contexts import (
     SQLITE_HIT_NEIGHBOURS,
     contexts_of,
+    hits_of,
     keys_of,
-    needs_context,
+    wanted,
 )
 from mnesis.store.shared.search_filter import range_and_lineage
 from mnesis.store.shared.sql import DOWN_CTE
+from mnesis.store.shared.text_search import TextScope, TextSearches
 from mnesis.store.sqlite.rows import SQLiteStoreBase
 from mnesis.store.sqlite.search_levels import Group, absent, newest_of_groups
 
@@ -33,20 +35,12 @@ _CONTEXT_WEIGHT = 0.3
 _BM25 = f"bm25(message_parts_fts, 1.0, {_TOOL_WEIGHT}, {_CONTEXT_WEIGHT}, 0.0)"
 
 
-class SearchMixin(SQLiteStoreBase):
+class SearchMixin(SQLiteStoreBase, TextSearches):
     """Ranked search and scans over messages and summaries (part of ``SQLiteStore``)."""
 
-    async def search_text(
-        self,
-        *,
-        query: SearchQuery,
-        scope: Literal["messages", "summaries"],
-        where: SearchFilter,
-        limit: int,
-        offset: int = 0,
+    async def _search(
+        self, query: SearchQuery, scope: TextScope, where: SearchFilter, limit: int, offset: int
     ) -> list[SearchHit]:
-        if where.session_ids is not None and not where.session_ids:
-            return []
         column = "search_text"
         if scope == "messages":
             # With the context, every column but the session ID's: no column filter
@@ -64,7 +58,7 @@ class SearchMixin(SQLiteStoreBase):
         # rejects too many of them falls back to joining every match (below).
         candidates = (limit + offset) * 4 + 64
 
-        def _search(conn: sqlite3.Connection) -> list[SearchHit]:
+        def _read(conn: sqlite3.Connection) -> list[SearchHit]:
             def match_of(q: SearchQuery) -> str:
                 return f"{column} : ({render_fts5(q)})" if column else render_fts5(q)
 
@@ -86,6 +80,17 @@ class SearchMixin(SQLiteStoreBase):
                     alias = "p" if scope == "messages" else "s"
                     clauses += f" AND {alias}.session_id IN (SELECT value FROM json_each(?))"
                     args = [*args, dumps(list(where.session_ids))]
+            ranked = functools.partial(
+                _ranked,
+                conn,
+                scope,
+                f"{sessions}({match_of(query)})",
+                clauses,
+                args,
+                where,
+                limit,
+                offset,
+            )
             if query.newest_first:
                 head = [where.under_summary] if where.under_summary and scope == "messages" else []
                 fts = "message_parts_fts" if scope == "messages" else "summaries_fts"
@@ -115,66 +120,19 @@ class SearchMixin(SQLiteStoreBase):
                     rows = conn.execute(sql, [*head, dumps(keys), *args, limit, offset]).fetchall()
                 if filtered and len(rows) < limit:
                     # The filters come after the index here: rank every match instead.
-                    rows = _ranked(
-                        conn,
-                        scope,
-                        f"{sessions}({match_of(query)})",
-                        clauses,
-                        args,
-                        where,
-                        limit,
-                        offset,
-                        -1,
-                    )
+                    rows = ranked(-1)
             else:
-                rows = _ranked(
-                    conn,
-                    scope,
-                    f"{sessions}({match_of(query)})",
-                    clauses,
-                    args,
-                    where,
-                    limit,
-                    offset,
-                    candidates,
-                )
-            contexts = (
-                _contexts(conn, [(r[0], r[9], r[4], r[5], r[6]) for r in rows])
-                if scope == "messages"
-                else {}
-            )
-            return [
-                SearchHit(
-                    kind,
-                    r[2],
-                    r[3],
-                    r[4] or "",
-                    r[6],
-                    r[1],
-                    r[5],
-                    float(r[7]),
-                    r[0],
-                    r[8],
-                    contexts.get(r[0]),
-                )
-                for r in rows
-            ]
+                rows = ranked(candidates)
+            return hits_of(kind, rows, _contexts(conn, rows) if scope == "messages" else {})
 
-        return await self.db.read(_search)
+        return await self.db.read(_read)
 
-    async def scan_text(
-        self,
-        *,
-        scope: Literal["messages", "summaries"],
-        where: SearchFilter,
-        before_key: int | None,
-        limit: int,
+    async def _scan(
+        self, scope: TextScope, where: SearchFilter, before_key: int | None, limit: int
     ) -> list[SearchHit]:
         clauses, args = _filter_sql(where, scope)
         sessions = ""
         if where.session_ids is not None:
-            if not where.session_ids:
-                return []
             alias = "p" if scope == "messages" else "s"
             if len(where.session_ids) == 1:
                 # Equality lets SQLite walk the (session_id, rowid) index in order.
@@ -223,7 +181,7 @@ class SearchMixin(SQLiteStoreBase):
             return {}
         sql = (
             "SELECT q.id, p.rowid, p.id, p.message_id, p.session_id, p.text_content, m.role, "
-            "m.created_at, p.tool_name, p.part_type "
+            "m.created_at, 0.0, p.tool_name, p.part_type "
             "FROM messages q JOIN messages m ON m.session_id = q.session_id AND m.seq = ("
             "  SELECT MIN(n.seq) FROM messages n "
             "  WHERE n.session_id = q.session_id AND n.seq > q.seq AND n.is_summary = 0) "
@@ -233,41 +191,20 @@ class SearchMixin(SQLiteStoreBase):
 
         def _replies(conn: sqlite3.Connection) -> dict[str, SearchHit]:
             rows = conn.execute(sql, (dumps(list(message_ids)),)).fetchall()
-            contexts = _contexts(conn, [(r[1], r[9], r[5], r[6], r[7]) for r in rows])
-            return {
-                r[0]: SearchHit(
-                    "message",
-                    r[3],
-                    r[4],
-                    r[5] or "",
-                    r[7],
-                    r[2],
-                    r[6],
-                    0.0,
-                    r[1],
-                    r[8],
-                    contexts.get(r[1]),
-                )
-                for r in rows
-            }
+            page = [r[1:] for r in rows]
+            hits = hits_of("message", page, _contexts(conn, page))
+            return {r[0]: hit for r, hit in zip(rows, hits, strict=True)}
 
         return await self.db.read(_replies)
 
 
-def _contexts(
-    conn: sqlite3.Connection, parts: Sequence[tuple[int, Any, Any, Any, Any]]
-) -> dict[int, str | None]:
-    """The neighbour context of each conversation part among a page's hits, given as
-    ``(row key, part type, text, role, created_at)``, rebuilt with one statement."""
-    hits = [
-        (key, str(role), int(at))
-        for key, kind, text, role, at in parts
-        if needs_context(kind, text)
-    ]
+def _contexts(conn: sqlite3.Connection, rows: Sequence[Sequence[Any]]) -> dict[Any, str | None]:
+    """The neighbour context of each conversation part among a page's rows (see
+    :func:`~mnesis.store.shared.hit_contexts.hits_of`), rebuilt with one statement."""
+    hits = wanted(rows)
     if not hits:
         return {}
-    found = conn.execute(SQLITE_HIT_NEIGHBOURS, (dumps(keys_of(hits)),))
-    return contexts_of(hits, found)
+    return contexts_of(hits, conn.execute(SQLITE_HIT_NEIGHBOURS, (dumps(keys_of(hits)),)))
 
 
 def _ranked(
@@ -401,17 +338,10 @@ def _fts5_term(term: Term) -> str:
     return quoted[0] if len(quoted) == 1 else "(" + " OR ".join(quoted) + ")"
 
 
+_FTS5 = QuerySyntax(" AND ", " OR ", " NOT ")
+
+
 def render_fts5(query: SearchQuery) -> str:
     """The FTS5 ``MATCH`` expression of a query; every phrase is quoted, so no word can
     form an operator."""
-    parts = [_fts5_term(t) for t in query.all_of]
-    if query.any_of:
-        groups = [" AND ".join(_fts5_term(t) for t in g) for g in query.any_groups()]
-        if query.at_least > 1:
-            groups = [f"({g})" for g in groups]
-        parts.append("(" + " OR ".join(groups) + ")")
-    expression = " AND ".join(parts)
-    if query.not_all_of:
-        excluded = " AND ".join(_fts5_term(t) for t in query.not_all_of)
-        expression = f"({expression}) NOT ({excluded})"
-    return expression
+    return render_query(query, _fts5_term, _FTS5)

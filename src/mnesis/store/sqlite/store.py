@@ -10,7 +10,7 @@ Arguments arrive already checked by :class:`~mnesis.store.immutable.ImmutableSto
 from __future__ import annotations
 
 import sqlite3
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from mnesis.errors import SessionNotFoundError
 from mnesis.models.clock import now_ms
@@ -19,8 +19,8 @@ from mnesis.store.map_runs import MapRunStore
 from mnesis.store.shared import sessions
 from mnesis.store.shared.lending import LentStore
 from mnesis.store.shared.purge import SESSION_EXISTS
-from mnesis.store.shared.rows import session_record
 from mnesis.store.shared.search_context import NeighbourCache
+from mnesis.store.shared.sessions import SessionReads
 from mnesis.store.sqlite.batch import BatchMixin
 from mnesis.store.sqlite.grep_reads import GrepReadsMixin
 from mnesis.store.sqlite.integrity import IntegrityMixin
@@ -50,6 +50,7 @@ class SQLiteStore(
     IntegrityMixin,
     PurgeMixin,
     GrepReadsMixin,
+    SessionReads,
     LentStore["SQLiteDatabase"],
     StoreBackend,
 ):
@@ -76,7 +77,7 @@ class SQLiteStore(
     def vectors(self) -> VectorStore:
         return SQLiteVectorStore(self.db)
 
-    # sessions -------------------------------------------------------------
+    # sessions (the reads: SessionReads) -------------------------------------------
     async def create_session(self, record: SessionRecord) -> None:
         now = now_ms()
         record.created_at = record.created_at or now
@@ -92,32 +93,6 @@ class SQLiteStore(
 
         await self.db.write(_insert)
 
-    async def get_session(self, session_id: str) -> SessionRecord:
-        def _get(conn: sqlite3.Connection) -> SessionRecord:
-            row = conn.execute(sessions.SESSION_SELECT, (session_id,)).fetchone()
-            if row is None:
-                raise SessionNotFoundError(session_id)
-            return session_record(row)
-
-        return await self.db.read(_get)
-
-    async def list_sessions(self, *, limit: int = 100, offset: int = 0) -> list[SessionRecord]:
-        def _list(conn: sqlite3.Connection) -> list[SessionRecord]:
-            rows = conn.execute(sessions.SESSIONS_PAGE, (limit, offset))
-            return [session_record(r) for r in rows]
-
-        return await self.db.read(_list)
-
-    async def set_session_status(
-        self, session_id: str, status: Literal["active", "closed"]
-    ) -> None:
-        def _set(conn: sqlite3.Connection) -> None:
-            cur = conn.execute(sessions.SESSION_STATUS, (status, now_ms(), session_id))
-            if cur.rowcount == 0:
-                raise SessionNotFoundError(session_id)
-
-        await self.db.write(_set)
-
     # files ----------------------------------------------------------------
     async def store_file_reference(self, ref: FileReference) -> FileReference:
         ref.created_at = ref.created_at or now_ms()
@@ -132,9 +107,6 @@ class SQLiteStore(
             return found
 
         return await self.db.write(_store)
-
-    async def get_file_reference(self, content_or_file_id: str) -> FileReference | None:
-        return await self.db.read(lambda conn: _get_file(conn, content_or_file_id))
 
     async def used_bytes(self) -> int:
         def _used(conn: sqlite3.Connection) -> int:

@@ -1,0 +1,198 @@
+"""Message and part statements written once for both stores: the keyword fronts of the
+interface, the permitted changes (message tokens, tool status, tombstones) and the reads
+that are one statement each (each backend's ``MessagesMixin`` adds the appends and the
+reads of messages with their parts)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from mnesis.errors import MessageNotFoundError, PartNotFoundError
+from mnesis.models.message import MessageWithParts
+from mnesis.models.parts import MessagePart, ToolState
+from mnesis.models.tokens import TokenUsage
+from mnesis.store.shared.rows import (
+    TOOL_STATUS_UPDATE,
+    EncodedParts,
+    encode_parts,
+    message_update_sets,
+    tombstone_rows,
+    tool_status_args,
+)
+from mnesis.store.shared.sql import CONTEXT_TOKENS_UPDATE, TOMBSTONE
+from mnesis.store.shared.statements import Statements
+
+__all__ = ["MessageRowChange", "MessageStatements", "message_changes"]
+
+_MESSAGE_TOKENS_UPDATE = "UPDATE messages SET token_estimate = ? WHERE id = ?"
+Planned = list[tuple[str, Sequence[Any]]]
+"""Statements to run in order, each with its parameters."""
+
+MessageRowChange = tuple[TokenUsage | None, float | None, str | None, int | None]
+"""``(tokens, cost, finish_reason, token_estimate)``: a permitted change of a message
+row (None: unchanged)."""
+
+
+def message_changes(message_id: str, change: MessageRowChange) -> Planned:
+    """The statements of a change of an existing message row (and of its context item's
+    tokens); none when nothing changes."""
+    found = message_update_sets(*change)
+    if found is None:
+        return []
+    sets, args = found
+    planned: Planned = [(f"UPDATE messages SET {sets} WHERE id = ?", (*args, message_id))]
+    if change[3] is not None:
+        planned.append((CONTEXT_TOKENS_UPDATE, (change[3], message_id)))
+    return planned
+
+
+class MessageStatements(ABC):
+    """``append_parts``, ``get_messages`` and ``update_message_tokens`` as the interface
+    takes them; ``update_part_status``, ``tombstone_parts``, ``get_message``,
+    ``count_messages`` and ``find_tool_part``.
+
+    A backend gives :attr:`statements` (its database), :meth:`get_messages_by_ids`,
+    :meth:`_append_parts` and :meth:`_messages`, and sets :attr:`ROW_KEY` (the column
+    that orders parts by when they were written), :attr:`MESSAGE_LOCK` (reads the message
+    ``?``) and :attr:`PART_STATUS_SELECT` (``content, part_type, tool_state,
+    compacted_at, started_at, completed_at, text_content, message_id`` of the part
+    ``?``), both locking the row for the update where the database needs it.
+    """
+
+    ROW_KEY: ClassVar[str]
+    MESSAGE_LOCK: ClassVar[str]
+    PART_STATUS_SELECT: ClassVar[str]
+
+    @property
+    @abstractmethod
+    def statements(self) -> Statements:
+        """The database the statements run on."""
+
+    @abstractmethod
+    async def get_messages_by_ids(self, message_ids: Sequence[str]) -> list[MessageWithParts]:
+        """The messages of ``message_ids`` that exist, in that order."""
+
+    @abstractmethod
+    async def _append_parts(
+        self, message_id: str, rows: EncodedParts, change: MessageRowChange
+    ) -> list[str]:
+        """``append_parts`` of encoded parts, with the message's ``change`` in the same
+        transaction."""
+
+    @abstractmethod
+    async def _messages(
+        self, session_id: str, summaries: bool, after_seq: int, limit: int | None
+    ) -> list[MessageWithParts]:
+        """``get_messages``."""
+
+    async def append_parts(
+        self,
+        message_id: str,
+        parts: Sequence[MessagePart],
+        *,
+        part_tokens: Sequence[int] | None = None,
+        tokens: TokenUsage | None = None,
+        finish_reason: str | None = None,
+        token_estimate: int | None = None,
+    ) -> list[str]:
+        rows = encode_parts(parts, part_tokens)
+        return await self._append_parts(
+            message_id, rows, (tokens, None, finish_reason, token_estimate)
+        )
+
+    async def get_messages(
+        self,
+        session_id: str,
+        *,
+        include_summaries: bool = True,
+        after_seq: int = 0,
+        limit: int | None = None,
+    ) -> list[MessageWithParts]:
+        return await self._messages(session_id, include_summaries, after_seq, limit)
+
+    async def update_message_tokens(
+        self,
+        message_id: str,
+        *,
+        tokens: TokenUsage | None = None,
+        cost: float | None = None,
+        finish_reason: str | None = None,
+        token_estimate: int | None = None,
+    ) -> None:
+        planned = message_changes(message_id, (tokens, cost, finish_reason, token_estimate))
+        if not planned:
+            return
+
+        def _plan(row: tuple[Any, ...] | None) -> Planned:
+            if row is None:
+                raise MessageNotFoundError(message_id)
+            return planned
+
+        await self.statements.change_after(self.MESSAGE_LOCK, (message_id,), _plan)
+
+    async def update_part_status(
+        self,
+        part_id: str,
+        *,
+        state: ToolState | None = None,
+        compacted_at: int | None = None,
+        output: str | None = None,
+        error_message: str | None = None,
+        started_at: int | None = None,
+        completed_at: int | None = None,
+        token_estimate: int | None = None,
+        message_token_estimate: int | None = None,
+    ) -> None:
+        def _plan(row: tuple[Any, ...] | None) -> Planned:
+            if row is None:
+                raise PartNotFoundError(part_id)
+            args = tool_status_args(
+                part_id,
+                row,
+                state=state,
+                compacted_at=compacted_at,
+                output=output,
+                error_message=error_message,
+                started_at=started_at,
+                completed_at=completed_at,
+                token_estimate=token_estimate,
+            )
+            planned: Planned = [(TOOL_STATUS_UPDATE, args)]
+            if message_token_estimate is not None:
+                owner = (message_token_estimate, row[7])
+                planned += [(_MESSAGE_TOKENS_UPDATE, owner), (CONTEXT_TOKENS_UPDATE, owner)]
+            return planned
+
+        await self.statements.change_after(self.PART_STATUS_SELECT, (part_id,), _plan)
+
+    async def tombstone_parts(
+        self,
+        parts: Sequence[tuple[str, int, int]],
+        message_estimates: Sequence[tuple[str, int]],
+    ) -> None:
+        rows = tombstone_rows(parts, message_estimates)
+        await self.statements.change_many(list(zip(TOMBSTONE, rows, strict=True)))
+
+    async def get_message(self, message_id: str) -> MessageWithParts:
+        found = await self.get_messages_by_ids([message_id])
+        if not found:
+            raise MessageNotFoundError(message_id)
+        return found[0]
+
+    async def count_messages(self, session_id: str) -> int:
+        rows = await self.statements.rows(
+            "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?", (session_id,)
+        )
+        return int(rows[0][0])
+
+    async def find_tool_part(self, session_id: str, tool_call_id: str) -> tuple[str, str]:
+        rows = await self.statements.rows(
+            "SELECT id, message_id FROM message_parts WHERE session_id = ? "
+            f"AND tool_call_id = ? ORDER BY {self.ROW_KEY} DESC LIMIT 1",
+            (session_id, tool_call_id),
+        )
+        if not rows:
+            raise PartNotFoundError(tool_call_id)
+        return rows[0][0], rows[0][1]

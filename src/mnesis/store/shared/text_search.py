@@ -1,0 +1,51 @@
+"""``search_text`` and ``scan_text`` as the store interface takes them, written once:
+the keywords and the empty session filter (which matches nothing); each backend gives
+the search and the scan themselves."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Literal
+
+from mnesis.store.records import SearchFilter, SearchHit
+from mnesis.store.search_query import SearchQuery
+
+__all__ = ["TextScope", "TextSearches"]
+
+TextScope = Literal["messages", "summaries"]
+
+
+class TextSearches(ABC):
+    """The keyword front of a backend's :meth:`_search` and :meth:`_scan`."""
+
+    async def search_text(
+        self,
+        *,
+        query: SearchQuery,
+        scope: TextScope,
+        where: SearchFilter,
+        limit: int,
+        offset: int = 0,
+    ) -> list[SearchHit]:
+        if where.session_ids is not None and not where.session_ids:
+            return []
+        return await self._search(query, scope, where, limit, offset)
+
+    async def scan_text(
+        self, *, scope: TextScope, where: SearchFilter, before_key: int | None, limit: int
+    ) -> list[SearchHit]:
+        if where.session_ids is not None and not where.session_ids:
+            return []
+        return await self._scan(scope, where, before_key, limit)
+
+    @abstractmethod
+    async def _search(
+        self, query: SearchQuery, scope: TextScope, where: SearchFilter, limit: int, offset: int
+    ) -> list[SearchHit]:
+        """``search_text`` with a session filter that is None or names sessions."""
+
+    @abstractmethod
+    async def _scan(
+        self, scope: TextScope, where: SearchFilter, before_key: int | None, limit: int
+    ) -> list[SearchHit]:
+        """``scan_text`` with a session filter that is None or names sessions."""

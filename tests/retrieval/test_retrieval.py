@@ -78,6 +78,9 @@ async def _filled_session(
                 ),
             ],
         )
+        # Each turn's background compaction finishes before the next turn: the DAG's
+        # shape then depends on the texts alone, not on how busy the machine is.
+        await session.compaction_engine.wait_for_pending()
     await session.compact()
     await session.compaction_engine.wait_for_pending()
     return session, planted

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
 from mnesis.errors import InvalidArgumentError
+from mnesis.models import ids as ids_module
 from mnesis.models.ids import ID_PREFIXES, is_valid_id, new_id, seeded_ids
 from mnesis.tokens.estimator import TokenEstimator
 
@@ -56,6 +58,27 @@ class TestOrdering:
         every = [value for slot in out for value in slot]
         assert len(set(every)) == len(every)
         assert all(slot == sorted(slot) for slot in out)
+
+    def test_an_id_spells_its_clock_and_counter_across_every_carry(self) -> None:
+        """The cached leading characters never go stale: each ID is exactly the
+        128-bit value (clock << 80 | counter) it stands for, also where the counter
+        carries into the cached characters or wraps to zero."""
+        decode = {char: index for index, char in enumerate("0123456789ABCDEFGHJKMNPQRSTVWXYZ")}
+
+        def value(made: str) -> int:
+            number = 0
+            for char in made.partition("_")[2]:
+                number = number * 32 + decode[char]
+            return number
+
+        clock = time.time_ns() // 1_000_000 + 2_000  # ahead of the wall clock: one ms
+        for start in ((1 << 20) - 2, (1 << 30) - 2, (1 << 79) - 2, (1 << 80) - 2):
+            with ids_module._lock:
+                ids_module._last_ms = clock
+                ids_module._last_rand = start
+            made = [new_id("part") for _ in range(4)]
+            expected = [(clock << 80) | ((start + 1 + i) & ((1 << 80) - 1)) for i in range(4)]
+            assert [value(one) for one in made] == expected
 
 
 class TestValidation:

@@ -40,13 +40,42 @@ def fingerprint(path: str, length: int) -> str:
 _DECODER = json.JSONDecoder()
 
 
-def _decode(raw: bytes) -> Any:
+def _decode_stdlib(raw: bytes) -> Any:
     """``json.loads(raw)``, with a fast path for a line of plain UTF-8 (no encoding to
     detect, no BOM)."""
     try:
         return _DECODER.decode(raw.decode("utf-8"))
     except ValueError:
         return json.loads(raw)
+
+
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_DIGIT_RUN = b"0" * 19
+"""orjson reads an integer outside 64 bits as a float; the standard library keeps it
+exact. A line with 19 digits in a row (an integer near or past 64 bits, or just a
+long number in a string) goes to the standard library."""
+
+
+def _decode_fast(raw: bytes) -> Any:
+    """What :func:`_decode_stdlib` gives, through orjson where that is the same value.
+
+    orjson refuses what the standard library reads differently (``NaN``, ``1e400``, lone
+    surrogates, a BOM): those lines, and every line orjson refuses, go to the standard
+    library, so a malformed line is reported with the standard library's message."""
+    if _LONG_DIGIT_RUN not in raw.translate(_DIGITS_AS_ZERO):
+        try:
+            return _orjson_loads(raw)
+        except ValueError:
+            pass
+    return _decode_stdlib(raw)
+
+
+try:
+    from orjson import loads as _orjson_loads
+except ImportError:  # the ``import`` extra is optional
+    _decode = _decode_stdlib
+else:
+    _decode = _decode_fast
 
 
 def read_jsonl(path: str, *, offset: int = 0, line: int = 0) -> Iterator[JsonLine | LineError]:

@@ -59,6 +59,13 @@ def _encode(value: int, length: int) -> str:
     return "".join(reversed(chunks))
 
 
+_RAND_MASK = (1 << 80) - 1
+_heads: dict[int, str] = {}
+"""The encoded 10-character clock and the 12 characters above the low 20 bits of the
+random half, of the last value made (keyed ``ms << 60 | rand >> 20``): consecutive IDs
+of one millisecond differ in their last four characters only."""
+
+
 def new_id(prefix: str) -> str:
     """Return a new ID with ``prefix`` (one of :data:`ID_PREFIXES`)."""
     global _last_ms, _last_rand
@@ -74,12 +81,18 @@ def new_id(prefix: str) -> str:
         now = time.time_ns() // 1_000_000
         if now <= _last_ms:
             now = _last_ms
-            _last_rand = (_last_rand + 1) & ((1 << 80) - 1)
+            _last_rand = rand = (_last_rand + 1) & _RAND_MASK
         else:
             _last_ms = now
-            _last_rand = int.from_bytes(os.urandom(10), "big") >> 1
-        value = (now << 80) | _last_rand
-    return f"{prefix}_{_encode(value, 26)}"
+            _last_rand = rand = int.from_bytes(os.urandom(10), "big") >> 1
+    key = (now << 60) | (rand >> 20)
+    head = _heads.get(key)
+    if head is None:
+        head = _encode(key, 22)
+        if len(_heads) > 64:
+            _heads.clear()
+        _heads[key] = head
+    return f"{prefix}_{head}{_PAIRS[(rand >> 10) & 1023]}{_PAIRS[rand & 1023]}"
 
 
 @contextlib.contextmanager

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any, cast
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from mnesis.errors import StoreCorruptError
 from mnesis.models.limits import INT64_MAX
@@ -120,41 +120,31 @@ def pre_encoded(encodings: Iterable[tuple[MessagePart, dict[str, Any]]]) -> Iter
         _PRE_ENCODED.reset(token)
 
 
+def _fields(model: type[BaseModel]) -> tuple[str, ...]:
+    return tuple(name for name in model.model_fields if name != "id")
+
+
+_DIRECT_FIELDS: dict[type[MessagePart], tuple[str, ...]] = {
+    kind: _fields(kind) for kind in (TextPart, ReasoningPart, ToolPart)
+}
+_STATUS_FIELDS = _fields(ToolStatus)
+
+
 def _part_data(part: MessagePart) -> dict[str, Any]:
     """``part.model_dump(exclude={"id"})``, read straight from the fields for the parts a
     transcript is made of (a dump costs a few microseconds a part). Same keys in the same
-    order; ``input`` is not copied: the caller only encodes it (and
-    :func:`searchable_text` has encoded it already, so it is plain JSON)."""
-    kind = type(part)
-    if isinstance(part, TextPart) and kind is TextPart:
-        return {
-            "type": part.type,
-            "text": part.text,
-            "synthetic": part.synthetic,
-            "ignored": part.ignored,
-        }
-    if isinstance(part, ToolPart) and kind is ToolPart:
+    order (the models' own field lists); ``input`` is not copied: the caller only encodes
+    it (and :func:`searchable_text` has encoded it already, so it is plain JSON)."""
+    fields = _DIRECT_FIELDS.get(type(part))
+    if fields is None:
+        return part.model_dump(exclude={"id"})
+    data = {name: getattr(part, name) for name in fields}
+    if isinstance(part, ToolPart):
         status = part.status
         if type(status) is not ToolStatus:
             return part.model_dump(exclude={"id"})
-        return {
-            "type": part.type,
-            "tool_name": part.tool_name,
-            "tool_call_id": part.tool_call_id,
-            "input": part.input,
-            "output": part.output,
-            "error_message": part.error_message,
-            "title": part.title,
-            "status": {
-                "state": status.state,
-                "compacted_at": status.compacted_at,
-                "started_at": status.started_at,
-                "completed_at": status.completed_at,
-            },
-        }
-    if isinstance(part, ReasoningPart) and kind is ReasoningPart:
-        return {"type": part.type, "text": part.text}
-    return part.model_dump(exclude={"id"})
+        data["status"] = {name: getattr(status, name) for name in _STATUS_FIELDS}
+    return data
 
 
 def encode_part(

@@ -27,25 +27,27 @@ from mnesis.models.parts import (
 from mnesis.models.tokens import TokenUsage
 
 __all__ = [
-    "CompactionMarkerPart",
     "CompactionResult",
     "ContextBreakdown",
-    "ContextBudget",
-    "FileRefPart",
     "FinishReason",
     "Message",
-    "MessagePart",
     "MessageWithParts",
     "RecordResult",
     "Role",
     "TextDelta",
+    "TurnComplete",
+    "TurnResult",
+    "TurnSnapshot",
+]
+__all__ += [  # the documented re-exports of the message vocabulary
+    "CompactionMarkerPart",
+    "ContextBudget",
+    "FileRefPart",
+    "MessagePart",
     "TextPart",
     "TokenUsage",
     "ToolPart",
     "ToolStatus",
-    "TurnComplete",
-    "TurnResult",
-    "TurnSnapshot",
 ]
 
 CompactionMarkerPart = CompactionPart

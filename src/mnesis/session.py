@@ -44,8 +44,6 @@ from mnesis.models.message import (
 from mnesis.models.parts import MessagePart
 from mnesis.models.tokens import TokenUsage
 from mnesis.retrieval.results import ExpandQueryResult
-from mnesis.store.base import SessionRecord
-from mnesis.store.immutable import ImmutableStore
 from mnesis.store.pool import StorePool
 
 __all__ = ["MnesisSession", "PartCallback"]
@@ -60,35 +58,22 @@ class MnesisSession(SessionView):
     """
 
     def __init__(
-        self,
-        *,
-        record: SessionRecord,
-        store: ImmutableStore,
-        config: MnesisConfig,
-        llm: LLMClient,
-        context_tokens: int,
-        token_usage: TokenUsage,
-        pool: StorePool,
-        db_path: str,
-        event_bus: EventBus | None = None,
+        self, stored: StoredSession, llm: LLMClient, event_bus: EventBus | None = None
     ) -> None:
+        """A session object over an already stored session: use :meth:`create`,
+        :meth:`load` or :meth:`open` instead."""
         bus = event_bus if event_bus is not None else EventBus()
         wiring = wire(
-            record=record,
-            store=store,
-            config=config,
-            llm=llm,
-            bus=bus,
-            context_tokens=context_tokens,
-            token_usage=token_usage,
-            spawn=self._spawn_sub_agent,
-            expand_tool=self._expand_query_tool,
+            stored, llm, bus, spawn=self._spawn_sub_agent, expand_tool=self._expand_query_tool
         )
-        super().__init__(record=record, store=store, config=config, bus=bus, wiring=wiring)
+        super().__init__(
+            record=stored.record, store=stored.store, config=stored.config, bus=bus, wiring=wiring
+        )
         self._llm = llm
-        self._pool = pool
-        self._db_path = db_path
-        self._writes = WriteTracker(record.id)
+        self._pool = stored.pool
+        self._db_path = stored.db_path
+        self._writes = WriteTracker(stored.record.id)
+        bus.subscribe(MnesisEvent.MESSAGE_CREATED, self._writes.on_message_created)
 
     # -- construction -------------------------------------------------------
     @classmethod
@@ -126,7 +111,7 @@ class MnesisSession(SessionView):
             pool=pool,
             llm=llm,
         )
-        session = cls._of(stored, client, event_bus)
+        session = cls(stored, client, event_bus)
         session._writes.wrote = True
         session._bus.publish(
             MnesisEvent.SESSION_CREATED, {"session_id": session.id, "model": model}
@@ -162,23 +147,7 @@ class MnesisSession(SessionView):
     ) -> MnesisSession:
         """Reopen a stored session (``llm`` as for :meth:`create`); raises
         :class:`~mnesis.errors.SessionNotFoundError`."""
-        return cls._of(*await open_stored(session_id, config, db_path, pool, llm), event_bus)
-
-    @classmethod
-    def _of(cls, stored: StoredSession, llm: LLMClient, bus: EventBus | None) -> MnesisSession:
-        session = cls(
-            record=stored.record,
-            store=stored.store,
-            config=stored.config,
-            llm=llm,
-            context_tokens=stored.context_tokens,
-            token_usage=stored.token_usage,
-            pool=stored.pool,
-            db_path=stored.db_path,
-            event_bus=bus,
-        )
-        session._bus.subscribe(MnesisEvent.MESSAGE_CREATED, session._writes.on_message_created)
-        return session
+        return cls(*await open_stored(session_id, config, db_path, pool, llm), event_bus)
 
     async def spawn_child(self, *, agent: str, system_prompt: str) -> MnesisSession:
         """A new session whose ``parent_id`` is this one, on the same store and model."""

@@ -47,7 +47,6 @@ class ModelRound:
 
     def __init__(
         self,
-        *,
         record: SessionRecord,
         config: MnesisConfig,
         llm: LLMClient,

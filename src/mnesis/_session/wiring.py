@@ -11,6 +11,7 @@ from mnesis._session.gate import CompactionGate
 from mnesis._session.indexer import SemanticIndexer
 from mnesis._session.meter import ContextMeter
 from mnesis._session.model_round import ModelRound
+from mnesis._session.opening import StoredSession
 from mnesis._session.state import OpenState
 from mnesis._session.target import SessionCompaction
 from mnesis._session.tools import ToolLoop
@@ -24,12 +25,9 @@ from mnesis.events.bus import EventBus
 from mnesis.files import LargeFileHandler
 from mnesis.llm import LLMClient, needs_litellm
 from mnesis.models.model_info import ModelInfo
-from mnesis.models.tokens import TokenUsage
 from mnesis.retrieval.engine import RetrievalEngine
 from mnesis.retrieval.tools import ExpandQueryFn
-from mnesis.store.base import SessionRecord
 from mnesis.store.dag import SummaryDAGStore
-from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
 
 __all__ = ["Wiring", "wire"]
@@ -78,19 +76,16 @@ class Wiring:
 
 
 def wire(
-    *,
-    record: SessionRecord,
-    store: ImmutableStore,
-    config: MnesisConfig,
+    stored: StoredSession,
     llm: LLMClient,
     bus: EventBus,
-    context_tokens: int,
-    token_usage: TokenUsage,
+    *,
     spawn: SpawnSubAgent,
     expand_tool: ExpandQueryFn,
 ) -> Wiring:
-    """Build the collaborators of the session ``record`` describes; ``spawn`` makes the
-    sub-agents of an expansion, ``expand_tool`` answers ``lcm_expand_query`` calls."""
+    """Build the collaborators of the ``stored`` session; ``spawn`` makes the sub-agents
+    of an expansion, ``expand_tool`` answers ``lcm_expand_query`` calls."""
+    record, store, config = stored.record, stored.store, stored.config
     session_id = record.id
     model_info = ModelInfo.from_model_string(record.model, config.model_overrides)
     estimator = TokenEstimator(model_info.encoding)
@@ -98,7 +93,9 @@ def wire(
     dag = SummaryDAGStore(store)
     builder = ContextBuilder(store, dag, estimator)
     system_tokens = estimator.estimate(record.system_prompt) + MESSAGE_OVERHEAD_TOKENS
-    meter = ContextMeter(store, session_id, tokens=context_tokens, system_tokens=system_tokens)
+    meter = ContextMeter(
+        store, session_id, tokens=stored.context_tokens, system_tokens=system_tokens
+    )
 
     def on_compaction_commit() -> None:
         meter.mark_stale()
@@ -124,16 +121,7 @@ def wire(
     )
     tools = ToolLoop(retrieval, config, expand_query=expand_tool)
     writer = MessageWriter(record, model_info, store, estimator, bus, meter)
-    model_round = ModelRound(
-        record=record,
-        config=config,
-        llm=llm,
-        model_info=model_info,
-        builder=builder,
-        store=store,
-        writer=writer,
-        meter=meter,
-    )
+    model_round = ModelRound(record, config, llm, model_info, builder, store, writer, meter)
     turns = TurnRunner(
         record=record,
         store=store,
@@ -144,7 +132,7 @@ def wire(
         gate=gate,
         doom=DoomLoopDetector(config, bus, session_id),
         tools=tools,
-        token_usage=token_usage,
+        token_usage=stored.token_usage,
     )
     return Wiring(
         state=state,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from mnesis.compaction.candidates import CondensedCandidate, SummaryCandidate
 from mnesis.models.clock import now_ms
@@ -15,15 +16,14 @@ from mnesis.tokens.estimator import TokenEstimator
 __all__ = ["SummaryWriter"]
 
 
+@dataclass(frozen=True)
 class SummaryWriter:
     """Commits leaf and condensed summaries, each in one atomic store call."""
 
-    def __init__(
-        self, store: ImmutableStore, estimator: TokenEstimator, new_id: Callable[[str], str]
-    ) -> None:
-        self.store = store
-        self.estimator = estimator
-        self._id = new_id
+    store: ImmutableStore
+    estimator: TokenEstimator
+    new_id: Callable[[str], str]
+    """A new row ID with the given prefix (``"sum"``, ``"msg"``)."""
 
     async def commit_leaf(
         self,
@@ -34,7 +34,7 @@ class SummaryWriter:
     ) -> tuple[str, str]:
         """Commit a leaf summary of ``covered``; returns ``(summary_id, marker_message_id)``."""
         record = SummaryRecord(
-            id=self._id("sum"),
+            id=self.new_id("sum"),
             session_id=session_id,
             kind="leaf",
             depth=0,
@@ -61,7 +61,7 @@ class SummaryWriter:
     ) -> tuple[str, str]:
         """Commit a merge of ``children``; returns ``(summary_id, marker_message_id)``."""
         record = SummaryRecord(
-            id=self._id("sum"),
+            id=self.new_id("sum"),
             session_id=session_id,
             kind="condensed",
             depth=max(c.depth for c in children) + 1,
@@ -93,7 +93,7 @@ class SummaryWriter:
             sources=source_ids,
             parents=parent_ids,
             replaced=replaced,
-            marker_id=self._id("msg"),
+            marker_id=self.new_id("msg"),
         )
         await self.store.commit_compaction(commit)
         return commit.marker.message.id

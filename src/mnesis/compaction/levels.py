@@ -4,12 +4,14 @@ Level 1 (structured model summary) and Level 2 (aggressive model summary) return
 ``None`` to escalate when the model fails, times out, returns nothing, or returns
 something not smaller than its input (convergence check). Level 3 never calls a
 model and always returns a candidate within its target. The ``condense_*``
-functions are the same three levels for merging summaries.
+functions are the same three levels for merging summaries (the two model levels one
+function, :func:`condense_with_model`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 from mnesis.compaction.candidates import (
     MIN_MESSAGES_TO_SUMMARISE,
@@ -38,6 +40,7 @@ __all__ = [
     "condense_level1",
     "condense_level2",
     "condense_level3",
+    "condense_with_model",
     "extractive_candidate",
     "level1_summarise",
     "level2_summarise",
@@ -136,7 +139,8 @@ def level3_deterministic(
     )
 
 
-async def condense_level1(
+async def condense_with_model(
+    level: int,
     summaries: Sequence[SummaryRecord],
     model: str,
     estimator: TokenEstimator,
@@ -146,24 +150,16 @@ async def condense_level1(
     footer_cap: int,
     prompt: str | None = None,
 ) -> CondensedCandidate | None:
-    """Merge summaries with the structured prompt, or None to escalate."""
-    rung = model_level(1, model, llm_call, condense_prompt=prompt)
+    """Merge summaries with the model at ``level``, or None to escalate: Level 1 with the
+    structured prompt, Level 2 tersely (each summary cut to 800 chars)."""
+    rung = model_level(level, model, llm_call, condense_prompt=prompt)
     return await rung.condense(summaries, SummaryTarget(target_tokens, footer_cap, estimator))
 
 
-async def condense_level2(
-    summaries: Sequence[SummaryRecord],
-    model: str,
-    estimator: TokenEstimator,
-    llm_call: LLMCall,
-    *,
-    target_tokens: int,
-    footer_cap: int,
-    prompt: str | None = None,
-) -> CondensedCandidate | None:
-    """Merge summaries tersely (each cut to 800 chars), or None to escalate."""
-    rung = model_level(2, model, llm_call, condense_prompt=prompt)
-    return await rung.condense(summaries, SummaryTarget(target_tokens, footer_cap, estimator))
+condense_level1 = partial(condense_with_model, 1)
+"""Merge summaries with the structured prompt, or None to escalate."""
+condense_level2 = partial(condense_with_model, 2)
+"""Merge summaries tersely (each cut to 800 chars), or None to escalate."""
 
 
 def condense_level3(

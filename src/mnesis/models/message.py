@@ -27,25 +27,27 @@ from mnesis.models.parts import (
 from mnesis.models.tokens import TokenUsage
 
 __all__ = [
-    "CompactionMarkerPart",
     "CompactionResult",
     "ContextBreakdown",
-    "ContextBudget",
-    "FileRefPart",
     "FinishReason",
     "Message",
-    "MessagePart",
     "MessageWithParts",
     "RecordResult",
     "Role",
     "TextDelta",
+    "TurnComplete",
+    "TurnResult",
+    "TurnSnapshot",
+]
+__all__ += [  # the documented re-exports of the message vocabulary
+    "CompactionMarkerPart",
+    "ContextBudget",
+    "FileRefPart",
+    "MessagePart",
     "TextPart",
     "TokenUsage",
     "ToolPart",
     "ToolStatus",
-    "TurnComplete",
-    "TurnResult",
-    "TurnSnapshot",
 ]
 
 CompactionMarkerPart = CompactionPart
@@ -124,16 +126,21 @@ class CompactionResult(BaseModel):
     compacted_message_count: int = 0
     """Messages taken out of the context view into leaf summaries."""
     summary_token_count: int = 0
+    """The tokens of the last summary committed."""
     tokens_before: int = 0
     """The context view's size before the run (sum of its items' estimates)."""
     tokens_after: int = 0
+    """The context view's size after the run."""
     elapsed_ms: float = 0.0
+    """Wall time of the run, in milliseconds."""
     pruned_tool_outputs: int = 0
     """Tool outputs tombstoned by the pruner (still stored, out of the context)."""
     pruned_tokens: int = 0
+    """Tokens the pruner's tombstones saved."""
     condensed_count: int = 0
     """Condensed summaries committed (adjacent summaries merged into one)."""
     rounds: int = 0
+    """Rounds that committed something (at most ``max_compaction_rounds``)."""
     error: str | None = None
     """Why the run failed or did not run (the lease held elsewhere); ``None`` otherwise."""
 

@@ -94,19 +94,20 @@ from mnesis.store.vectors import VectorStore
 if TYPE_CHECKING:
     from mnesis.store.pool import StorePool
 
-__all__ = [
+__all__ = ["ImmutableStore", "RawMessagePart"]
+__all__ += [  # the store errors the seeds import from here
     "AppendOnlyViolationError",
-    "ImmutableStore",
     "MessageNotFoundError",
     "MnesisStoreError",
-    "PartNotFoundError",
-    "RawMessagePart",
     "SessionNotFoundError",
+    "SummaryNotFoundError",
+]
+__all__ += [  # and other errors of the store
+    "PartNotFoundError",
     "StoreBusyError",
     "StoreCorruptError",
     "StoreFullError",
     "StoreReadOnlyError",
-    "SummaryNotFoundError",
 ]
 
 RawMessagePart = MessagePart

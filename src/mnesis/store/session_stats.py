@@ -30,7 +30,9 @@ class SessionStats:
     turns: int = 0
     """User messages (compaction markers not counted)."""
     parts: int = 0
+    """Message parts, of every kind (those of compaction markers too)."""
     tool_calls: int = 0
+    """Tool parts (one per tool call)."""
     pruned_tool_outputs: int = 0
     """Tool parts whose output was tombstoned."""
     message_tokens: int = 0

@@ -22,46 +22,11 @@ This package is not imported by ``import mnesis``: import it in your tests.
 
 from __future__ import annotations
 
-from mnesis.llm.fake import Empty, Fail, FakeBehaviour, FakeLLM, Garbage, Hang, Respond
-from mnesis.testing.conversations import (
-    DEMO,
-    FACT_TEMPLATES,
-    SESSIONS,
-    Conversation,
-    ConversationSpec,
-    FactLocation,
-    PlantedFact,
-    ReplayResult,
-    Story,
-    Turn,
-    generate,
-    iter_turns,
-    message_tokens,
-    planted_facts,
-    replay,
-)
+from mnesis.llm import fake as _fake
+from mnesis.llm.fake import *  # noqa: F403  (the fake model and its behaviours)
+from mnesis.testing import conversations
+from mnesis.testing.conversations import *  # noqa: F403  (the scenario generator)
 
-__all__ = [
-    "DEMO",
-    "FACT_TEMPLATES",
-    "SESSIONS",
-    "Conversation",
-    "ConversationSpec",
-    "Empty",
-    "FactLocation",
-    "Fail",
-    "FakeBehaviour",
-    "FakeLLM",
-    "Garbage",
-    "Hang",
-    "PlantedFact",
-    "ReplayResult",
-    "Respond",
-    "Story",
-    "Turn",
-    "generate",
-    "iter_turns",
-    "message_tokens",
-    "planted_facts",
-    "replay",
-]
+__all__ = []
+__all__ += _fake.__all__
+__all__ += conversations.__all__

@@ -48,7 +48,9 @@ class WorkerSettings:
     url: str
     """The PostgreSQL database of the store and of the job queue."""
     concurrency: int = 1
+    """Jobs run at the same time by this worker."""
     queues: list[str] = field(default_factory=lambda: [DEFAULT_QUEUE])
+    """The queues this worker takes jobs from."""
     metrics_port: int | None = None
     """Serve the worker's Prometheus series on this port (``None``: not served)."""
     name: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
@@ -56,9 +58,11 @@ class WorkerSettings:
     """Runs of a job before it fails for good, retried ``backoff ** (attempt + 1)`` s apart."""
     backoff: float = 2.0
     heartbeat_seconds: float = 5.0
+    """How often the worker writes its heartbeat (what the stalled check reads)."""
     stalled_after_seconds: float = 30.0
     """A running job whose worker sent no heartbeat for this long goes back in the queue."""
     stalled_check_seconds: float = 10.0
+    """How often this worker looks for stalled jobs."""
     shutdown_timeout: float | None = None
     """How long a stopping worker waits for its running jobs (``None``: as long as they take)."""
     poll_seconds: float = 5.0

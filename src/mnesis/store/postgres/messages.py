@@ -24,8 +24,13 @@ from mnesis.store.postgres.rows import (
     lock_session,
     now_ms,
 )
-from mnesis.store.shared.messages import MessageRowChange, MessageStatements, message_changes
-from mnesis.store.shared.rows import EncodedParts, encode_parts
+from mnesis.store.shared.messages import (
+    MessageRowChange,
+    MessageStatements,
+    message_changes,
+    part_status_select,
+)
+from mnesis.store.shared.rows import EncodedParts
 from mnesis.store.shared.search_context import (
     NEIGHBOURS_SELECT,
     WINDOW,
@@ -57,14 +62,11 @@ class MessagesMixin(PostgresStoreBase, MessageStatements):
 
     ROW_KEY = "key"
     MESSAGE_LOCK = "SELECT 1 FROM messages WHERE id = ? FOR NO KEY UPDATE"
-    PART_STATUS_SELECT = (
-        "SELECT content, part_type::text, tool_state::text, compacted_at, started_at, "
-        "completed_at, text_content, message_id FROM message_parts WHERE id = ? FOR UPDATE"
-    )
+    PART_STATUS_SELECT = part_status_select(as_text=("part_type", "tool_state"), lock=" FOR UPDATE")
 
-    async def append_messages(self, batch: Sequence[NewMessage]) -> list[AppendedMessage]:
-        prepared = [(item, encode_parts(item.parts, item.part_tokens)) for item in batch]
-        now = now_ms()
+    async def _append_messages(
+        self, prepared: Sequence[tuple[NewMessage, EncodedParts]], now: int
+    ) -> list[AppendedMessage]:
         # No cache here: another writer's parts could not be noticed without a query.
         contexts = Contexts()
 
@@ -72,7 +74,7 @@ class MessagesMixin(PostgresStoreBase, MessageStatements):
             # Sessions locked in one order, so two batches never wait on each other.
             next_seq: dict[str, int] = {}
             next_position: dict[str, int] = {}
-            for session_id in sorted({item.message.session_id for item in batch}):
+            for session_id in sorted({item.message.session_id for item, _rows in prepared}):
                 # One round trip: the server runs them in order, each statement (READ
                 # COMMITTED) seeing what committed before the lock was granted.
                 async with conn.pipeline():

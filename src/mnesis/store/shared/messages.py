@@ -10,9 +10,11 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from mnesis.errors import MessageNotFoundError, PartNotFoundError
+from mnesis.models.clock import now_ms
 from mnesis.models.message import MessageWithParts
 from mnesis.models.parts import MessagePart, ToolState
 from mnesis.models.tokens import TokenUsage
+from mnesis.store.base import AppendedMessage, NewMessage
 from mnesis.store.shared.rows import (
     TOOL_STATUS_UPDATE,
     EncodedParts,
@@ -21,18 +23,36 @@ from mnesis.store.shared.rows import (
     tombstone_rows,
     tool_status_args,
 )
-from mnesis.store.shared.sql import CONTEXT_TOKENS_UPDATE, TOMBSTONE
+from mnesis.store.shared.sql import CONTEXT_TOKENS_UPDATE, TOMBSTONE, select_list
 from mnesis.store.shared.statements import Statements
 
-__all__ = ["MessageRowChange", "MessageStatements", "message_changes"]
+__all__ = ["MessageRowChange", "MessageStatements", "message_changes", "part_status_select"]
 
 _MESSAGE_TOKENS_UPDATE = "UPDATE messages SET token_estimate = ? WHERE id = ?"
+_PART_STATUS_COLUMNS = (
+    "content",
+    "part_type",
+    "tool_state",
+    "compacted_at",
+    "started_at",
+    "completed_at",
+    "text_content",
+    "message_id",
+)
 Planned = list[tuple[str, Sequence[Any]]]
 """Statements to run in order, each with its parameters."""
 
 MessageRowChange = tuple[TokenUsage | None, float | None, str | None, int | None]
 """``(tokens, cost, finish_reason, token_estimate)``: a permitted change of a message
 row (None: unchanged)."""
+
+
+def part_status_select(*, as_text: Sequence[str] = (), lock: str = "") -> str:
+    """:attr:`MessageStatements.PART_STATUS_SELECT`: the part ``?``'s columns that
+    :func:`~mnesis.store.shared.rows.tool_status_args` takes, then its message ID;
+    ``as_text`` columns cast to text, ``lock`` the clause that locks the row."""
+    columns = select_list(_PART_STATUS_COLUMNS, as_text)
+    return f"SELECT {columns} FROM message_parts WHERE id = ?{lock}"
 
 
 def message_changes(message_id: str, change: MessageRowChange) -> Planned:
@@ -54,11 +74,11 @@ class MessageStatements(ABC):
     ``count_messages`` and ``find_tool_part``.
 
     A backend gives :attr:`statements` (its database), :meth:`get_messages_by_ids`,
-    :meth:`_append_parts` and :meth:`_messages`, and sets :attr:`ROW_KEY` (the column
-    that orders parts by when they were written), :attr:`MESSAGE_LOCK` (reads the message
-    ``?``) and :attr:`PART_STATUS_SELECT` (``content, part_type, tool_state,
-    compacted_at, started_at, completed_at, text_content, message_id`` of the part
-    ``?``), both locking the row for the update where the database needs it.
+    :meth:`_append_messages`, :meth:`_append_parts` and :meth:`_messages`, and sets
+    :attr:`ROW_KEY` (the column that orders parts by when they were written),
+    :attr:`MESSAGE_LOCK` (reads the message ``?``) and :attr:`PART_STATUS_SELECT` (see
+    :func:`part_status_select`), both locking the row for the update where the database
+    needs it.
     """
 
     ROW_KEY: ClassVar[str]
@@ -75,6 +95,12 @@ class MessageStatements(ABC):
         """The messages of ``message_ids`` that exist, in that order."""
 
     @abstractmethod
+    async def _append_messages(
+        self, batch: Sequence[tuple[NewMessage, EncodedParts]], now: int
+    ) -> list[AppendedMessage]:
+        """``append_messages`` of messages with their parts encoded, written at ``now``."""
+
+    @abstractmethod
     async def _append_parts(
         self, message_id: str, rows: EncodedParts, change: MessageRowChange
     ) -> list[str]:
@@ -86,6 +112,10 @@ class MessageStatements(ABC):
         self, session_id: str, summaries: bool, after_seq: int, limit: int | None
     ) -> list[MessageWithParts]:
         """``get_messages``."""
+
+    async def append_messages(self, batch: Sequence[NewMessage]) -> list[AppendedMessage]:
+        prepared = [(item, encode_parts(item.parts, item.part_tokens)) for item in batch]
+        return await self._append_messages(prepared, now_ms())
 
     async def append_parts(
         self,

@@ -17,10 +17,14 @@ from mnesis.store.codec import (
     dumps,
     usage_from_sums,
 )
-from mnesis.store.shared.messages import MessageRowChange, MessageStatements, message_changes
+from mnesis.store.shared.messages import (
+    MessageRowChange,
+    MessageStatements,
+    message_changes,
+    part_status_select,
+)
 from mnesis.store.shared.rows import (
     EncodedParts,
-    encode_parts,
     part_rows,
 )
 from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, Contexts, neighbour_args
@@ -59,14 +63,11 @@ class MessagesMixin(SQLiteStoreBase, MessageStatements):
 
     ROW_KEY = "rowid"
     MESSAGE_LOCK = "SELECT 1 FROM messages WHERE id = ?"
-    PART_STATUS_SELECT = (
-        "SELECT content, part_type, tool_state, compacted_at, started_at, completed_at, "
-        "text_content, message_id FROM message_parts WHERE id = ?"
-    )
+    PART_STATUS_SELECT = part_status_select()
 
-    async def append_messages(self, batch: Sequence[NewMessage]) -> list[AppendedMessage]:
-        prepared = [(item, encode_parts(item.parts, item.part_tokens)) for item in batch]
-        now = now_ms()
+    async def _append_messages(
+        self, prepared: Sequence[tuple[NewMessage, EncodedParts]], now: int
+    ) -> list[AppendedMessage]:
         contexts = Contexts(self.neighbours)
 
         def _append(conn: sqlite3.Connection) -> list[AppendedMessage]:

@@ -30,9 +30,9 @@ from mnesis.store.base import SearchFilter, SearchHit
 from mnesis.store.immutable import ImmutableStore
 from mnesis.store.search_query import SearchQuery
 
-__all__ = ["POOL", "Pool", "Ranked", "ranked_page"]
+__all__ = ["POOL", "Ranked", "SearchPool", "ranked_page"]
 
-Pool = Literal["messages", "summaries"]
+SearchPool = Literal["messages", "summaries"]
 """What a search reads: the stored messages or the summaries."""
 POOL = 40
 """Candidates that graded coordination re-ranks (more when paging further)."""
@@ -57,7 +57,7 @@ class Ranked:
 async def ranked_page(
     store: ImmutableStore,
     parsed: ParsedQuery,
-    pools: list[Pool],
+    pools: list[SearchPool],
     where: SearchFilter,
     size: int,
     state: dict[str, int],

@@ -24,7 +24,7 @@ import time
 from typing import Any
 
 from mnesis.retrieval.hygiene import is_retrieval_trace
-from mnesis.retrieval.ranking import Pool
+from mnesis.retrieval.ranking import SearchPool
 from mnesis.store.base import SearchFilter, SearchHit
 from mnesis.store.immutable import ImmutableStore
 from mnesis.store.search_text import original_text
@@ -154,7 +154,7 @@ async def _match_within(
 async def scan_page(
     store: ImmutableStore,
     pattern: Any,
-    pools: list[Pool],
+    pools: list[SearchPool],
     where: SearchFilter,
     size: int,
     state: dict[str, int],

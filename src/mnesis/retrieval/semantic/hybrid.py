@@ -33,7 +33,7 @@ from mnesis.errors import StoreReadOnlyError
 from mnesis.models.parts import TextPart
 from mnesis.retrieval.matching import TermMatcher
 from mnesis.retrieval.query import ParsedQuery
-from mnesis.retrieval.ranking import Pool, Ranked, ranked_page
+from mnesis.retrieval.ranking import Ranked, SearchPool, ranked_page
 from mnesis.retrieval.render import snippet
 from mnesis.retrieval.semantic.index import index_pending
 from mnesis.retrieval.semantic.model import load_embedder
@@ -75,7 +75,7 @@ async def hybrid_page(
     config: RetrievalConfig,
     parsed: ParsedQuery,
     query: str,
-    pools: list[Pool],
+    pools: list[SearchPool],
     where: SearchFilter,
     size: int,
     state: dict[str, int],
@@ -119,7 +119,7 @@ async def _dense(
     store: ImmutableStore,
     config: RetrievalConfig,
     query: str,
-    pools: list[Pool],
+    pools: list[SearchPool],
     where: SearchFilter,
     depth: int,
     exclude_ids: set[str],

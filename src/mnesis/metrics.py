@@ -43,7 +43,7 @@ class PrometheusMetrics:
 
     def __init__(self, registry: Any = None) -> None:
         reg = registry_or_default(registry)
-        from prometheus_client import Counter, Gauge, Histogram
+        from prometheus_client import Counter, Gauge
 
         self.registry: Any = reg
         """The ``prometheus_client`` registry the series live on."""
@@ -61,18 +61,8 @@ class PrometheusMetrics:
         self.summaries_created = Counter(
             "lcm_summaries_created", "Summaries created by kind", ["kind"], registry=reg
         )
-        self.expand_latency = Histogram(
-            "lcm_expand_latency_ms",
-            "expand latency in milliseconds",
-            buckets=_LATENCY_BUCKETS_MS,
-            registry=reg,
-        )
-        self.search_latency = Histogram(
-            "lcm_search_latency_ms",
-            "grep latency in milliseconds",
-            buckets=_LATENCY_BUCKETS_MS,
-            registry=reg,
-        )
+        self.expand_latency = _latency_histogram("lcm_expand_latency_ms", "expand", reg)
+        self.search_latency = _latency_histogram("lcm_search_latency_ms", "grep", reg)
         self._seen_tokens: dict[str, int] = {}
 
     def attach(self, session: MnesisSession) -> None:
@@ -134,6 +124,18 @@ class PrometheusMetrics:
     def record_integrity_report(self, report: IntegrityReport) -> None:
         """Count the violations of an integrity check."""
         count_integrity_report(self.integrity_failures, report)
+
+
+def _latency_histogram(name: str, operation: str, registry: Any) -> Any:
+    """A histogram of ``operation``'s latency in milliseconds, on ``registry``."""
+    from prometheus_client import Histogram
+
+    return Histogram(
+        name,
+        f"{operation} latency in milliseconds",
+        buckets=_LATENCY_BUCKETS_MS,
+        registry=registry,
+    )
 
 
 def registry_or_default(registry: Any) -> Any:

@@ -85,6 +85,8 @@ class TestDemo:
         data = context_json(session_id, demo_db)
         assert data["budget"]["context_limit"] == 32_000  # the demo's window, not the fake's
         assert 0 < data["token_estimate"] <= data["budget"]["usable"]
+        budget = ["context_limit", "reserved_output_tokens", "compaction_buffer", "usable"]
+        assert list(data["budget"]) == budget  # the fields of ContextBudget, in their order
 
     def test_a_seed_reproduces_the_stored_conversation(self, tmp_path: Path) -> None:
         def counts(db: Path) -> tuple[int, ...]:

@@ -7,6 +7,7 @@ set against the model's budget. The database is opened read-only (see
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Annotated, Any
 
 import typer
@@ -82,18 +83,12 @@ def _context_json(
                 "covers_messages": summary.source_message_count,
             }
         entries.append(entry)
-    b = built.budget
     return {
         "session_id": record.id,
         "model": record.model,
         "system_prompt": built.system_prompt,
         "token_estimate": built.token_estimate,
-        "budget": {
-            "context_limit": b.context_limit,
-            "reserved_output_tokens": b.reserved_output_tokens,
-            "compaction_buffer": b.compaction_buffer,
-            "usable": b.usable,
-        },
+        "budget": asdict(built.budget),
         "breakdown": {
             "system_prompt": built.system_prompt_tokens,
             "summaries": built.summary_token_count,

@@ -135,9 +135,7 @@ def _markdown(record: SessionRecord, messages: list[MessageWithParts]) -> str:
 def export_command(
     session_id: SessionArg,
     db: DbOption = None,
-    format: Annotated[
-        ExportFormat, typer.Option("--format", help="Output format.")
-    ] = ExportFormat.jsonl,
+    format: Annotated[ExportFormat, typer.Option(help="Output format.")] = ExportFormat.jsonl,
 ) -> None:
     """Print a session's original messages (never the summaries): `jsonl` (one stored
     message per line, lossless), `openai` or `anthropic` (API message lists), `markdown`."""
@@ -169,9 +167,7 @@ async def _dag(
 def dag_command(
     session_id: SessionArg,
     db: DbOption = None,
-    format: Annotated[
-        DagFormat, typer.Option("--format", help="Diagram language.")
-    ] = DagFormat.mermaid,
+    format: Annotated[DagFormat, typer.Option(help="Diagram language.")] = DagFormat.mermaid,
 ) -> None:
     """Print a session's summary DAG (condensed summaries → the summaries they merge; leaf
     summaries with the number of messages they cover) as Mermaid or Graphviz dot."""

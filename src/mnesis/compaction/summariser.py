@@ -41,6 +41,7 @@ from mnesis.tokens.estimator import TokenEstimator
 
 __all__ = [
     "CONDENSE_LEVEL3_MAX_TOKENS",
+    "DEFAULT_INPUT_WINDOW",
     "EXTRACTIVE_WINDOW",
     "CallableSummariser",
     "ExtractiveSummariser",
@@ -53,6 +54,8 @@ __all__ = [
 logger = logging.getLogger("mnesis.compaction")
 
 CONDENSE_LEVEL3_MAX_TOKENS = 512
+DEFAULT_INPUT_WINDOW = 200_000
+"""The window a text summariser assumes when it is not told its model's (a 200k model's)."""
 EXTRACTIVE_WINDOW = 64_000
 """The extractive summariser has no window; bounded spans keep each pass cheap
 and each leaf specific enough to be useful when expanded."""
@@ -204,7 +207,7 @@ class ModelSummariser(_TextSummariser):
     llm_call: LLMCall
     leaf_prompt: str
     condense_prompt: str
-    input_window: int = 200_000
+    input_window: int = DEFAULT_INPUT_WINDOW
     """The compaction model's window; a leaf input is capped at 75 % of it."""
     message_chars: int = 0
     summary_chars: int = 0
@@ -235,7 +238,7 @@ class CallableSummariser(_TextSummariser):
 
     fn: SummariseFn
     level: int = 1
-    input_window: int = 200_000
+    input_window: int = DEFAULT_INPUT_WINDOW
     message_chars: int = 0
     summary_chars: int = 0
     uses_model: bool = True

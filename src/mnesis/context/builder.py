@@ -198,37 +198,33 @@ class ContextBuilder:
         messages: list[LLMMessage] = []
         entries: list[ContextEntry] = []
         included: list[str] = []
-        raw_tokens = 0
-        tool_tokens = 0
-        oldest: str | None = None
+        entry: ContextEntry
         for item in items:
             if item.item_type == "summary":
                 text = summary_text.get(item.item_id)
-                if text is not None:
-                    messages.append(LLMMessage("user", text))
-                    entries.append(SummaryEntry(item.item_id, text))
-                    included.append(item.item_id)
-                continue
-            r = rendered[item.item_id]
-            raw_tokens += item.tokens
-            tool_tokens += r.tool_tokens
-            if oldest is None:
-                oldest = item.item_id
-            if r.empty:
-                continue
-            messages.append(r.message)
-            entries.append(r.source)
+                if text is None:
+                    continue
+                message, entry = LLMMessage("user", text), SummaryEntry(item.item_id, text)
+            else:
+                r = rendered[item.item_id]
+                if r.empty:
+                    continue
+                message, entry = r.message, r.source
+            messages.append(message)
+            entries.append(entry)
             included.append(item.item_id)
         return BuiltContext(
             messages=messages,
             system_prompt=system_prompt,
-            token_estimate=system_tokens + summary_tokens + raw_tokens,
+            token_estimate=system_tokens + summary_tokens + raw_total,
             budget=budget,
             has_summary=bool(summaries),
-            oldest_included_message_id=oldest,
+            oldest_included_message_id=next(
+                (i.item_id for i in items if i.item_type != "summary"), None
+            ),
             summary_token_count=summary_tokens,
-            raw_message_tokens=raw_tokens,
-            tool_output_tokens=tool_tokens,
+            raw_message_tokens=raw_total,
+            tool_output_tokens=sum(rendered[i.item_id].tool_tokens for i in selected),
             system_prompt_tokens=system_tokens,
             item_ids=included,
             dropped_summary_ids=[d.item_id for d in dropped],

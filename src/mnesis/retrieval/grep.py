@@ -18,7 +18,7 @@ from mnesis.models.ids import is_valid_id
 from mnesis.retrieval.cursor import decode_cursor, encode_cursor
 from mnesis.retrieval.hygiene import NearDuplicates, unanswered_questions
 from mnesis.retrieval.query import parse_query
-from mnesis.retrieval.ranking import Ranked, ranked_page
+from mnesis.retrieval.ranking import Ranked, SearchPool, ranked_page
 from mnesis.retrieval.regex_pattern import compile_pattern
 from mnesis.retrieval.regex_scan import scan_page
 from mnesis.retrieval.render import snippet
@@ -89,9 +89,7 @@ async def grep(
     elif scope.allowed_summaries is not None:
         raise OutOfScopeError("this caller may only search under its granted summary IDs")
     state = decode_cursor(cursor)
-    pools: list[Literal["messages", "summaries"]] = (
-        ["messages", "summaries"] if target == "both" else [target]
-    )
+    pools: list[SearchPool] = ["messages", "summaries"] if target == "both" else [target]
     if summary_id is not None:
         pools = ["messages"]
     asking = where.session_ids if where.session_ids is not None else [scope.session_id]

@@ -30,8 +30,10 @@ from mnesis.store.base import SearchFilter, SearchHit
 from mnesis.store.immutable import ImmutableStore
 from mnesis.store.search_query import SearchQuery
 
-__all__ = ["POOL", "Ranked", "ranked_page"]
+__all__ = ["POOL", "Ranked", "SearchPool", "ranked_page"]
 
+SearchPool = Literal["messages", "summaries"]
+"""What a search reads: the stored messages or the summaries."""
 POOL = 40
 """Candidates that graded coordination re-ranks (more when paging further)."""
 _GROUP_LIMIT = 20
@@ -39,7 +41,6 @@ _GROUP_LIMIT = 20
 _QUESTIONS = 10
 _ROLE_PRIOR = {"user": 0.05, "assistant": 0.0}
 _TOOL_PRIOR = -0.1
-_Pool = Literal["messages", "summaries"]
 
 
 @dataclass(slots=True)
@@ -56,7 +57,7 @@ class Ranked:
 async def ranked_page(
     store: ImmutableStore,
     parsed: ParsedQuery,
-    pools: list[_Pool],
+    pools: list[SearchPool],
     where: SearchFilter,
     size: int,
     state: dict[str, int],

@@ -21,9 +21,10 @@ import asyncio
 import contextlib
 import threading
 import time
-from typing import Any, Literal
+from typing import Any
 
 from mnesis.retrieval.hygiene import is_retrieval_trace
+from mnesis.retrieval.ranking import SearchPool
 from mnesis.store.base import SearchFilter, SearchHit
 from mnesis.store.immutable import ImmutableStore
 from mnesis.store.search_text import original_text
@@ -31,7 +32,6 @@ from mnesis.store.search_text import original_text
 __all__ = ["scan_page"]
 
 _SCAN_PAGE = 500
-_Pool = Literal["messages", "summaries"]
 WINDOW_CHARS = 100_000
 """A longer text is matched in windows of this many characters (``pos``/``endpos``):
 the engine's memory grows with the span it matches (it keeps every capture of a
@@ -154,7 +154,7 @@ async def _match_within(
 async def scan_page(
     store: ImmutableStore,
     pattern: Any,
-    pools: list[_Pool],
+    pools: list[SearchPool],
     where: SearchFilter,
     size: int,
     state: dict[str, int],

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from rich.console import Console, Group
 from rich.markup import escape
@@ -47,9 +47,9 @@ def _normalise(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
-@dataclass
+@dataclass(frozen=True)
 class DemoReport:
-    """Everything the final tables show."""
+    """Everything the final tables show, read once after the last turn."""
 
     session_id: str
     db_path: str
@@ -59,17 +59,19 @@ class DemoReport:
     context: BuiltContext
     stats: SessionStats
     """The store's counts of the session (messages, markers, parts, tool calls, pruned)."""
-    tool_errors: int = 0
-    history_tokens: int = 0
+    tool_errors: int
+    history_tokens: int
     """The estimate of every stored message (what the context would be without compaction)."""
-    sessions_in_db: int = 1
-    instructions_visible: list[str] = field(default_factory=list)
+    sessions_in_db: int
+    instructions_visible: list[str]
     """Labels of the user's instructions still readable in the next context."""
-    instructions_lost: list[str] = field(default_factory=list)
+    instructions_lost: list[str]
     """Labels of instructions given but no longer in the next context (still stored)."""
-    summaries: list[SummaryRecord] = field(default_factory=list)
+    summaries: list[SummaryRecord]
     elapsed_s: float = 0.0
+    """Wall time of the whole run, set by the runner once the session is closed."""
     db_bytes: int = 0
+    """Bytes the database's data occupies, measured by the runner once the session is closed."""
 
     @property
     def assistant_messages(self) -> int:
@@ -121,37 +123,45 @@ async def collect_report(
     ``instructions`` are the user's instructions the session was given (its planted facts).
     """
     messages = await session.messages()
-    report = DemoReport(
+    context = await session.build_context()
+    stats = (await session.store.session_stats([session.id]))[session.id]
+    summary_ids: list[str] = []
+    tool_errors = 0
+    for message in messages:
+        if message.message.is_summary:
+            summary_ids += [p.summary_id for p in message.parts if isinstance(p, CompactionPart)]
+            continue
+        tool_errors += sum(tool.status.state == "error" for tool in message.tool_parts)
+    history = full_history_tokens(messages, TokenEstimator(session.model_info.encoding))
+    visible, lost = _instructions_in_view(context, instructions)
+    return DemoReport(
         session_id=session.id,
         db_path=session.config.store.db_path,
         turns=turns,
         seed=seed,
         live=live,
-        context=await session.build_context(),
-        stats=(await session.store.session_stats([session.id]))[session.id],
+        context=context,
+        stats=stats,
+        tool_errors=tool_errors,
+        history_tokens=history,
+        sessions_in_db=len(await session.store.list_sessions(limit=1_000_000)),
+        instructions_visible=visible,
+        instructions_lost=lost,
+        summaries=await session.store.get_summaries(summary_ids),
     )
-    summary_ids: list[str] = []
-    for message in messages:
-        if message.message.is_summary:
-            summary_ids += [p.summary_id for p in message.parts if isinstance(p, CompactionPart)]
-            continue
-        report.tool_errors += sum(tool.status.state == "error" for tool in message.tool_parts)
-    report.history_tokens = full_history_tokens(
-        messages, TokenEstimator(session.model_info.encoding)
-    )
-    _check_instructions(report, instructions)
-    report.summaries = await session.store.get_summaries(summary_ids)
-    report.sessions_in_db = len(await session.store.list_sessions(limit=1_000_000))
-    return report
 
 
-def _check_instructions(report: DemoReport, instructions: Sequence[PlantedFact]) -> None:
-    """Which of the user's instructions the next context still shows, word for word."""
-    built = report.context
-    visible = _normalise(" ".join([built.system_prompt, *(str(m.content) for m in built.messages)]))
+def _instructions_in_view(
+    built: BuiltContext, instructions: Sequence[PlantedFact]
+) -> tuple[list[str], list[str]]:
+    """The labels of the user's instructions the next context still shows word for word,
+    and of those it no longer shows."""
+    text = _normalise(" ".join([built.system_prompt, *(str(m.content) for m in built.messages)]))
+    visible: list[str] = []
+    lost: list[str] = []
     for fact in instructions:
-        seen = _normalise(fact.needle) in visible
-        (report.instructions_visible if seen else report.instructions_lost).append(fact.key)
+        (visible if _normalise(fact.needle) in text else lost).append(fact.key)
+    return visible, lost
 
 
 def _table(title: str) -> Table:

@@ -40,9 +40,8 @@ async def run_demo(
     # first run's in digits alone: same token counts, so the same session.
     with seeded_ids(seed, era=await _sessions_in(db_path)):
         report = await _run_session(db_path, turns=turns, seed=seed, on_turn=on_turn)
-    report.db_bytes = await _used_bytes(db_path)
-    report.elapsed_s = time.perf_counter() - started
-    return report
+    db_bytes = await _used_bytes(db_path)
+    return replace(report, elapsed_s=time.perf_counter() - started, db_bytes=db_bytes)
 
 
 async def _sessions_in(db_path: str) -> int:

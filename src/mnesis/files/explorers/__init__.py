@@ -16,7 +16,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from mnesis.files.explorers._common import ExplorationError, clip
+from mnesis.files.explorers._common import ExplorationError
+from mnesis.files.explorers._format import clip
 from mnesis.files.explorers.code import (
     explore_javascript,
     explore_python,

@@ -1,4 +1,4 @@
-"""Helpers every explorer shares: bounded summaries, bounded line reading, numbers.
+"""Helpers every explorer shares: bounded summaries, bounded line reading, size limits.
 
 Explorers read files in bounded memory: line by line (with a cap on the length of
 one line) or in fixed-size chunks, never the whole of a file they did not check
@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
+from mnesis.files.explorers._format import clip, fmt_int
+
 __all__ = [
     "CHUNK_BYTES",
     "MAX_IMPORTS",
@@ -21,12 +23,7 @@ __all__ = [
     "ExplorationError",
     "LineReader",
     "SummaryBuilder",
-    "clip",
     "count_lines",
-    "fmt_bytes",
-    "fmt_int",
-    "join_names",
-    "plural",
     "read_text",
 ]
 
@@ -158,41 +155,8 @@ def count_lines(path: str | os.PathLike[str]) -> int:
     return count
 
 
-def clip(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, with an ellipsis if it was longer."""
-    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
-
-
-def fmt_int(value: int) -> str:
-    """``1234567`` -> ``"1,234,567"``."""
-    return f"{value:,}"
-
-
-def plural(count: int, word: str, words: str | None = None) -> str:
-    """``plural(1, "line")`` -> ``"1 line"``; ``plural(1200, "line")`` -> ``"1,200 lines"``."""
-    return f"{fmt_int(count)} {word if count == 1 else (words or word + 's')}"
-
-
-def fmt_bytes(size: int) -> str:
-    """A human-readable size: ``"512 B"``, ``"3.4 KB"``, ``"1.2 GB"`` (powers of 1024)."""
-    if size < 1024:
-        return f"{size} B"
-    amount = size / 1024
-    for unit in ("KB", "MB"):
-        if amount < 1024:
-            return f"{amount:.1f} {unit}"
-        amount /= 1024
-    return f"{amount:.1f} GB"
-
-
 MAX_IMPORTS = 40
 """Imports a code outline lists before it says how many more there are."""
 
 MAX_MEMBERS = 40
 """Members of one class (or exported names) a code outline lists."""
-
-
-def join_names(names: list[str], limit: int) -> str:
-    """The first ``limit`` names, comma-separated, then how many more there are."""
-    shown = ", ".join(names[:limit])
-    return shown + (f", … {fmt_int(len(names) - limit)} more" if len(names) > limit else "")

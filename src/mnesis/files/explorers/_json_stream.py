@@ -13,7 +13,8 @@ import json.scanner
 import re
 from typing import Any, BinaryIO
 
-from mnesis.files.explorers._common import CHUNK_BYTES, ExplorationError, fmt_bytes, fmt_int
+from mnesis.files.explorers._common import CHUNK_BYTES, ExplorationError
+from mnesis.files.explorers._format import fmt_bytes, fmt_int
 from mnesis.files.explorers._shape import MAX_FIELDS, SAMPLE_ELEMENTS, Shape
 
 __all__ = ["MAX_VALUE_CHARS", "BudgetExhausted", "JsonStream"]

@@ -14,7 +14,8 @@ import json
 from itertools import islice
 from typing import Any
 
-from mnesis.files.explorers._common import SummaryBuilder, clip, fmt_int
+from mnesis.files.explorers._common import SummaryBuilder
+from mnesis.files.explorers._format import clip, fmt_int
 
 __all__ = ["MAX_FIELDS", "SAMPLE_ELEMENTS", "Shape", "render_shape"]
 

@@ -19,13 +19,9 @@ from mnesis.files.explorers._common import (
     ExplorationError,
     LineReader,
     SummaryBuilder,
-    clip,
-    fmt_bytes,
-    fmt_int,
-    join_names,
-    plural,
     read_text,
 )
+from mnesis.files.explorers._format import clip, fmt_bytes, fmt_int, join_names, plural
 from mnesis.files.explorers.javascript import explore_javascript, explore_typescript
 from mnesis.files.explorers.sql import explore_sql
 

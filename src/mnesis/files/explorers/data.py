@@ -23,11 +23,9 @@ from mnesis.files.explorers._common import (
     ExplorationError,
     LineReader,
     SummaryBuilder,
-    clip,
-    fmt_bytes,
-    fmt_int,
     read_text,
 )
+from mnesis.files.explorers._format import clip, fmt_bytes, fmt_int
 from mnesis.files.explorers._json_stream import MAX_VALUE_CHARS, BudgetExhausted, JsonStream
 from mnesis.files.explorers._shape import SAMPLE_ELEMENTS, Shape, render_shape
 

@@ -6,16 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mnesis.files.explorers._common import (
-    MAX_IMPORTS,
-    MAX_MEMBERS,
-    LineReader,
-    SummaryBuilder,
-    clip,
-    fmt_int,
-    join_names,
-    plural,
-)
+from mnesis.files.explorers._common import MAX_IMPORTS, MAX_MEMBERS, LineReader, SummaryBuilder
+from mnesis.files.explorers._format import clip, fmt_int, join_names, plural
 
 __all__ = ["explore_javascript", "explore_typescript"]
 

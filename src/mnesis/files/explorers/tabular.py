@@ -17,13 +17,8 @@ import sqlite3
 import time
 from pathlib import Path
 
-from mnesis.files.explorers._common import (
-    CHUNK_BYTES,
-    ExplorationError,
-    SummaryBuilder,
-    clip,
-    fmt_int,
-)
+from mnesis.files.explorers._common import CHUNK_BYTES, ExplorationError, SummaryBuilder
+from mnesis.files.explorers._format import clip, fmt_int
 
 __all__ = ["explore_csv", "explore_sqlite", "explore_tsv"]
 

@@ -6,15 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mnesis.files.explorers._common import (
-    LineReader,
-    SummaryBuilder,
-    clip,
-    count_lines,
-    fmt_bytes,
-    fmt_int,
-    plural,
-)
+from mnesis.files.explorers._common import LineReader, SummaryBuilder, count_lines
+from mnesis.files.explorers._format import clip, fmt_bytes, fmt_int, plural
 
 __all__ = ["explore_markdown", "fallback_summary"]
 

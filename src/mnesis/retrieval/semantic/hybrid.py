@@ -33,7 +33,7 @@ from mnesis.errors import StoreReadOnlyError
 from mnesis.models.parts import TextPart
 from mnesis.retrieval.matching import TermMatcher
 from mnesis.retrieval.query import ParsedQuery
-from mnesis.retrieval.ranking import Ranked, ranked_page
+from mnesis.retrieval.ranking import Ranked, SearchPool, ranked_page
 from mnesis.retrieval.render import snippet
 from mnesis.retrieval.semantic.index import index_pending
 from mnesis.retrieval.semantic.model import load_embedder
@@ -58,7 +58,6 @@ STANDOUT_RANK = 10
 STANDOUT_WEIGHT = 2.0
 MIN_SIMILARITY = 0.2
 """Cosine below which a dense hit is not a hit."""
-_Pool = Literal["messages", "summaries"]
 
 
 @dataclass(slots=True)
@@ -76,7 +75,7 @@ async def hybrid_page(
     config: RetrievalConfig,
     parsed: ParsedQuery,
     query: str,
-    pools: list[_Pool],
+    pools: list[SearchPool],
     where: SearchFilter,
     size: int,
     state: dict[str, int],
@@ -120,7 +119,7 @@ async def _dense(
     store: ImmutableStore,
     config: RetrievalConfig,
     query: str,
-    pools: list[_Pool],
+    pools: list[SearchPool],
     where: SearchFilter,
     depth: int,
     exclude_ids: set[str],

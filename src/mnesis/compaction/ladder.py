@@ -18,6 +18,7 @@ from mnesis.compaction.prompts import (
     LEVEL2_PROMPT,
 )
 from mnesis.compaction.summariser import (
+    DEFAULT_INPUT_WINDOW,
     ExtractiveSummariser,
     LLMCall,
     ModelSummariser,
@@ -48,7 +49,7 @@ def model_level(
     model: str,
     llm_call: LLMCall,
     *,
-    input_window: int = 200_000,
+    input_window: int = DEFAULT_INPUT_WINDOW,
     leaf_prompt: str | None = None,
     condense_prompt: str | None = None,
 ) -> ModelSummariser:

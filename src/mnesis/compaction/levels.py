@@ -23,6 +23,7 @@ from mnesis.compaction.candidates import (
 from mnesis.compaction.ladder import model_level
 from mnesis.compaction.summariser import (
     CONDENSE_LEVEL3_MAX_TOKENS,
+    DEFAULT_INPUT_WINDOW,
     ExtractiveSummariser,
     LLMCall,
 )
@@ -56,7 +57,7 @@ async def level1_summarise(
     estimator: TokenEstimator,
     llm_call: LLMCall,
     compaction_prompt: str | None = None,
-    model_context_limit: int = 200_000,
+    model_context_limit: int = DEFAULT_INPUT_WINDOW,
     *,
     target_tokens: int = 600,
     footer_cap: int = 40,
@@ -81,7 +82,7 @@ async def level2_summarise(
     estimator: TokenEstimator,
     llm_call: LLMCall,
     compaction_prompt: str | None = None,
-    model_context_limit: int = 200_000,
+    model_context_limit: int = DEFAULT_INPUT_WINDOW,
     *,
     target_tokens: int = 600,
     footer_cap: int = 40,

@@ -20,11 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mnesis.importers import trusted
 from mnesis.importers.records import Meta, ParsedItem, ToolCall, ToolResult, Turn
 from mnesis.models.ids import new_id
 from mnesis.models.message import Message
-from mnesis.models.parts import MessagePart, ReasoningPart, TextPart, ToolPart
+from mnesis.models.parts import MessagePart, ReasoningPart, TextPart, ToolPart, ToolStatus
 from mnesis.store.base import NewMessage, SessionRecord
 from mnesis.store.shared.batch import PreparedRows
 from mnesis.tokens.estimator import heuristic_token_count
@@ -226,8 +225,11 @@ class BatchBuilder:
         parts: list[MessagePart] = []
         for piece in pieces:
             if isinstance(piece, ToolCall):
-                part = trusted.tool_call_part(
-                    piece.name or "unknown", piece.call_id, piece.input, turn.created_at
+                part = ToolPart(
+                    tool_name=piece.name or "unknown",
+                    tool_call_id=piece.call_id,
+                    input=piece.input,
+                    status=ToolStatus(state="running", started_at=turn.created_at),
                 )
                 self._open_calls[piece.call_id] = part
                 parts.append(part)
@@ -258,13 +260,13 @@ class BatchBuilder:
             if turn.finish_reason:
                 last.message.finish_reason = turn.finish_reason
             return
-        message = trusted.message(
-            new_id("msg"),
-            sink.session_id,
-            turn.role,
-            turn.created_at,
-            turn.model if turn.role == "assistant" else None,
-            turn.finish_reason,
+        message = Message(
+            id=new_id("msg"),
+            session_id=sink.session_id,
+            role=turn.role,
+            created_at=turn.created_at,
+            model_id=turn.model if turn.role == "assistant" else None,
+            finish_reason=turn.finish_reason,
         )
         sink.buffer.append(_Pending(message, parts, turn.merge_key))
         self.buffered += 1

@@ -17,7 +17,7 @@ from typing import Any
 
 from mnesis.importers import records
 from mnesis.importers.records import Clock, Meta, ToolResult, Turn, as_text, tool_call
-from mnesis.importers.trusted import reasoning_part, text_part
+from mnesis.models.parts import ReasoningPart, TextPart
 
 __all__ = ["ClaudeCodeParser", "default_paths"]
 
@@ -67,7 +67,7 @@ class ClaudeCodeParser:
 
     def _user(self, content: object, at: int, sidechain: bool) -> list[records.ParsedItem]:
         if isinstance(content, str):
-            return [Turn("user", at, [text_part(content)], sidechain=sidechain)]
+            return [Turn("user", at, [TextPart(text=content)], sidechain=sidechain)]
         if not isinstance(content, list):
             raise ValueError("user message content must be text or a list of blocks")
         items: list[records.ParsedItem] = []
@@ -88,7 +88,7 @@ class ClaudeCodeParser:
             else:
                 text = as_text([block])
                 if text:
-                    texts.append(text_part(text))
+                    texts.append(TextPart(text=text))
         if texts:
             items.insert(0, Turn("user", at, texts, sidechain=sidechain))
         return items
@@ -105,9 +105,9 @@ class ClaudeCodeParser:
                 continue
             kind = block.get("type")
             if kind == "text" and isinstance(block.get("text"), str):
-                parts.append(text_part(block["text"]))
+                parts.append(TextPart(text=block["text"]))
             elif kind == "thinking" and isinstance(block.get("thinking"), str):
-                parts.append(reasoning_part(block["thinking"]))
+                parts.append(ReasoningPart(text=block["thinking"]))
             elif kind in ("tool_use", "server_tool_use"):
                 parts.append(tool_call(block.get("id"), block.get("name"), block.get("input")))
         model = message.get("model")

@@ -1,6 +1,7 @@
-"""The child side of :mod:`mnesis.importers.process`: ``python -m
-mnesis.importers.parse_child`` reads a pickled :class:`ParseJob` on stdin, then writes
-each batch it cuts to stdout as one frame, then an end frame (or an error frame).
+"""The child side of :mod:`mnesis.importers.process`: :func:`main` (run by the child's
+program, or as ``python -m mnesis.importers.parse_child``) reads a pickled
+:class:`ParseJob` on stdin, then writes each batch it cuts to stdout as one frame, then
+an end frame (or an error frame).
 
 A frame is a one-byte kind (:data:`BATCH`, :data:`END`, :data:`ERROR`), the payload's
 length (8 bytes, big-endian) and the payload. Writing blocks while the pipe is full, so
@@ -82,7 +83,6 @@ def _prepared(batch: Batch, preparer: RowPreparer) -> Batch:
         preparer.extend(session_id, extension.role, columns)
     prepared = encode_batch(batch.messages)
     batch.rows = preparer.prepare(prepared, now_ms())
-    batch.rows.rows.appended = []  # the writer needs only the running calls (below)
     batch.calls = [
         (part.tool_call_id, row[0], item.message.id)
         for item, rows in prepared

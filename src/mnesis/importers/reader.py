@@ -6,16 +6,16 @@ import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = ["JsonLine", "LineError", "fingerprint", "read_jsonl"]
 
 FINGERPRINT_BYTES = 4096
 
 
-@dataclass(slots=True, frozen=True)
-class JsonLine:
-    """One decoded line: its 1-based number, its value and the offset just past it."""
+class JsonLine(NamedTuple):
+    """One decoded line: its 1-based number, its value and the offset just past it. (A
+    named tuple: a frozen dataclass costs about a microsecond a line to build.)"""
 
     number: int
     value: Any

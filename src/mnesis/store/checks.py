@@ -209,10 +209,18 @@ def _plainly_valid(items: Sequence[object]) -> bool:
         m = item.message
         if type(m) is not Message or m.tokens is not None:
             return False
-        optional = (m.parent_id, m.model_id, m.provider_id, m.finish_reason)
-        if not all(type(v) is str and v for v in (m.id, m.session_id)) or type(m.agent) is not str:
+        mid, sid, agent = m.id, m.session_id, m.agent
+        if type(mid) is not str or type(sid) is not str or type(agent) is not str:
             return False
-        if not all(v is None or type(v) is str for v in optional) or m.parent_id == "":
+        if not (mid and sid):
+            return False
+        texts += (mid, sid, agent)
+        for value in (m.parent_id, m.model_id, m.provider_id, m.finish_reason):
+            if value is not None:
+                if type(value) is not str:
+                    return False
+                texts.append(value)
+        if m.parent_id == "":
             return False
         if not _fits(m.token_estimate, 0) or not (
             m.created_at is None or _fits(m.created_at, INT64_MIN)
@@ -221,8 +229,6 @@ def _plainly_valid(items: Sequence[object]) -> bool:
         cost = m.cost
         if not (_fits(cost, INT64_MIN) or (type(cost) is float and math.isfinite(cost))):
             return False
-        texts += (m.id, m.session_id, m.agent)
-        texts += (v for v in optional if v is not None)
         if not _plain_parts(item, texts):
             return False
     joined = "\x1f".join(texts)
@@ -255,7 +261,11 @@ def _plain_parts(item: NewMessage, texts: list[str]) -> bool:
             if not all(v is None or _fits(v, INT64_MIN) for v in stamps):
                 return False
             texts += (name, call)
-    return tokens is None or all(_fits(t, 0) for t in tokens)
+    if tokens is not None:
+        for t in tokens:
+            if type(t) is not int or not 0 <= t <= INT64_MAX:
+                return False
+    return True
 
 
 def check_message_update(

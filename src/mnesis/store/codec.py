@@ -75,6 +75,8 @@ def loads_column(text: object, table: str, row_id: object, column: str) -> Any:
 
 def _clean(text: str) -> str:
     """Text safe for an index: lone surrogates become U+FFFD, NUL a space, CJK bigrams added."""
+    if text.isascii() and "\x00" not in text:
+        return text
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

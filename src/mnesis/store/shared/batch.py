@@ -58,11 +58,13 @@ def batch_rows(
     *,
     summary_flag: type[int] | type[bool],
     contexts: Contexts,
+    landed: bool = True,
 ) -> BatchRows:
     """The rows of ``prepared``: ``next_seq`` / ``next_position`` give each session's next
     ``seq`` and context position (and are advanced); ``summary_flag`` is how the backend
     stores ``is_summary`` (``int`` on SQLite, ``bool`` on PostgreSQL); ``contexts`` knows
-    each session's neighbours before the batch (it sets the parts' ``search_context``)."""
+    each session's neighbours before the batch (it sets the parts' ``search_context``).
+    ``landed=False`` leaves ``appended`` empty (for a caller that does not read it)."""
     out = BatchRows()
     for item, rows in prepared:
         m = item.message
@@ -77,7 +79,8 @@ def batch_rows(
             position = next_position[sid]
             next_position[sid] = position + 1
             out.context.append((sid, position, m.id, m.token_estimate, now))
-        out.appended.append(AppendedMessage(m.id, seq, position, tuple(r[0] for r in rows)))
+        if landed:
+            out.appended.append(AppendedMessage(m.id, seq, position, tuple(r[0] for r in rows)))
     return out
 
 
@@ -127,7 +130,7 @@ class RowPreparer:
 
     def prepare(self, prepared: Prepared, now: int) -> PreparedRows:
         """The rows of ``prepared`` (checked and encoded by the store's code), written at
-        ``now``."""
+        ``now`` (``rows.appended`` left empty: the store does not return it)."""
         starts: dict[str, SessionStart] = {}
         for item, _ in prepared:
             sid = item.message.session_id
@@ -140,5 +143,6 @@ class RowPreparer:
             now,
             summary_flag=int,
             contexts=self._contexts,
+            landed=False,
         )
         return PreparedRows(starts, rows)

@@ -48,8 +48,36 @@ def shrink_content(data: dict[str, Any], text_content: str | None) -> str:
     if start < 0:
         return dumps(data)
     kept = {k: v for k, v in data.items() if k != field}
-    kept[MARKER] = field if whole else [field, start, len(value)]
-    return dumps(kept)
+    if not whole:
+        kept[MARKER] = [field, start, len(value)]
+        return dumps(kept)
+    kept[MARKER] = field
+    return _dumps_plain(kept)
+
+
+_PLAIN = frozenset((str, bool, type(None)))
+_plain_json: dict[tuple[tuple[object, ...], ...], str] = {}
+""":func:`dumps` of recent dictionaries of plain values (what remains of a text part
+once its text is left out is the same few dictionaries over and over)."""
+
+
+def _dumps_plain(data: dict[str, Any]) -> str:
+    """``dumps(data)``, remembered when every value is a string, a bool or None. The
+    key holds each value's type, so only equal plain values share it (``True == 1``,
+    ``0.0 == -0.0``: never remembered)."""
+    values = tuple(data.values())
+    key = (tuple(data), values, tuple(map(type, values)))
+    try:
+        text = _plain_json.get(key)
+    except TypeError:  # an unhashable value (a list, a dict)
+        return dumps(data)
+    if text is None:
+        text = dumps(data)
+        if _PLAIN.issuperset(key[2]):
+            if len(_plain_json) >= 256:
+                _plain_json.clear()
+            _plain_json[key] = text
+    return text
 
 
 def _restore(part_id: str, data: Any, text_content: str | None) -> Any:

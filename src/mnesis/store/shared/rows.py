@@ -109,9 +109,14 @@ def encode_parts(parts: Sequence[MessagePart], estimates: Sequence[int] | None) 
     return rows
 
 
+_NO_TOKENS = TokenUsage()
+"""The counters of a message without token usage (a constant: building one per row
+costs more than the rest of the row)."""
+
+
 def message_row(m: Message, seq: int, is_summary: int | bool) -> tuple[Any, ...]:
     """The values of ``INSERT INTO messages (MESSAGE_COLUMNS, seq)``."""
-    t = m.tokens or TokenUsage()
+    t = m.tokens or _NO_TOKENS
     return (
         m.id,
         m.session_id,

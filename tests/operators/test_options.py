@@ -10,18 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, get_type_hints
 
 import pytest
 
 from mnesis import InvalidArgumentError, MnesisSession, OperatorConfig, StorePool
-from mnesis.config import CompactionConfig, MnesisConfig
 from mnesis.llm import FakeLLM
 from mnesis.models.ids import new_id
 from mnesis.operators import (
-    AgenticMap,
     AgenticMapOptions,
     LLMMap,
     LLMMapOptions,
@@ -29,29 +26,13 @@ from mnesis.operators import (
     UnknownOptionError,
 )
 from tests.backends import fetch
+from tests.operators.agentic import make_map
 
 DOCS = Path(__file__).parents[2] / "docs" / "operators.md"
-NO_AUTO_COMPACTION = MnesisConfig(compaction=CompactionConfig(auto=False))
 
 
 def llm_map(llm: FakeLLM) -> LLMMap:
     return LLMMap(OperatorConfig(), llm=llm, model="fake/map", retry_backoff=0)
-
-
-def agentic_map(db_path: str, pool: StorePool, llm: FakeLLM) -> AgenticMap:
-    return AgenticMap(
-        model="fake/sub", db_path=db_path, pool=pool, llm=llm, session_config=NO_AUTO_COMPACTION
-    )
-
-
-@pytest.fixture
-async def parent(db_path: str, pool: StorePool) -> AsyncIterator[MnesisSession]:
-    """A session, so that the database exists and a refused run can be looked for in it."""
-    session = await MnesisSession.create(
-        model="fake/parent", db_path=db_path, pool=pool, llm=FakeLLM(), config=NO_AUTO_COMPACTION
-    )
-    yield session
-    await session.close()
 
 
 class TestTheOptionsAreDeclaredOnce:
@@ -143,7 +124,7 @@ class TestAgenticMapOptions:
         llm = FakeLLM()
         run_id = new_id("run")
         with pytest.raises(UnknownOptionError) as raised:
-            call = getattr(agentic_map(db_path, pool, llm), method)(
+            call = getattr(make_map(db_path, pool, llm), method)(
                 ["a"], "{{ item }}", run_id=run_id, read_onyl=True
             )
             if method == "run_all":
@@ -176,7 +157,7 @@ class TestAgenticMapOptions:
         llm = FakeLLM()
         run_id = new_id("run")
         with pytest.raises(InvalidArgumentError) as raised:
-            await agentic_map(db_path, pool, llm).run_all(
+            await make_map(db_path, pool, llm).run_all(
                 ["a"], "{{ item }}", run_id=run_id, **options
             )
         assert not isinstance(raised.value, UnknownOptionError)
@@ -187,7 +168,7 @@ class TestAgenticMapOptions:
         self, db_path: str, pool: StorePool, parent: MnesisSession
     ) -> None:
         llm = FakeLLM(reply=lambda r: "done")
-        batch = await agentic_map(db_path, pool, llm).run_all(["a"], "{{ item }}")
+        batch = await make_map(db_path, pool, llm).run_all(["a"], "{{ item }}")
         assert batch.outputs == ["done"]
         agent, parent_id = fetch(
             db_path,

@@ -67,16 +67,21 @@ _MAX_BACKOFF_SECONDS = 8.0
 
 @dataclass(frozen=True, slots=True)
 class _Plan:
+    """One run's arguments, checked, with the defaults filled in."""
+
     run_id: str
     template: ItemTemplate
     output: OutputSpec
+    """How each reply is parsed and validated."""
     model: str
     client: LLMClient
     prefix: tuple[dict[str, Any], ...]
+    """The system message sent before every item's prompt, if there is one."""
     max_retries: int
     timeout: float
     concurrency: int
     total: int | None
+    """The number of inputs; ``None`` for an iterable without a length."""
 
 
 class LLMMap:

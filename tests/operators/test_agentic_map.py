@@ -11,14 +11,12 @@ import asyncio
 import contextlib
 import signal
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mnesis import (
-    CompactionConfig,
     EventBus,
     InvalidArgumentError,
     MnesisConfig,
@@ -32,30 +30,10 @@ from mnesis.llm import Fail, FakeLLM, LLMRequest, Respond, ToolCall
 from mnesis.models.ids import new_id
 from mnesis.operators import AgenticMap, AgentMapBatch
 from tests.backends import fetch, file_is_whole
+from tests.operators.agentic import NO_AUTO_COMPACTION, make_map
 from tests.operators.child_agentic import CONCURRENCY, TEMPLATE, inputs, session_config
 
 CHILD = Path(__file__).with_name("child_agentic.py")
-NO_AUTO_COMPACTION = MnesisConfig(compaction=CompactionConfig(auto=False))
-
-
-def make_map(db_path: str, pool: StorePool, llm: FakeLLM, **config: Any) -> AgenticMap:
-    return AgenticMap(
-        OperatorConfig(**config),
-        model="fake/sub",
-        db_path=db_path,
-        pool=pool,
-        llm=llm,
-        session_config=NO_AUTO_COMPACTION,
-    )
-
-
-@pytest.fixture
-async def parent(db_path: str, pool: StorePool) -> AsyncIterator[MnesisSession]:
-    session = await MnesisSession.create(
-        model="fake/parent", db_path=db_path, pool=pool, llm=FakeLLM(), config=NO_AUTO_COMPACTION
-    )
-    yield session
-    await session.close()
 
 
 def query(db_path: str, sql: str, *args: object) -> list[tuple[Any, ...]]:

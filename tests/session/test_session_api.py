@@ -41,7 +41,17 @@ from mnesis.errors import (
     MnesisError,
     PartNotFoundError,
 )
-from mnesis.llm import Empty, Fail, FakeLLM, Garbage, Hang, LLMRequest, Respond, ToolCall
+from mnesis.llm import (
+    Empty,
+    Fail,
+    FakeLLM,
+    Garbage,
+    Hang,
+    LLMChunk,
+    LLMRequest,
+    Respond,
+    ToolCall,
+)
 from mnesis.models.parts import RetryPart
 from tests.backends import fetch
 from tests.store.sqlite.helpers import sqlite_db
@@ -419,6 +429,30 @@ class TestStream:
             result = await session.send("next")
         assert result.text == "after"
 
+    async def test_a_cancellation_that_meets_the_next_chunk_still_cancels_the_send(
+        self, db_path: str, pool: StorePool
+    ) -> None:
+        started, release = asyncio.Event(), asyncio.Event()
+
+        class Gated:
+            async def stream(self, request: LLMRequest) -> AsyncIterator[LLMChunk]:
+                started.set()
+                await release.wait()
+                yield LLMChunk(text="late", finish_reason="stop")
+
+        session = await MnesisSession.create(
+            model="gated/x", db_path=db_path, pool=pool, llm=Gated()
+        )
+        try:
+            task = asyncio.create_task(session.send("hi"))
+            await started.wait()
+            release.set()  # the chunk arrives in the same loop step as the cancellation:
+            task.cancel()  # Python 3.11's asyncio.wait_for would return it and lose the cancel
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        finally:
+            await session.close()
+
 
 class TestRecord:
     async def test_record_with_tool_parts_stores_both_messages_with_matching_ids(
@@ -466,9 +500,7 @@ class TestRecord:
         try:
             await session.record("q", [TextPart(text="a"), tool("c1")])
         finally:
-            await sqlite_db(session.store).read(
-                lambda conn: conn.set_trace_callback(None)
-            )
+            await sqlite_db(session.store).read(lambda conn: conn.set_trace_callback(None))
         transaction = 0
         open_tx = False
         where: dict[str, list[int]] = {"messages": [], "context_items": [], "message_parts": []}

@@ -113,9 +113,12 @@ class ModelRound:
                 if remaining <= 0:
                     raise TimeoutError
                 try:
-                    # The timeout wraps only the wait for the next chunk, never
-                    # the consumer's code between yields.
-                    chunk = await asyncio.wait_for(anext(chunks), remaining)
+                    # The timeout wraps only the wait for the next chunk, never the
+                    # consumer's code between yields. Not asyncio.wait_for: on Python
+                    # 3.11 it returns a chunk that arrives with a cancellation and
+                    # loses the cancellation.
+                    async with asyncio.timeout(remaining):
+                        chunk = await anext(chunks)
                 except StopAsyncIteration:
                     break
                 if chunk.text:

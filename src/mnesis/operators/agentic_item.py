@@ -53,11 +53,45 @@ _STORED_TYPE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*): ")
 
 @dataclass(frozen=True, slots=True)
 class _Outcome:
-    session_id: str
+    """What a finished attempt produced; stored as the item's ``output`` JSON."""
+
     text: str
     turns: int
-    usage: TokenUsage
     finish_reason: str
+    usage: TokenUsage
+
+    def encode(self) -> str:
+        record = {
+            "text": self.text,
+            "turns": self.turns,
+            "finish_reason": self.finish_reason,
+            "usage": self.usage.model_dump(),
+        }
+        return json.dumps(record, ensure_ascii=False)
+
+    @staticmethod
+    def decode(output: str | None) -> _Outcome:
+        """The outcome a row stored; raises ``ValueError``, ``TypeError`` or
+        ``AttributeError`` for an output that cannot be read back."""
+        record = json.loads(output or "{}")
+        usage = TokenUsage(**record.get("usage", {}))
+        return _Outcome(
+            record.get("text", ""),
+            record.get("turns", 0),
+            record.get("finish_reason", "stop"),
+            usage,
+        )
+
+    def result(self, **fields: Any) -> AgentMapResult:
+        """The successful result of an item (``fields``: its identity and audit trail)."""
+        return AgentMapResult(
+            **fields,
+            success=True,
+            output_text=self.text,
+            turns=self.turns,
+            finish_reason=self.finish_reason,
+            token_usage=self.usage,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,14 +115,8 @@ class ItemWorker:
             # Nothing was claimed: the row goes from pending straight to failed.
             error = _describe(exc)
             await runs.fail(plan.run_id, row.idx, error)
-            return AgentMapResult(
-                **base,
-                success=False,
-                error=error,
-                error_type=_name(exc),
-                attempts=row.attempts,
-                session_id=row.session_id,
-                finish_reason="error",
+            return _failure(
+                error, _name(exc), **base, attempts=row.attempts, session_id=row.session_id
             )
         if row.attempts == 0 or row.state == "failed":
             budget = plan.max_attempts
@@ -119,18 +147,7 @@ class ItemWorker:
                     )
                     await runs.note_error(plan.run_id, row.idx, error)
                     continue
-                record = {
-                    "text": outcome.text,
-                    "turns": outcome.turns,
-                    "finish_reason": outcome.finish_reason,
-                    "usage": outcome.usage.model_dump(),
-                }
-                await runs.complete(
-                    plan.run_id,
-                    row.idx,
-                    json.dumps(record, ensure_ascii=False),
-                    outcome.session_id,
-                )
+                await runs.complete(plan.run_id, row.idx, outcome.encode(), holder[0])
             except asyncio.CancelledError:
                 # Interrupted, not failed: put the item back for a later resume. The
                 # store's single writer thread runs writes in order, so this lands
@@ -139,26 +156,9 @@ class ItemWorker:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(runs.release(plan.run_id, row.idx))
                 raise
-            return AgentMapResult(
-                **base,
-                success=True,
-                output_text=outcome.text,
-                session_id=outcome.session_id,
-                attempts=attempts,
-                turns=outcome.turns,
-                finish_reason=outcome.finish_reason,
-                token_usage=outcome.usage,
-            )
+            return outcome.result(**base, session_id=holder[0], attempts=attempts)
         await runs.fail(plan.run_id, row.idx, error)
-        return AgentMapResult(
-            **base,
-            success=False,
-            error=error,
-            error_type=error_type,
-            session_id=session_id,
-            attempts=attempts,
-            finish_reason="error",
-        )
+        return _failure(error, error_type, **base, session_id=session_id, attempts=attempts)
 
     async def _attempt(self, index: int, prompt: str, holder: list[str]) -> _Outcome:
         """One sub-session: send ``prompt``, run the tools asked for, repeat until the
@@ -201,7 +201,7 @@ class ItemWorker:
                     output, error = await self._call_tool(session, call)
                     await session.complete_tool_call(call.tool_call_id, output=output, error=error)
                 message = _CONTINUE
-            return _Outcome(session.id, result.text, turns, usage, reason)
+            return _Outcome(result.text, turns, reason, usage)
         finally:
             # The sub-session takes no more turns, so a compaction its last turn
             # started in the background would only cost model calls.
@@ -248,31 +248,19 @@ def stored_result(plan: AgentPlan, row: ItemRow) -> AgentMapResult:
         "resumed": True,
     }
     if row.state != "completed":
-        return AgentMapResult(
-            **base,
-            success=False,
-            error=row.error,
-            error_type=_stored_type(row.error),
-            finish_reason="error",
-        )
+        return _failure(row.error, _stored_type(row.error), **base)
     try:
-        record = json.loads(row.output or "{}")
-        usage = TokenUsage(**record.get("usage", {}))
+        outcome = _Outcome.decode(row.output)
     except (ValueError, TypeError, AttributeError) as exc:
-        return AgentMapResult(
-            **base,
-            success=False,
-            error=f"StoreCorruptError: the stored output of this item cannot be read ({exc})",
-            error_type="StoreCorruptError",
-            finish_reason="error",
-        )
+        error = f"StoreCorruptError: the stored output of this item cannot be read ({exc})"
+        return _failure(error, "StoreCorruptError", **base)
+    return outcome.result(**base)
+
+
+def _failure(error: str | None, error_type: str | None, **fields: Any) -> AgentMapResult:
+    """The failed result of an item (``fields``: its identity and audit trail)."""
     return AgentMapResult(
-        **base,
-        success=True,
-        output_text=record.get("text", ""),
-        turns=record.get("turns", 0),
-        finish_reason=record.get("finish_reason", "stop"),
-        token_usage=usage,
+        **fields, success=False, error=error, error_type=error_type, finish_reason="error"
     )
 
 

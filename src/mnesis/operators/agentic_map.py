@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncGenerator, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from mnesis.config import DEFAULT_DB_PATH, MnesisConfig, OperatorConfig
 from mnesis.errors import InvalidArgumentError
@@ -33,11 +33,12 @@ from mnesis.operators.agentic_item import ItemWorker, stored_result
 from mnesis.operators.agentic_plan import (
     DEFAULT_AGENT,
     DEFAULT_SYSTEM_PROMPT,
+    AgenticMapOptions,
     AgentPlan,
     ToolHandler,
     plan_run,
 )
-from mnesis.operators.checks import check_event_bus, check_model, operator_config, run_model
+from mnesis.operators.checks import check_event_bus, check_model, operator_config
 from mnesis.operators.concurrency import iterate
 from mnesis.operators.results import AgentMapBatch, AgentMapResult
 from mnesis.operators.runner import MapRun, collect_batch
@@ -105,19 +106,7 @@ class AgenticMap:
         self,
         inputs: Sequence[Any],
         prompt_template: str,
-        *,
-        read_only: bool = False,
-        max_turns: int = 20,
-        run_id: str | None = None,
-        parent_session_id: str | None = None,
-        tools: Sequence[dict[str, Any]] | None = None,
-        tool_handler: ToolHandler | None = None,
-        system_prompt: str = DEFAULT_SYSTEM_PROMPT,
-        agent: str = DEFAULT_AGENT,
-        max_retries: int | None = None,
-        concurrency: int | None = None,
-        retry_failed: bool = False,
-        model: str | None = None,
+        **options: Unpack[AgenticMapOptions],
     ) -> AsyncGenerator[AgentMapResult, None]:
         """Run one sub-session per input; yields results in completion order.
 
@@ -125,8 +114,9 @@ class AgenticMap:
         first message. While the model asks for tools, the calls are executed
         (``lcm_*`` by the session, others by ``tool_handler``) and another turn is
         sent, up to ``max_turns`` turns. A failed attempt (model error, …) is retried
-        in a fresh sub-session up to ``max_retries`` times (default
-        ``config.max_retries``); then the item is ``failed``.
+        in a fresh sub-session up to ``max_retries`` times; then the item is
+        ``failed``. The keyword ``options`` are those of
+        :class:`~mnesis.operators.AgenticMapOptions`.
 
         Pass your own ``run_id`` (e.g. ``new_id("run")``) to be able to resume: calling
         ``run`` again with it and the same inputs and template returns the items
@@ -135,65 +125,23 @@ class AgenticMap:
         are stored).
 
         Raises :class:`~mnesis.errors.InvalidArgumentError` immediately for a
-        template without ``{{ item }}`` or any bad argument; when iteration starts,
-        for a ``run_id`` already running in this process or stored with other inputs,
-        and :class:`~mnesis.errors.SessionNotFoundError` for an unknown parent.
-        ``model`` overrides the constructor's; one of them must be given.
+        template without ``{{ item }}`` or any bad argument
+        (:class:`~mnesis.operators.UnknownOptionError` for a keyword that is no
+        option); when iteration starts, for a ``run_id`` already running in this
+        process or stored with other inputs, and
+        :class:`~mnesis.errors.SessionNotFoundError` for an unknown parent.
         """
-        plan = plan_run(
-            self._config,
-            run_model(model, self._model, "AgenticMap"),
-            inputs,
-            prompt_template,
-            read_only=read_only,
-            max_turns=max_turns,
-            run_id=run_id,
-            parent_session_id=parent_session_id,
-            tools=tools,
-            tool_handler=tool_handler,
-            system_prompt=system_prompt,
-            agent=agent,
-            max_retries=max_retries,
-            concurrency=concurrency,
-            retry_failed=retry_failed,
-        )
-        return self._stream(plan)
+        return self._stream(plan_run(self._config, self._model, inputs, prompt_template, options))
 
     async def run_all(
         self,
         inputs: Sequence[Any],
         prompt_template: str,
-        *,
-        read_only: bool = False,
-        max_turns: int = 20,
-        run_id: str | None = None,
-        parent_session_id: str | None = None,
-        tools: Sequence[dict[str, Any]] | None = None,
-        tool_handler: ToolHandler | None = None,
-        system_prompt: str = DEFAULT_SYSTEM_PROMPT,
-        agent: str = DEFAULT_AGENT,
-        max_retries: int | None = None,
-        concurrency: int | None = None,
-        retry_failed: bool = False,
-        model: str | None = None,
+        **options: Unpack[AgenticMapOptions],
     ) -> AgentMapBatch:
         """Like :meth:`run`, collected into an :class:`AgentMapBatch` sorted by ``index``."""
         plan = plan_run(
-            self._config,
-            run_model(model, self._model, "AgenticMap"),
-            inputs,
-            prompt_template,
-            read_only=read_only,
-            max_turns=max_turns,
-            run_id=run_id,
-            parent_session_id=parent_session_id,
-            tools=tools,
-            tool_handler=tool_handler,
-            system_prompt=system_prompt,
-            agent=agent,
-            max_retries=max_retries,
-            concurrency=concurrency,
-            retry_failed=retry_failed,
+            self._config, self._model, inputs, prompt_template, options, "AgenticMap.run_all"
         )
         return await collect_batch(self._stream(plan), plan.run_id, AgentMapBatch)
 

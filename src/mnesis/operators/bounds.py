@@ -49,13 +49,17 @@ class RenderLimits:
     """The bounds of one render (see the module invariants)."""
 
     max_output_chars: int = 1_000_000
+    """The rendered prompt, in characters."""
     max_value_chars: int = 1_000_000
     """The largest string, list or other value an operation may build, in characters."""
     max_range: int = 100_000
+    """The most numbers one ``range()`` may give."""
     max_steps: int = 1_000_000
     """Loop iterations, calls and filter applications of one render."""
     max_seconds: float = 5.0
+    """Wall time of one render."""
     max_int_bits: int = 65_536
+    """The largest integer an arithmetic operation may produce, in bits."""
 
 
 class RenderBudget:

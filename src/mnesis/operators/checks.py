@@ -3,11 +3,23 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Collection, Iterable
+
 from mnesis.config import MnesisConfig, OperatorConfig
 from mnesis.errors import InvalidArgumentError
 from mnesis.events.bus import EventBus
+from mnesis.operators.errors import UnknownOptionError
 
-__all__ = ["check_event_bus", "check_model", "int_at_least", "operator_config", "run_model"]
+__all__ = [
+    "check_event_bus",
+    "check_model",
+    "check_option_names",
+    "int_at_least",
+    "int_option",
+    "operator_config",
+    "run_model",
+]
 
 
 def operator_config(config: object) -> OperatorConfig:
@@ -38,6 +50,12 @@ def int_at_least(value: object, minimum: int, name: str) -> int:
     return value
 
 
+def int_option(value: object, default: int, minimum: int, name: str) -> int:
+    """The integer option ``name``: ``value``, or ``default`` when it is ``None``, checked
+    as by :func:`int_at_least`."""
+    return int_at_least(default if value is None else value, minimum, name)
+
+
 def check_model(model: object) -> str:
     """``model`` if it is a non-empty string."""
     if not isinstance(model, str) or not model.strip():
@@ -53,3 +71,16 @@ def run_model(given: object, default: str | None, operator: str) -> str:
     if default is None:
         raise InvalidArgumentError(f"no model: pass model= to {operator}(...) or to run()")
     return default
+
+
+def check_option_names(given: Iterable[str], known: Collection[str], call: str) -> None:
+    """Raise :class:`~mnesis.operators.errors.UnknownOptionError` for the first name in
+    ``given`` that is not in ``known`` (the options of ``call``, e.g. ``"LLMMap.run"``)."""
+    for name in given:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise UnknownOptionError(
+                f"{call}() got an unexpected keyword argument {name!r}{hint} "
+                f"(its options: {', '.join(sorted(known))})"
+            )

@@ -27,9 +27,7 @@ import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable, Mapping, Sized
 from dataclasses import dataclass
-from typing import Any
-
-from pydantic import BaseModel
+from typing import Any, Unpack
 
 from mnesis.config import MnesisConfig, OperatorConfig
 from mnesis.errors import InvalidArgumentError, LLMError
@@ -40,14 +38,14 @@ from mnesis.models.tokens import TokenUsage
 from mnesis.operators.checks import (
     check_event_bus,
     check_model,
-    int_at_least,
+    int_option,
     operator_config,
     run_model,
 )
 from mnesis.operators.concurrency import enumerate_inputs
 from mnesis.operators.errors import TemplateRenderError
 from mnesis.operators.jsonl import Unreadable, map_file
-from mnesis.operators.options import MapOptions
+from mnesis.operators.options import LLMMapOptions, MapOptions
 from mnesis.operators.output import InvalidOutput, OutputSpec
 from mnesis.operators.results import MapBatch, MapFileSummary, MapResult
 from mnesis.operators.runner import MapRun, collect_batch, ms_since
@@ -69,16 +67,21 @@ _MAX_BACKOFF_SECONDS = 8.0
 
 @dataclass(frozen=True, slots=True)
 class _Plan:
+    """One run's arguments, checked, with the defaults filled in."""
+
     run_id: str
     template: ItemTemplate
     output: OutputSpec
+    """How each reply is parsed and validated."""
     model: str
     client: LLMClient
     prefix: tuple[dict[str, Any], ...]
+    """The system message sent before every item's prompt, if there is one."""
     max_retries: int
     timeout: float
     concurrency: int
     total: int | None
+    """The number of inputs; ``None`` for an iterable without a length."""
 
 
 class LLMMap:
@@ -117,52 +120,33 @@ class LLMMap:
         self,
         inputs: Iterable[Any] | AsyncIterable[Any],
         prompt_template: str,
-        *,
-        output_schema: type[BaseModel] | dict[str, Any] | None = None,
-        model: str | None = None,
-        system_prompt: str | None = None,
-        max_retries: int | None = None,
-        timeout: float | None = None,
-        concurrency: int | None = None,
-        options: MapOptions | None = None,
+        **options: Unpack[LLMMapOptions],
     ) -> AsyncGenerator[MapResult, None]:
         """Map ``prompt_template`` over ``inputs``; yields results in completion order.
 
         ``inputs`` is any iterable or async iterable (consumed lazily). The template
-        sees ``item`` and ``index``. ``output_schema`` is a pydantic model (the
-        output is an instance of it), a JSON-schema dict (the output is the parsed
-        JSON) or ``None`` (the output is the reply text). ``max_retries`` defaults
-        to ``config.max_retries``, ``concurrency`` to ``config.llm_map_concurrency``,
-        ``timeout`` (per model call) to 120 s. The same options can be given as
-        ``options=MapOptions(...)``; keyword arguments that are given win.
+        sees ``item`` and ``index``. The keyword ``options`` are those of
+        :class:`~mnesis.operators.LLMMapOptions` (``output_schema``, ``model``,
+        ``system_prompt``, ``max_retries``, ``timeout``, ``concurrency``, or all of
+        them as ``options=MapOptions(...)``).
 
         Raises :class:`~mnesis.errors.InvalidArgumentError` immediately, before any
-        model call, for a template without ``{{ item }}`` or any other bad argument.
+        model call, for a template without ``{{ item }}`` or any other bad argument
+        (:class:`~mnesis.operators.UnknownOptionError` for a keyword that is no option).
         Per-item failures are reported in the results, never raised. Break out of
         the loop inside ``contextlib.aclosing(...)`` to stop in-flight work at once.
         """
-        given = MapOptions(output_schema, model, system_prompt, max_retries, timeout, concurrency)
-        chosen = MapOptions.of(options).overridden(given)
-        plan = self._plan(chosen, prompt_template, inputs)
+        plan = self._plan(options, "run", prompt_template, inputs)
         return self._stream(plan, enumerate_inputs(inputs))
 
     async def run_all(
         self,
         inputs: Iterable[Any] | AsyncIterable[Any],
         prompt_template: str,
-        *,
-        output_schema: type[BaseModel] | dict[str, Any] | None = None,
-        model: str | None = None,
-        system_prompt: str | None = None,
-        max_retries: int | None = None,
-        timeout: float | None = None,
-        concurrency: int | None = None,
-        options: MapOptions | None = None,
+        **options: Unpack[LLMMapOptions],
     ) -> MapBatch:
         """Like :meth:`run`, collected into a :class:`MapBatch` sorted by ``index``."""
-        given = MapOptions(output_schema, model, system_prompt, max_retries, timeout, concurrency)
-        chosen = MapOptions.of(options).overridden(given)
-        plan = self._plan(chosen, prompt_template, inputs)
+        plan = self._plan(options, "run_all", prompt_template, inputs)
         stream = self._stream(plan, enumerate_inputs(inputs))
         return await collect_batch(stream, plan.run_id, MapBatch)
 
@@ -171,28 +155,21 @@ class LLMMap:
         input_path: str,
         output_path: str,
         prompt_template: str,
-        *,
-        output_schema: type[BaseModel] | dict[str, Any] | None = None,
-        model: str | None = None,
-        system_prompt: str | None = None,
-        max_retries: int | None = None,
-        timeout: float | None = None,
-        concurrency: int | None = None,
-        options: MapOptions | None = None,
+        **options: Unpack[LLMMapOptions],
     ) -> MapFileSummary:
         """File mode: each non-blank line of ``input_path`` is one JSON input; one JSON
-        line per result is written to ``output_path`` as results complete.
+        line per result is written to ``output_path`` as results complete. The options
+        are those of :meth:`run`.
 
         An output line is ``{"index", "input", "success", "output", "error",
         "attempts"}``; ``index`` is the 0-based line number of the input. A line that
         is not JSON becomes a failed result (it is never sent to the model). The input
         is read in small batches and at most ``concurrency`` items are in flight, so
-        memory stays bounded whatever the file size. ``output_path`` is overwritten.
-        Raises ``OSError`` if a file cannot be opened.
+        memory stays bounded whatever the file size. ``output_path`` is overwritten
+        (a bad argument raises before it is opened). Raises ``OSError`` if a file
+        cannot be opened.
         """
-        given = MapOptions(output_schema, model, system_prompt, max_retries, timeout, concurrency)
-        chosen = MapOptions.of(options).overridden(given)
-        plan = self._plan(chosen, prompt_template, None)
+        plan = self._plan(options, "run_jsonl", prompt_template, None)
         for name, path in (("input_path", input_path), ("output_path", output_path)):
             if not isinstance(path, str) or not path.strip():
                 raise InvalidArgumentError(f"{name} must be a non-empty path, got {path!r}")
@@ -210,8 +187,11 @@ class LLMMap:
         )
 
     # -- planning -------------------------------------------------------------
-    def _plan(self, options: MapOptions, prompt_template: str, inputs: object) -> _Plan:
-        """Check every argument (``inputs`` is ``None`` in file mode)."""
+    def _plan(
+        self, keywords: LLMMapOptions, method: str, prompt_template: str, inputs: object
+    ) -> _Plan:
+        """Check every argument of ``method`` (``inputs`` is ``None`` in file mode)."""
+        options = MapOptions.from_keywords(keywords, f"LLMMap.{method}")
         if inputs is not None:
             _check_inputs(inputs)
         template = ItemTemplate(prompt_template)
@@ -220,10 +200,6 @@ class LLMMap:
         system_prompt = options.system_prompt
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise InvalidArgumentError("system_prompt must be a string")
-        retries = self._config.max_retries if options.max_retries is None else options.max_retries
-        workers = (
-            self._config.llm_map_concurrency if options.concurrency is None else options.concurrency
-        )
         timeout = options.timeout
         seconds = DEFAULT_TIMEOUT_SECONDS if timeout is None else timeout
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
@@ -236,9 +212,11 @@ class LLMMap:
             model=chosen,
             client=resolve_client(chosen, self._llm),
             prefix=({"role": "system", "content": system},) if system else (),
-            max_retries=int_at_least(retries, 0, "max_retries"),
+            max_retries=int_option(options.max_retries, self._config.max_retries, 0, "max_retries"),
             timeout=float(seconds),
-            concurrency=int_at_least(workers, 1, "concurrency"),
+            concurrency=int_option(
+                options.concurrency, self._config.llm_map_concurrency, 1, "concurrency"
+            ),
             total=len(inputs) if isinstance(inputs, Sized) else None,
         )
 

@@ -1,34 +1,56 @@
-"""``MapOptions``: the per-run options of :class:`~mnesis.operators.LLMMap` as one object.
+"""The per-run options of :class:`~mnesis.operators.LLMMap`, declared once.
 
-:meth:`~mnesis.operators.LLMMap.run`, ``run_all`` and ``run_jsonl`` take the same
-options either as keyword arguments or as ``options=MapOptions(...)``; a keyword
-argument that is given (not ``None``) wins over the same field of ``options``.
-A field left ``None`` means the operator's default. Values are checked when the
-run is planned, not here.
+:class:`LLMMapOptions` is the keyword signature that
+:meth:`~mnesis.operators.LLMMap.run`, ``run_all`` and ``run_jsonl`` share (each takes
+``**options: Unpack[LLMMapOptions]``); :class:`MapOptions` holds the same settings as
+one object, passed as ``options=MapOptions(...)``. :meth:`MapOptions.from_keywords`
+turns the keywords of one call into one ``MapOptions``: a keyword that is given (not
+``None``) wins over the same field of ``options``, and a keyword that is not an option
+raises :class:`~mnesis.operators.UnknownOptionError`. Values are checked when the run
+is planned, before any model call.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import BaseModel
 
 from mnesis.errors import InvalidArgumentError
+from mnesis.operators.checks import check_option_names
 
-__all__ = ["MapOptions"]
+__all__ = ["LLMMapOptions", "MapOptions"]
+
+
+class LLMMapOptions(TypedDict, total=False):
+    """The keyword options of one :class:`~mnesis.operators.LLMMap` run. A missing
+    option, or one given as ``None``, takes the default named here."""
+
+    output_schema: type[BaseModel] | dict[str, Any] | None
+    """A pydantic model (each output is an instance of it), a JSON-schema dict (the
+    output is the parsed JSON) or ``None``, the default (the output is the reply text)."""
+    model: str | None
+    """Overrides the model given to the constructor; one of them must be given."""
+    system_prompt: str | None
+    """Sent as the system message before every item (with the schema instruction)."""
+    max_retries: int | None
+    """Retries of an item after a model error or an invalid output; ``>= 0``, default
+    ``config.max_retries``."""
+    timeout: float | None
+    """Seconds one model call may take; positive, default 120."""
+    concurrency: int | None
+    """Items in flight at once; ``>= 1``, default ``config.llm_map_concurrency``."""
+    options: MapOptions | None
+    """The same settings as one :class:`MapOptions`; the keywords above win over it."""
 
 
 @dataclass(frozen=True, slots=True)
 class MapOptions:
-    """Options of one :class:`~mnesis.operators.LLMMap` run.
-
-    ``output_schema``: a pydantic model, a JSON-schema dict or ``None`` (plain text);
-    ``model``: overrides the operator's model; ``system_prompt``: sent before every
-    item; ``max_retries`` (default ``config.max_retries``), ``timeout`` per model
-    call in seconds (default 120), ``concurrency`` (default
-    ``config.llm_map_concurrency``).
-    """
+    """The options of one :class:`~mnesis.operators.LLMMap` run as one object: each
+    field is the option of that name in :class:`LLMMapOptions`, ``None`` meaning its
+    default."""
 
     output_schema: type[BaseModel] | dict[str, Any] | None = None
     model: str | None = None
@@ -53,3 +75,12 @@ class MapOptions:
                 f"options must be a MapOptions, got {type(options).__name__}"
             )
         return options
+
+    @staticmethod
+    def from_keywords(keywords: Mapping[str, Any], call: str = "LLMMap.run") -> MapOptions:
+        """The options of one call of ``call`` given ``keywords`` (see :class:`LLMMapOptions`):
+        ``keywords["options"]`` with every other keyword that is not ``None`` laid over it.
+        Raises :class:`~mnesis.operators.UnknownOptionError` for a keyword that is no option."""
+        check_option_names(keywords, LLMMapOptions.__optional_keys__, call)
+        given = {k: v for k, v in keywords.items() if k != "options" and v is not None}
+        return replace(MapOptions.of(keywords.get("options")), **given)

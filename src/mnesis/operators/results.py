@@ -60,6 +60,7 @@ class AgentMapResult(BaseModel):
     input: Any
     success: bool
     output_text: str = ""
+    """The sub-agent's final reply; empty when the item failed."""
     session_id: str | None = None
     """The sub-session of the attempt that produced this result."""
     error: str | None = None

@@ -95,6 +95,17 @@ class TestTheWritersContextIsM004s:
         assert sum(1 for c in expected.values() if c and "\n" in c) > 100
 
 
+def _raw_message(conn: sqlite3.Connection, sid: str, seq: int) -> str:
+    """Insert a message row as any program could; its ID."""
+    message_id = new_id("msg")
+    conn.execute(
+        "INSERT INTO messages (id, session_id, seq, role, created_at) "
+        "VALUES (?, ?, ?, 'assistant', 0)",
+        (message_id, sid, seq),
+    )
+    return message_id
+
+
 def _full_json_part(
     conn: sqlite3.Connection, message_id: str, sid: str, ordinal: int, part: MessagePart
 ) -> str:
@@ -150,12 +161,7 @@ class TestMigration:
         originals: dict[str, MessagePart] = {}
         with conn:
             for seq, text in enumerate(_AWKWARD, 1):
-                message_id = new_id("msg")
-                conn.execute(
-                    "INSERT INTO messages (id, session_id, seq, role, created_at) "
-                    "VALUES (?, ?, ?, 'assistant', 0)",
-                    (message_id, sid, seq),
-                )
+                message_id = _raw_message(conn, sid, seq)
                 parts: list[MessagePart] = [
                     TextPart(text=text),
                     ReasoningPart(text=text),
@@ -256,12 +262,7 @@ class TestOlderRowsInANewerFile:
         originals: dict[str, MessagePart] = {}
         with conn:
             for seq, text in enumerate(_AWKWARD, 1):
-                message_id = new_id("msg")
-                conn.execute(
-                    "INSERT INTO messages (id, session_id, seq, role, created_at) "
-                    "VALUES (?, ?, ?, 'assistant', 0)",
-                    (message_id, sid, seq),
-                )
+                message_id = _raw_message(conn, sid, seq)
                 parts: list[MessagePart] = [TextPart(text=text), ReasoningPart(text=text)]
                 for ordinal, part in enumerate(parts):
                     originals[_full_json_part(conn, message_id, sid, ordinal, part)] = part

@@ -415,6 +415,7 @@ class TestUnexpectedErrors:
         from mnesis.cli import run
 
         stats_command = importlib.import_module("mnesis.cli.stats_command")
+
         def broken(*args: object) -> dict[str, Any]:
             raise RuntimeError("boom")
 

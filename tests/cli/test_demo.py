@@ -69,9 +69,23 @@ def _demo_output(cwd: Path, hash_seed: str) -> bytes:
     src = str(Path(__file__).resolve().parents[2] / "src")
     env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": src}
     done = subprocess.run(
-        [sys.executable, "-m", "mnesis.cli", "demo", "--db", "demo.db", "--turns", "250",
-         "--seed", "5", "--quiet"],
-        cwd=cwd, env=env, capture_output=True, check=True,
+        [
+            sys.executable,
+            "-m",
+            "mnesis.cli",
+            "demo",
+            "--db",
+            "demo.db",
+            "--turns",
+            "250",
+            "--seed",
+            "5",
+            "--quiet",
+        ],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        check=True,
     )
     return done.stdout
 

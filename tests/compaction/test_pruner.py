@@ -195,7 +195,7 @@ class TestTombstones:
         )
         ((part_id, content, text_content, compacted_at),) = rows
         assert compacted_at == stored[0][0].compacted_at
-        raw = decode_stored_part(part_id, content, text_content, None, None, None, None)
+        raw = decode_stored_part(part_id, "tool", content, text_content, None, None, None, None)
         assert isinstance(raw, ToolPart)
         assert raw.output == _output(0)
 

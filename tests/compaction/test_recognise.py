@@ -26,8 +26,16 @@ def _facts(*turns: tuple[Role, str]) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize(
     "text",
-    ["payments/db/session.py", "migrations/", "/srv/acme/payments", "acme/payments",
-     "pyproject.toml", ".venv/lib/python3.11/site-packages/x.py", "src/db", "~/notes.md"],
+    [
+        "payments/db/session.py",
+        "migrations/",
+        "/srv/acme/payments",
+        "acme/payments",
+        "pyproject.toml",
+        ".venv/lib/python3.11/site-packages/x.py",
+        "src/db",
+        "~/notes.md",
+    ],
 )
 def test_paths_are_paths(text: str) -> None:
     assert is_path(text)
@@ -58,8 +66,11 @@ class TestSections:
         facts = _facts(
             ("user", "Looks good, carry on."),
             ("user", "How does it hold up under load?"),
-            ("user", "Let's migrate the payments service to async. Move the handlers to "
-             "async FastAPI endpoints and run the tests after each module."),
+            (
+                "user",
+                "Let's migrate the payments service to async. Move the handlers to "
+                "async FastAPI endpoints and run the tests after each module.",
+            ),
         )
         assert facts[GOAL] == [
             "Let's migrate the payments service to async. Move the handlers to async FastAPI "
@@ -72,24 +83,33 @@ class TestSections:
 
     def test_relevant_files_hold_only_paths(self) -> None:
         facts = _facts(
-            ("assistant", "Throughput is 1341 req/s over HTTP/1.1; the I/O wait is low. "
-             "See payments/api/routes/webhooks.py and a/payments/db/session.py."),
+            (
+                "assistant",
+                "Throughput is 1341 req/s over HTTP/1.1; the I/O wait is low. "
+                "See payments/api/routes/webhooks.py and a/payments/db/session.py.",
+            ),
         )
         assert facts[FILES] == ["payments/api/routes/webhooks.py", "payments/db/session.py"]
 
     def test_questions_and_echoes_are_not_decisions(self) -> None:
         facts = _facts(
             ("user", "Remind me which constraints we agreed on before you continue."),
-            ("assistant", "[fake 1a2b3c4d] Noted: Remind me which constraints we agreed on "
-             "before you continue."),
+            (
+                "assistant",
+                "[fake 1a2b3c4d] Noted: Remind me which constraints we agreed on "
+                "before you continue.",
+            ),
             ("assistant", "We decided to use argon2id instead of bcrypt."),
         )
         assert facts[CONSTRAINTS] == ["Decision: We decided to use argon2id instead of bcrypt."]
 
     def test_code_from_tool_output_does_not_leak_into_findings(self) -> None:
         facts = _facts(
-            ("assistant", "- response = requests.post(url)  # error handling\n"
-             "The failure is blockbuster.BlockingError."),
+            (
+                "assistant",
+                "- response = requests.post(url)  # error handling\n"
+                "The failure is blockbuster.BlockingError.",
+            ),
         )
         assert facts[FINDINGS] == ["The failure is blockbuster.BlockingError."]
 
@@ -97,13 +117,18 @@ class TestSections:
 class TestCondense:
     def test_merging_deduplicates_items_and_list_entries(self) -> None:
         a = fit_sections(
-            {GOAL: ["Migrate the service to async and keep the REST contract intact always."],
-             CONSTRAINTS: ["Never touch migrations/."], FILES: ["a.py", "b/c.py"]},
-            target_tokens=400, estimator=ESTIMATOR,
+            {
+                GOAL: ["Migrate the service to async and keep the REST contract intact always."],
+                CONSTRAINTS: ["Never touch migrations/."],
+                FILES: ["a.py", "b/c.py"],
+            },
+            target_tokens=400,
+            estimator=ESTIMATOR,
         )
         b = fit_sections(
             {CONSTRAINTS: ["never touch   migrations/"], FILES: ["b/c.py", "d.py"]},
-            target_tokens=400, estimator=ESTIMATOR,
+            target_tokens=400,
+            estimator=ESTIMATOR,
         )
         merged = extractive_condense([a, b], target_tokens=400, estimator=ESTIMATOR)
         assert merged.count("igrations/") == 1
@@ -114,7 +139,8 @@ class TestCondense:
     def test_a_merge_never_grows_past_its_target(self) -> None:
         body = fit_sections(
             {CONSTRAINTS: [f"Never change module number {i} without a review." for i in range(50)]},
-            target_tokens=300, estimator=ESTIMATOR,
+            target_tokens=300,
+            estimator=ESTIMATOR,
         )
         merged = extractive_condense([body] * 4, target_tokens=300, estimator=ESTIMATOR)
         assert ESTIMATOR.estimate(merged) <= 300

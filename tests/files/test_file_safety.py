@@ -71,9 +71,7 @@ _FIFO_CHILD = textwrap.dedent(
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
 class TestSpecialFiles:
-    def test_a_fifo_is_refused_without_blocking_and_the_process_exits(
-        self, tmp_path: Path
-    ) -> None:
+    def test_a_fifo_is_refused_without_blocking_and_the_process_exits(self, tmp_path: Path) -> None:
         fifo = tmp_path / "pipe"
         os.mkfifo(fifo)
         src = str(Path(handler_module.__file__).parents[2])

@@ -126,5 +126,3 @@ def history_checksum(db_path: str, *, with_token_counts: bool = True) -> dict[st
 def lineage_rows(db_path: str) -> set[tuple[object, ...]]:
     """Every lineage edge, tagged with its table."""
     return {(table, *row) for table in LINEAGE_TABLES for row in table_rows(db_path, table)}
-
-

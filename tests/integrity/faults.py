@@ -196,6 +196,20 @@ def undecodable_part(conn: sqlite3.Connection, sid: str) -> tuple[str, ...]:
     return (message_id,)
 
 
+def part_of_another_type(conn: sqlite3.Connection, sid: str) -> tuple[str, ...]:
+    """The type column of the newest message's first part changed (a minimal JSON takes
+    its type from that column; a full one must agree with it)."""
+    (message_id,) = conn.execute(
+        "SELECT id FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT 1", (sid,)
+    ).fetchone()
+    conn.execute(
+        "UPDATE message_parts SET part_type = CASE part_type WHEN 'tool' THEN 'text' "
+        "ELSE 'tool' END WHERE id = (SELECT MIN(id) FROM message_parts WHERE message_id = ?)",
+        (message_id,),
+    )
+    return (message_id,)
+
+
 @dataclass(frozen=True, slots=True)
 class Fault:
     """A way to break an invariant and the violation kinds the checker must report."""
@@ -288,6 +302,13 @@ FAULTS = [
     Fault(
         "a part's stored JSON cut short",
         undecodable_part,
+        frozenset({K.UNDECODABLE_ROW}),
+        drop_triggers=("message_parts_immutable",),
+        deep=True,
+    ),
+    Fault(
+        "a part's type column changed",
+        part_of_another_type,
         frozenset({K.UNDECODABLE_ROW}),
         drop_triggers=("message_parts_immutable",),
         deep=True,

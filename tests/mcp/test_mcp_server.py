@@ -152,9 +152,7 @@ class TestToolResults:
             seen_summaries: list[str] = []
             cursor, pages = None, 0
             while True:
-                page = await _ok(
-                    client, "lcm_expand", {**base, "token_cap": 700, "cursor": cursor}
-                )
+                page = await _ok(client, "lcm_expand", {**base, "token_cap": 700, "cursor": cursor})
                 pages += 1
                 seen_messages += [m["id"] for m in page["messages"]]
                 seen_summaries += [s["id"] for s in page["summaries"]]
@@ -208,9 +206,7 @@ class TestScope:
             sessions = await _ok(client, "lcm_sessions", {})
             assert [s["id"] for s in sessions["sessions"]] == [stored.alpha]
             grep = await _ok(client, "lcm_grep", {"query": "build number"})
-            assert grep["matches"] and {m["session_id"] for m in grep["matches"]} == {
-                stored.alpha
-            }
+            assert grep["matches"] and {m["session_id"] for m in grep["matches"]} == {stored.alpha}
             await _error(client, "lcm_grep", {"query": "port", "session_id": stored.beta})
 
 

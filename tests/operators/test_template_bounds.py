@@ -25,8 +25,7 @@ HOSTILE = {
     "huge range": "{{ item }} {{ range(10**9)|list|length }}",
     "string repetition": "{{ item }}{{ 'x' * 10**9 }}",
     "nested loops": (
-        "{{ item }}{% for a in range(100000) %}{% for b in range(100000) %}"
-        "{% endfor %}{% endfor %}"
+        "{{ item }}{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}"
     ),
     "doubling with ~": (
         "{{ item }}{% set ns = namespace(s='x') %}{% for i in range(60) %}"

@@ -13,14 +13,20 @@ from mnesis import MnesisSession
 from mnesis.errors import MissingDependencyError
 
 notices = []
-logging.getLogger("mnesis").addHandler(type("H", (logging.Handler,), {
-    "emit": lambda self, record: notices.append(record.getMessage())})())
+logging.getLogger("mnesis").addHandler(
+    type(
+        "H", (logging.Handler,), {"emit": lambda self, record: notices.append(record.getMessage())}
+    )()
+)
+
 
 async def main(db):
     session = await MnesisSession.create(model="anthropic/claude-sonnet-4-5", db_path=db)
     for i in range(300):
-        await session.record(f"turn {i}: where is setting_{i}? " + "context " * 20,
-                             f"setting_{i} lives in config/{i}.toml " + "detail " * 20)
+        await session.record(
+            f"turn {i}: where is setting_{i}? " + "context " * 20,
+            f"setting_{i} lives in config/{i}.toml " + "detail " * 20,
+        )
     result = await session.compact()
     assert result.level_used > 0, result
     openai = await session.context_for_next_turn()
@@ -40,6 +46,7 @@ async def main(db):
     loaded = await MnesisSession.load(session.id, db_path=db)
     assert await loaded.context_for_next_turn(format="anthropic") == anthropic
     await loaded.close()
+
 
 asyncio.run(main(sys.argv[-1]))
 assert "litellm" not in sys.modules

@@ -231,9 +231,7 @@ class TestAtLeast:
         terms = tuple(Term.word(w) for w in ("quokka", "heated", "roof", "decide"))
         query = SearchQuery(any_of=terms, at_least=3, context_only=True)
         where = SearchFilter(session_ids=[session.id])
-        hits = await session.store.search_text(
-            query=query, scope="messages", where=where, limit=10
-        )
+        hits = await session.store.search_text(query=query, scope="messages", where=where, limit=10)
         assert [h.id for h in hits] == [turn.assistant_message_id]
         await session.close()
 

@@ -102,4 +102,3 @@ async def test_import_progress_round_trips_and_goes_with_its_session(
     assert got is not None and got.byte_offset == 240 and got.state == source.state
     await store.purge_session(session_id)
     assert await store.get_import_source(source.source_key) is None
-

@@ -15,6 +15,7 @@ from mnesis.store.base import NewMessage, SearchFilter
 from mnesis.store.search_query import SearchQuery, Term
 from mnesis.store.shared.search_context import search_context
 from tests.store.contract.helpers import T0, make_commit, message_items, new_session
+from tests.store.contract.raw import RawSQL
 
 _DAY = 86_400_000
 _PENDING = ToolStatus(state="pending")
@@ -246,3 +247,27 @@ class TestBatchAppend:
             "assistant 2023-11-14 tuesday november\nuser: ibis two\nassistant: ibis one"
             in (contexts[1])
         )
+
+
+class TestMinimalJSON:
+    async def test_a_plain_text_part_is_stored_as_an_empty_object_and_read_back(
+        self, store: ImmutableStore, raw: RawSQL
+    ) -> None:
+        sid = await new_session(store)
+        parts = [
+            TextPart(text="a plain reply of a few words"),
+            TextPart(text="marked", synthetic=True),
+            ToolPart(tool_name="read", tool_call_id="c1", output="out", status=_PENDING),
+        ]
+        appended = await store.append_message(_message(sid, "assistant"), parts)
+        stored = dict(
+            raw.rows(
+                "SELECT id, content FROM message_parts WHERE message_id = ?", appended.message_id
+            )
+        )
+        assert [stored[i] for i in appended.part_ids[:2]] == ["{}", '{"synthetic":true}']
+        assert '"status"' not in stored[appended.part_ids[2]]
+        (message,) = await store.get_messages(sid)
+        assert [p.model_dump(exclude={"id"}) for p in message.parts] == [
+            p.model_dump(exclude={"id"}) for p in parts
+        ]

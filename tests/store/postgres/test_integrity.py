@@ -40,8 +40,9 @@ async def test_a_backup_holds_every_row_of_every_table_as_json_lines(
         "summary_messages": 2,
         "context_items": 2,
     }
-    parts = [json.loads(r["row"]["content"]) for r in lines if r["table"] == "message_parts"]
-    assert {"type": "text", "text": "text 0 \x00 nul"}.items() <= parts[0].items()
+    parts = [r["row"] for r in lines if r["table"] == "message_parts"]
+    assert parts[0]["part_type"] == "text"
+    assert json.loads(parts[0]["content"]) == {"text": "text 0 \x00 nul"}
     assert [line["table"] for line in lines] == sorted(
         (line["table"] for line in lines), key=BACKUP_TABLES.index
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from mnesis.integrity.checker import IntegrityChecker, ViolationKind
 from mnesis.models.ids import new_id
 from mnesis.models.message import Message
 from mnesis.models.parts import (
@@ -94,6 +95,17 @@ class TestTheWritersContextIsM004s:
         assert sum(1 for c in expected.values() if c and "\n" in c) > 100
 
 
+def _raw_message(conn: sqlite3.Connection, sid: str, seq: int) -> str:
+    """Insert a message row as any program could; its ID."""
+    message_id = new_id("msg")
+    conn.execute(
+        "INSERT INTO messages (id, session_id, seq, role, created_at) "
+        "VALUES (?, ?, ?, 'assistant', 0)",
+        (message_id, sid, seq),
+    )
+    return message_id
+
+
 def _full_json_part(
     conn: sqlite3.Connection, message_id: str, sid: str, ordinal: int, part: MessagePart
 ) -> str:
@@ -149,12 +161,7 @@ class TestMigration:
         originals: dict[str, MessagePart] = {}
         with conn:
             for seq, text in enumerate(_AWKWARD, 1):
-                message_id = new_id("msg")
-                conn.execute(
-                    "INSERT INTO messages (id, session_id, seq, role, created_at) "
-                    "VALUES (?, ?, ?, 'assistant', 0)",
-                    (message_id, sid, seq),
-                )
+                message_id = _raw_message(conn, sid, seq)
                 parts: list[MessagePart] = [
                     TextPart(text=text),
                     ReasoningPart(text=text),
@@ -188,11 +195,10 @@ class TestMigration:
         with pytest.raises(sqlite3.IntegrityError, match="append-only"):
             conn.execute("UPDATE message_parts SET content = content || ' '")
         conn.close()
-        shrunk = {k for k in after if after[k] < before[k]}
-        # Text the index holds verbatim is stored once; NUL, lone surrogates and CJK text
-        # (whose index text differs) keep their JSON, and so do values too short to
-        # gain: the 11- and 17-character texts in a tool output or file summary.
-        assert len(shrunk) == 2 + 4 + 2
+        # Every row is rewritten in the minimal form (no ``type``, no defaults); the text
+        # the index holds verbatim is also left out, so the 200,000-character values of
+        # the text, reasoning and file-summary parts are gone (a tool's output too).
+        assert all(after[k] < before[k] for k in after)
         assert sum(after.values()) < sum(before.values()) - 3 * 200_000
 
 
@@ -240,3 +246,51 @@ class TestNeighbourCache:
         # The first append and the two after another write of parts (append_parts
         # reads them itself, then the next append distrusts the cache once).
         assert len(reads) == 3
+
+
+class TestOlderRowsInANewerFile:
+    async def test_full_and_marked_json_rows_decode_and_pass_the_deep_check(
+        self, tmp_path: Path
+    ) -> None:
+        path = str(tmp_path / "mixed.db")
+        pool = StorePool()
+        store = await pool.acquire(db_path=path)
+        sid = new_id("sess")
+        await store.create_session(SessionRecord(id=sid, model="m"))
+        await pool.close_all()
+        conn = sqlite3.connect(path)
+        originals: dict[str, MessagePart] = {}
+        with conn:
+            for seq, text in enumerate(_AWKWARD, 1):
+                message_id = _raw_message(conn, sid, seq)
+                parts: list[MessagePart] = [TextPart(text=text), ReasoningPart(text=text)]
+                for ordinal, part in enumerate(parts):
+                    originals[_full_json_part(conn, message_id, sid, ordinal, part)] = part
+                if encode_part(TextPart(text=text))["text_content"] != text:
+                    continue  # m005 kept such a text in the JSON
+                marked = new_id("part")  # m005 to m009: type kept, text under the marker
+                conn.execute(
+                    "INSERT INTO message_parts (id, message_id, session_id, ordinal, part_type, "
+                    "content, text_content, created_at) VALUES (?, ?, ?, 2, 'text', ?, ?, 0)",
+                    (
+                        marked,
+                        message_id,
+                        sid,
+                        '{"type":"text","synthetic":true,"ignored":false,"@text":"text"}',
+                        text,
+                    ),
+                )
+                originals[marked] = TextPart(text=text, synthetic=True)
+        conn.close()
+        pool = StorePool()
+        try:
+            store = await pool.acquire(db_path=path)
+            parts_read = [p for m in await store.get_messages(sid) for p in m.parts]
+            assert {p.id: p.model_dump(exclude={"id"}) for p in parts_read} == {
+                k: v.model_dump(exclude={"id"}) for k, v in originals.items()
+            }
+            report = await IntegrityChecker(store, deep=True).run(sid)
+            # Every row decodes; the messages were inserted without context items.
+            assert {v.kind for v in report.violations} == {ViolationKind.LOST_FROM_VIEW}
+        finally:
+            await pool.close_all()

@@ -38,7 +38,7 @@ from mnesis.store.shared.statements import Statements
 __all__ = ["PostgresStoreBase", "now_ms"]
 
 MSG_COLS = select_list(MESSAGE_COLUMNS, as_text=("role",))
-PART_COLS = select_list(PART_COLUMNS, as_text=("tool_state",))
+PART_COLS = select_list(PART_COLUMNS, as_text=("tool_state", "part_type"))
 DOWN_CTE = pg(SHARED_DOWN_CTE)
 """Every summary below (and including) a summary, through the condensation levels."""
 

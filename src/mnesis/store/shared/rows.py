@@ -89,7 +89,7 @@ def attach_parts(
     for prow in part_rows:
         target = by_id.get(prow[1])
         if target is not None:
-            target.parts.append(decode_stored_part(prow[0], prow[2], prow[7], *prow[3:7]))
+            target.parts.append(decode_stored_part(prow[0], prow[8], prow[2], prow[7], *prow[3:7]))
     return list(by_id.values())
 
 
@@ -241,7 +241,14 @@ def tool_status_args(
     text_content: str | None = None
     if output is not None or error_message is not None or state is not None:
         part = decode_stored_part(
-            part_id, content, old_text, old_state, old_compacted, old_started, old_completed
+            part_id,
+            part_type,
+            content,
+            old_text,
+            old_state,
+            old_compacted,
+            old_started,
+            old_completed,
         )
         assert isinstance(part, ToolPart)
         if output is not None:

@@ -66,9 +66,10 @@ PART_COLUMNS = (
     "started_at",
     "completed_at",
     "text_content",
+    "part_type",
 )
 """The ``message_parts`` columns a read decodes (``text_content`` restores the text the
-``content`` JSON leaves out)."""
+``content`` JSON leaves out, ``part_type`` the type a minimal JSON leaves out)."""
 SESSION_COLUMNS = (
     "id",
     "model",

@@ -37,7 +37,7 @@ END
 """
 
 
-def _shrunk(part_id: str, content: str, text_content: str) -> str | None:
+def _shrunk(part_id: str, part_type: str, content: str, text_content: str) -> str | None:
     """The shorter JSON of a stored part, or None to keep it as it is."""
     try:
         data = json.loads(content)
@@ -48,8 +48,8 @@ def _shrunk(part_id: str, content: str, text_content: str) -> str | None:
     shorter = shrink_content(data, text_content)
     if len(shorter) >= len(content):
         return None
-    before = decode_stored_part(part_id, content, text_content, None, None, None, None)
-    after = decode_stored_part(part_id, shorter, text_content, None, None, None, None)
+    before = decode_stored_part(part_id, part_type, content, text_content, None, None, None, None)
+    after = decode_stored_part(part_id, part_type, shorter, text_content, None, None, None, None)
     return shorter if after == before else None
 
 
@@ -65,7 +65,7 @@ def migrate(conn: sqlite3.Connection) -> None:
     last = 0
     while True:
         rows = conn.execute(
-            "SELECT rowid, id, content, text_content FROM message_parts "
+            "SELECT rowid, id, part_type, content, text_content FROM message_parts "
             "WHERE rowid > ? AND text_content IS NOT NULL ORDER BY rowid LIMIT ?",
             (last, _BATCH),
         ).fetchall()
@@ -73,9 +73,9 @@ def migrate(conn: sqlite3.Connection) -> None:
             break
         last = rows[-1][0]
         updates = []
-        for rowid, part_id, content, text_content in rows:
+        for rowid, part_id, part_type, content, text_content in rows:
             try:
-                shorter = _shrunk(part_id, content, text_content)
+                shorter = _shrunk(part_id, part_type, content, text_content)
             except StoreCorruptError:
                 shorter = None  # An undecodable row is left as it is.
             if shorter is not None:

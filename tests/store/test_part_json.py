@@ -113,3 +113,35 @@ def test_a_json_that_disagrees_with_its_row_is_corruption() -> None:
         _decode(text | {"part_type": "tool"})
     with pytest.raises(StoreCorruptError, match="does not decode"):
         _decode(text, "{")
+
+
+STORED_DEFAULTS = {
+    "agent": {},
+    "compaction": {"auto": True, "compacted_message_count": 0},
+    "file": {"filename": None},
+    "file_ref": {
+        "exploration_summary": "",
+        "file_id": None,
+        "file_type": "unknown",
+        "token_count": 0,
+    },
+    "patch": {},
+    "reasoning": {},
+    "retry": {"attempt": 1},
+    "snapshot": {},
+    "step_finish": {"reason": "stop"},
+    "step_start": {"snapshot": None},
+    "subtask": {"agent": "default", "description": ""},
+    "text": {"ignored": False, "synthetic": False},
+    "tool": {"error_message": None, "output": None, "title": None},
+}
+
+
+def test_the_defaults_minimal_rows_rely_on_are_pinned() -> None:
+    """A minimal row leaves out fields equal to their model default, so the defaults are
+    part of the stored format: changing one would change what every such row already
+    stored decodes to. Keep the old default for decoding (or migrate) before editing
+    this table."""
+    from mnesis.store.shared import part_text
+
+    assert part_text._DEFAULTS == STORED_DEFAULTS

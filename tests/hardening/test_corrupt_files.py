@@ -43,7 +43,8 @@ async def _make_session(db_path: str, user: str, answer: str) -> str:
 
 
 def damage_a_part(db_path: str) -> str:
-    """Cut the JSON of the newest part short (bypassing the append-only trigger)."""
+    """Cut the last character off the JSON of the newest part (bypassing the append-only
+    trigger): ``{}``, the whole JSON of a plain text part, becomes ``{``."""
     conn = sqlite3.connect(db_path, isolation_level=None)
     try:
         (sql,) = conn.execute(
@@ -52,7 +53,9 @@ def damage_a_part(db_path: str) -> str:
         conn.execute("DROP TRIGGER message_parts_immutable")
         (part_id,) = conn.execute("SELECT MAX(id) FROM message_parts").fetchone()
         conn.execute(
-            "UPDATE message_parts SET content = substr(content, 1, 7) WHERE id = ?", (part_id,)
+            "UPDATE message_parts SET content = substr(content, 1, length(content) - 1) "
+            "WHERE id = ?",
+            (part_id,),
         )
         conn.execute(sql)
         return str(part_id)

@@ -38,7 +38,7 @@ _TITLE_CHARS = 80
 
 def part_tokens(part: MessagePart) -> int:
     """The token estimate an imported part is stored with."""
-    if isinstance(part, TextPart | ReasoningPart):
+    if isinstance(part, (TextPart, ReasoningPart)):  # a tuple: cheaper than a union
         return heuristic_token_count(part.text)
     if isinstance(part, ToolPart):
         size = heuristic_token_count(part.output or "") + heuristic_token_count(str(part.input))
@@ -307,6 +307,8 @@ class BatchBuilder:
     def _close_calls(self, parts: list[MessagePart]) -> None:
         """Forget the calls written ``running``: a result that arrives after the cut
         completes the stored call."""
+        if not self._open_calls:  # the usual case: every call so far has its result
+            return
         for part in parts:
             if isinstance(part, ToolPart) and part.status.state == "running":
                 self._open_calls.pop(part.tool_call_id, None)

@@ -30,6 +30,7 @@ from mnesis.models.parts import (
     part_adapter,
 )
 from mnesis.models.tokens import TokenUsage
+from mnesis.store.plain_json import plain_json
 from mnesis.store.search_text import index_text
 
 __all__ = [
@@ -52,6 +53,9 @@ _ASCII_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))
 def dumps(obj: Any) -> str:
     """JSON that SQLite/PostgreSQL can store: lone surrogates are \\u-escaped. (One
     encoder per module: ``json.dumps`` with options builds a new one per call.)"""
+    text = plain_json(obj)
+    if text is not None:
+        return text
     text = _ENCODER.encode(obj)
     try:
         text.encode("utf-8")

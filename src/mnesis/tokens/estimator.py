@@ -53,6 +53,18 @@ _ENCODING_URLS = {
 _PUNCT_BYTES = _PUNCT.encode()
 _DIGIT_BYTES = _DIGITS.encode()
 _HIGH_BYTES = bytes(range(128, 256))
+_SPACE_MARKS = bytes(32 if chr(b).isspace() else 120 for b in range(128)) + b"x" * 128
+"""ASCII whitespace as ``str.split`` sees it (``\x1c``-``\x1f`` included) → space,
+every other byte → ``x``."""
+
+
+def _words(text: str, data: bytes, ascii_only: bool) -> int:
+    """``len(text.split())``; for a longer ASCII ``text`` (``data`` its bytes) counted
+    as the starts of words, without building the list of them."""
+    if not ascii_only or len(data) < 64:
+        return len(text.split())
+    marks = data.translate(_SPACE_MARKS)
+    return marks.count(b" x") + (marks[:1] == b"x")
 
 
 def heuristic_token_count(text: str) -> int:
@@ -70,7 +82,7 @@ def heuristic_token_count(text: str) -> int:
     letters = max(0, n - non_ascii - punct - digits)
     estimate = (
         _C_LETTERS * letters
-        + _C_WORDS * len(text.split())
+        + _C_WORDS * _words(text, data, size == n)
         + _C_PUNCT * punct
         + _C_DIGITS * digits
         + _C_NONASCII * non_ascii

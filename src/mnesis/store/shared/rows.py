@@ -97,7 +97,7 @@ def encode_parts(parts: Sequence[MessagePart], estimates: Sequence[int] | None) 
     """``(part_id, token_estimate, columns)`` of each part; assigns missing part IDs. The
     ``content`` JSON leaves out the text ``text_content`` holds (see
     :mod:`~mnesis.store.shared.part_text`); ``search_context`` is None until
-    :func:`~mnesis.store.shared.search_context.with_contexts` sets it."""
+    :meth:`~mnesis.store.shared.search_context.Contexts.apply` sets it."""
     tokens = list(estimates or [])
     rows: EncodedParts = []
     for index, part in enumerate(parts):

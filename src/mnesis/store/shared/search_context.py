@@ -30,7 +30,6 @@ __all__ = [
     "neighbour_args",
     "rebuild_contexts",
     "search_context",
-    "with_contexts",
 ]
 
 WINDOW = 6
@@ -102,43 +101,6 @@ def search_context(
     for neighbour_role, text in previous[:_NEIGHBOURS]:
         lines.append(f"{neighbour_role}: " + text[:_CUT].replace("\n", " "))
     return "\n".join(lines)
-
-
-def with_contexts(
-    rows: list[tuple[str, int, dict[str, Any]]],
-    role: str,
-    created_at_ms: int,
-    previous: Sequence[Neighbour],
-) -> None:
-    """Set ``search_context`` in the encoded part rows of one message."""
-    context: str | None = None
-    for _, _, columns in rows:
-        if columns["part_type"] == "tool" or columns["text_content"] is None:
-            columns["search_context"] = None
-            continue
-        if context is None:
-            context = search_context(role, created_at_ms, [(r, t) for _, r, t in previous])
-        columns["search_context"] = context
-
-
-def _after(
-    previous: Sequence[Neighbour],
-    seq: int,
-    is_summary: bool,
-    role: str,
-    rows: list[tuple[str, int, dict[str, Any]]],
-) -> list[Neighbour]:
-    """The neighbours of the message after ``seq``, given ``previous`` of ``seq``."""
-    mine: list[Neighbour] = (
-        []
-        if is_summary
-        else [
-            (seq, role, c["text_content"])
-            for _, _, c in rows
-            if c["part_type"] == "text" and c["text_content"] is not None
-        ]
-    )
-    return (mine + list(previous))[:_NEIGHBOURS]
 
 
 SESSION_PARTS_SELECT = (
@@ -287,11 +249,26 @@ class Contexts:
         is_summary: bool,
         rows: list[tuple[str, int, dict[str, Any]]],
     ) -> None:
-        """Set the ``search_context`` of the encoded parts of the message at ``seq``."""
+        """Set the ``search_context`` of the encoded parts of the message at ``seq``:
+        tool parts and parts without indexed text get none, the others the context
+        :func:`search_context` gives (one pass over the parts: this runs for every
+        message a batch or an import appends)."""
         _, known = self._state[session_id]
-        previous = [n for n in known if n[0] >= seq - WINDOW]
-        with_contexts(rows, role, created_at_ms, previous)
-        self._state[session_id] = (seq, _after(previous, seq, is_summary, role, rows))
+        floor = seq - WINDOW
+        previous = [n for n in known if n[0] >= floor]
+        mine: list[Neighbour] = []
+        context: str | None = None
+        for _, _, columns in rows:
+            kind, text = columns["part_type"], columns["text_content"]
+            if kind == "tool" or text is None:
+                columns["search_context"] = None
+                continue
+            if context is None:
+                context = search_context(role, created_at_ms, [(r, t) for _, r, t in previous])
+            columns["search_context"] = context
+            if kind == "text" and not is_summary:
+                mine.append((seq, role, text))
+        self._state[session_id] = (seq, (mine + previous)[:_NEIGHBOURS])
 
     def commit(self) -> None:
         """Remember each session's last neighbours (after the write committed)."""

@@ -1,4 +1,9 @@
-"""A result and a cancellation that reach a waiting task in the same loop step.
+"""Cancellations at awkward moments, for the tests that a caller's cancellation is kept.
+
+:func:`stop_slowly` and :func:`cancel_while_stopping` cancel a caller while the task it
+waits for is still stopping.
+
+A result and a cancellation can also reach a waiting task in the same loop step.
 
 :class:`Gate` holds the worker thread of the code under test; once opened and joined,
 that thread's result waits in the event loop's queue. :func:`outcome_after_cancel` then
@@ -11,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Coroutine
 from typing import Any
 
 import pytest
@@ -63,3 +69,26 @@ async def outcome_after_cancel(steps: int, task: asyncio.Task[Any]) -> Any:
             await task
         return asyncio.CancelledError
     return await task
+
+
+async def stop_slowly(stopping: asyncio.Event, release: asyncio.Event) -> None:
+    """Wait until cancelled, then set ``stopping`` and take until ``release`` to stop."""
+    try:
+        await asyncio.Event().wait()
+    except asyncio.CancelledError:
+        stopping.set()
+        await release.wait()
+        raise
+
+
+async def cancel_while_stopping(
+    call: Coroutine[Any, Any, Any], stopping: asyncio.Event, release: asyncio.Event
+) -> None:
+    """Run ``call`` in a task, cancel it once ``stopping`` is set, then set ``release``:
+    the task must end with ``CancelledError``."""
+    caller = asyncio.create_task(call)
+    await stopping.wait()
+    caller.cancel()
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await caller

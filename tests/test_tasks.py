@@ -7,26 +7,23 @@ import asyncio
 import pytest
 
 from mnesis._tasks import cancel_and_wait, wait_out
-
-
-async def _slow_to_stop(stopping: asyncio.Event, release: asyncio.Event) -> str:
-    """Runs until cancelled, then takes until ``release`` to stop."""
-    try:
-        await asyncio.Event().wait()
-    except asyncio.CancelledError:
-        stopping.set()
-        await release.wait()
-        raise
-    return "never"
+from tests.cancelling import cancel_while_stopping, stop_slowly
 
 
 class TestCancelAndWait:
     async def test_absorbs_the_cancellation_of_the_task(self) -> None:
-        stopping, release = asyncio.Event(), asyncio.Event()
+        started, stopping, release = asyncio.Event(), asyncio.Event(), asyncio.Event()
         release.set()
-        task = asyncio.create_task(_slow_to_stop(stopping, release))
+
+        async def run() -> None:
+            started.set()
+            await stop_slowly(stopping, release)
+
+        task = asyncio.create_task(run())
+        await started.wait()
         await cancel_and_wait(task)
         assert task.cancelled()
+        assert stopping.is_set()
 
     async def test_raises_what_the_task_ended_with(self) -> None:
         started = asyncio.Event()
@@ -45,13 +42,8 @@ class TestCancelAndWait:
 
     async def test_a_cancelled_caller_raises_once_the_task_has_stopped(self) -> None:
         stopping, release = asyncio.Event(), asyncio.Event()
-        task = asyncio.create_task(_slow_to_stop(stopping, release))
-        caller = asyncio.create_task(cancel_and_wait(task))
-        await stopping.wait()
-        caller.cancel()
-        release.set()
-        with pytest.raises(asyncio.CancelledError):
-            await caller
+        task = asyncio.create_task(stop_slowly(stopping, release))
+        await cancel_while_stopping(cancel_and_wait(task), stopping, release)
         assert task.cancelled()
 
 
@@ -71,10 +63,5 @@ class TestWaitOut:
             return "committed"
 
         task = asyncio.create_task(work())
-        caller = asyncio.create_task(wait_out(task))
-        await started.wait()
-        caller.cancel()
-        release.set()
-        with pytest.raises(asyncio.CancelledError):
-            await caller
+        await cancel_while_stopping(wait_out(task), started, release)
         assert task.result() == "committed"

@@ -8,6 +8,7 @@ import pytest
 
 from mnesis.compaction.scheduler import CompactionScheduler
 from mnesis.models.message import CompactionResult
+from tests.cancelling import cancel_while_stopping, stop_slowly
 
 
 async def test_a_caller_cancelled_in_wait_gets_its_cancellation_and_the_run_goes_on() -> None:
@@ -57,20 +58,10 @@ async def test_a_caller_cancelled_in_cancel_gets_its_cancellation_once_the_run_s
 
     async def run() -> CompactionResult:
         started.set()
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            stopping.set()
-            await release.wait()
-            raise
+        await stop_slowly(stopping, release)
         return CompactionResult(session_id="s")
 
     scheduler.start(run, 10)
     await started.wait()
-    caller = asyncio.create_task(scheduler.cancel())
-    await stopping.wait()
-    caller.cancel()
-    release.set()
-    with pytest.raises(asyncio.CancelledError):
-        await caller
+    await cancel_while_stopping(scheduler.cancel(), stopping, release)
     assert not scheduler.in_progress

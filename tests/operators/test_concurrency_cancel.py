@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-import pytest
-
 from mnesis.operators.concurrency import bounded_map
+from tests.cancelling import cancel_while_stopping, stop_slowly
 
 
 async def test_a_consumer_cancelled_while_the_workers_stop_is_cancelled_and_closes_the_source() -> (
@@ -26,12 +25,7 @@ async def test_a_consumer_cancelled_while_the_workers_stop_is_cancelled_and_clos
     async def fn(item: int) -> int:
         if item == 0:
             return item
-        try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            stopping.set()
-            await release.wait()
-            raise
+        await stop_slowly(stopping, release)
         return item
 
     async def consume() -> None:
@@ -39,10 +33,5 @@ async def test_a_consumer_cancelled_while_the_workers_stop_is_cancelled_and_clos
         assert await anext(results) == 0
         await results.aclose()  # stops the workers, which take until release
 
-    caller = asyncio.create_task(consume())
-    await stopping.wait()
-    caller.cancel()
-    release.set()
-    with pytest.raises(asyncio.CancelledError):
-        await caller
+    await cancel_while_stopping(consume(), stopping, release)
     assert closed == [True]

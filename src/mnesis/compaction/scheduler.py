@@ -7,6 +7,7 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable
 
+from mnesis._tasks import cancel_and_wait
 from mnesis.models.message import CompactionResult
 
 __all__ = ["CompactionScheduler"]
@@ -59,18 +60,22 @@ class CompactionScheduler:
         self._last_finished = self._clock()
 
     async def wait(self) -> None:
-        """Wait for the background task (if any) to finish."""
+        """Wait for the background task (if any) to finish.
+
+        A cancellation of the caller propagates and leaves the task running.
+        """
         task = self._task
         if task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.shield(task)
+            # Raises CancelledError only for the caller's cancellation, not the task's.
+            await asyncio.wait({task})
+            if not task.cancelled():
+                task.result()
             self._task = None
 
     async def cancel(self) -> None:
         """Cancel the background task (if any) and wait until it has stopped."""
         task = self._task
         if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            with contextlib.suppress(Exception):
+                await cancel_and_wait(task)
         self._task = None

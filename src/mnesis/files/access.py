@@ -128,7 +128,10 @@ async def run_bounded(fn: Callable[[], T], timeout: float | None, path: str) -> 
 
     threading.Thread(target=work, name="mnesis-file-read", daemon=True).start()
     try:
-        return await asyncio.wait_for(asyncio.shield(future), timeout)
+        # Not asyncio.wait_for: on Python 3.11 it returns a result that arrives with a
+        # cancellation and loses the cancellation.
+        async with asyncio.timeout(timeout):
+            return await asyncio.shield(future)
     except TimeoutError:
         # Whatever the abandoned call ends with, nobody will read it: mark it retrieved.
         future.add_done_callback(lambda done: done.cancelled() or done.exception())

@@ -14,7 +14,6 @@ Invariants of :func:`bounded_map`:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
@@ -25,6 +24,8 @@ from collections.abc import (
 )
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
+
+from mnesis._tasks import cancel_and_wait
 
 __all__ = ["bounded_map", "enumerate_inputs", "iterate"]
 
@@ -90,13 +91,12 @@ async def bounded_map(
     finally:
         # Reached on completion, on error, and when the consumer stops early
         # (aclose or cancellation): stop the workers first, then the reader.
-        if not producer.done():
-            producer.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await producer
-        aclose = getattr(source, "aclose", None)
-        if aclose is not None:
-            await aclose()
+        try:
+            await cancel_and_wait(producer)
+        finally:
+            aclose = getattr(source, "aclose", None)
+            if aclose is not None:
+                await aclose()
 
 
 async def enumerate_inputs(

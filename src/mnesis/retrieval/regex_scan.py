@@ -143,8 +143,11 @@ async def _match_within(
                 loop.call_soon_threadsafe(finished.set)
 
     threading.Thread(target=run, name="mnesis-regex", daemon=True).start()
+    # Not asyncio.wait_for: on Python 3.11 it returns when the thread finishes as the
+    # caller is cancelled, and the cancellation is lost.
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(finished.wait(), max(0.0, deadline - time.monotonic()))
+        async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+            await finished.wait()
     if not outcome:
         progress.stop.set()
     found, scanned = progress.snapshot()

@@ -20,7 +20,6 @@ Faults:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import socket
@@ -29,6 +28,7 @@ from typing import Any
 
 from procrastinate import App
 
+from mnesis._tasks import cancel_and_wait
 from mnesis.store.immutable import ImmutableStore
 from mnesis.store.jobs import DEFAULT_QUEUE
 from mnesis.workers.app import RUNNER_KEY, build_app
@@ -139,9 +139,7 @@ async def run_worker(settings: WorkerSettings, options: WorkerOptions | None = N
                     install_signal_handlers=True,
                 )
             finally:
-                recovery.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await recovery
+                await cancel_and_wait(recovery)
         logger.info("worker %s stopped", settings.name)
     finally:
         await store.close()

@@ -10,7 +10,6 @@ libpq's parameters apply as they would for ``psql``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import time
@@ -22,6 +21,7 @@ import psycopg
 from psycopg import conninfo as pg_conninfo
 from psycopg_pool import AsyncConnectionPool, PoolClosed, PoolTimeout
 
+from mnesis._tasks import wait_out
 from mnesis.config import StoreConfig
 from mnesis.errors import InvalidArgumentError, MnesisError, MnesisStoreError, StoreBusyError
 from mnesis.store.postgres.errors import one_line, translate_pg_error
@@ -348,19 +348,4 @@ async def _uncancellable(work: Coroutine[Any, Any, T]) -> T:
     A cancelled caller sees ``CancelledError`` once the transaction has committed or rolled
     back, so whatever it does next (a cleanup write on another pooled connection) comes
     after it, as on SQLite's single worker thread."""
-    task = asyncio.ensure_future(work)
-    task.add_done_callback(_consume_outcome)
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        while not task.done():
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.wait({task})
-        raise
-
-
-def _consume_outcome(task: asyncio.Future[Any]) -> None:
-    # A caller that was cancelled never reads the outcome; reading it here keeps asyncio
-    # from reporting "exception was never retrieved".
-    if not task.cancelled():
-        task.exception()
+    return await wait_out(asyncio.ensure_future(work))

@@ -6,6 +6,7 @@ import asyncio
 import subprocess
 import sys
 
+import psycopg
 import pytest
 
 from mnesis.compaction.engine import CompactionEngine
@@ -13,6 +14,7 @@ from mnesis.errors import CompactionLockedError
 from mnesis.events.bus import EventBus
 from mnesis.store.dag import SummaryDAGStore
 from mnesis.store.immutable import ImmutableStore
+from mnesis.store.postgres.locks import compaction_lock_key
 from mnesis.tokens.estimator import TokenEstimator
 from tests.workers import ROOT, Paused, grow_session, integrity_ok, query, worker_config
 
@@ -85,6 +87,28 @@ async def test_the_advisory_lock_is_released_when_its_block_ends_or_fails(pg_url
                     pass
         async with store.compaction_lock(session_id, "d", 60):
             pass
+    finally:
+        await store.close()
+
+
+async def test_the_advisory_lock_is_gone_on_the_server_when_its_block_ends(pg_url: str) -> None:
+    """Unlocked before its connection closes: closing alone leaves the lock held until the
+    server's backend exits, a moment later, and a run started right after (in this
+    process or another) would find it taken."""
+    session_id = await grow_session(pg_url, 1)
+    key = compaction_lock_key(session_id)
+    classid, objid = (key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF
+    held = (
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+        "AND classid = %s::bigint::oid AND objid = %s::bigint::oid AND objsubid = 1"
+    )
+    store = await ImmutableStore.open(pg_url)
+    try:
+        with psycopg.connect(pg_url, autocommit=True) as checker:
+            for n in range(20):
+                async with store.compaction_lock(session_id, f"run-{n}", 60):
+                    assert checker.execute(held, (classid, objid)).fetchall() == [(1,)]
+                assert checker.execute(held, (classid, objid)).fetchall() == [(0,)]
     finally:
         await store.close()
 

@@ -32,17 +32,26 @@ def compaction_lock_key(session_id: str) -> int:
 @contextlib.asynccontextmanager
 async def advisory_compaction_lock(db: PostgresDatabase, session_id: str) -> AsyncIterator[None]:
     """Hold the session's compaction advisory lock for the block (see the module docstring)."""
+    key = compaction_lock_key(session_id)
     conn = await db.connect()
+    held = False
     try:
-        cur = await conn.execute(
-            "SELECT pg_try_advisory_lock(%s)", (compaction_lock_key(session_id),)
-        )
+        cur = await conn.execute("SELECT pg_try_advisory_lock(%s)", (key,))
         row = await cur.fetchone()
         if row is None or not row[0]:
             raise CompactionLockedError(
                 f"another compactor holds session {session_id}'s advisory lock; retry later"
             )
+        held = True
         yield
     finally:
-        with contextlib.suppress(Exception):
-            await conn.close()
+        try:
+            if held:
+                # The server drops a closed connection's locks only when its backend
+                # exits, a moment after the close: unlock first, so the next run of this
+                # process never finds its own lock still held.
+                with contextlib.suppress(Exception):
+                    await conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+        finally:
+            with contextlib.suppress(Exception):
+                await conn.close()

@@ -158,7 +158,10 @@ class TestLongTexts:
     ) -> None:
         session = await _session(db_path, pool, bound=20.0)
         edge = WINDOW_CHARS - 3
-        text = "x" * edge + "abc" + "y" * (WINDOW_CHARS + OVERLAP_CHARS) + "tail\nlast"
+        # Only the last 5,000 characters before "tail" are "y": a run of "y" as long as
+        # the window would make "y{5000}tail" try 5,000 characters at each of its starts.
+        filler = "y" + "z" * (WINDOW_CHARS + OVERLAP_CHARS - 5_001) + "y" * 5_000
+        text = "x" * edge + "abc" + filler + "tail\nlast"
         turn = await session.record(text, "ok")
         for pattern, found in [
             ("abc", True),

@@ -110,18 +110,10 @@ def test_a_hand_made_part_encodes_as_its_dump(index: int) -> None:
 
 
 @pytest.mark.parametrize("round_", range(2))
-def test_the_remembered_json_of_a_shrunk_text_part_follows_its_flags(round_: int) -> None:
-    """The stored JSON of a text part without its text is remembered (see
-    ``part_text._dumps_plain``): each flag combination keeps its own, in any order."""
+def test_the_json_of_a_shrunk_text_part_follows_its_flags(round_: int) -> None:
+    """Each flag combination of a text part left without its text encodes as its dump,
+    in any order."""
     flags = [(False, False), (True, False), (False, True), (True, True)]
     for synthetic, ignored in flags[round_:] + flags[:round_]:
         _check(TextPart(text="long enough to be left out", synthetic=synthetic, ignored=ignored))
 
-
-def test_equal_values_of_other_types_are_not_remembered_as_one() -> None:
-    from mnesis.store.shared.part_text import _dumps_plain
-
-    pairs = [({"a": True}, {"a": 1}), ({"a": 0.0}, {"a": -0.0}), ({"a": 1}, {"a": 1.0})]
-    for first, second in pairs:
-        assert (_dumps_plain(first), _dumps_plain(second)) == (dumps(first), dumps(second))
-        assert _dumps_plain(second) == dumps(second)

@@ -86,48 +86,20 @@ def shrink_content(data: dict[str, Any], text_content: str | None) -> str:
         return dumps(data)
     field = _FIELDS.get(kind)
     value = kept.get(field) if field is not None else None
-    if not isinstance(value, str) or not value or text_content is None:
-        return _dumps_plain(kept)
+    if field is None or not isinstance(value, str) or not value or text_content is None:
+        return dumps(kept)
     whole = value == text_content
     if whole and kind in _IMPLIED:
-        del kept[field]  # type: ignore[arg-type]
-        return _dumps_plain(kept)
+        del kept[field]
+        return dumps(kept)
     if len(value) < (_SHORT if whole else _SHORT_SLICE):
-        return _dumps_plain(kept)  # The marker would take more room than the text.
+        return dumps(kept)  # The marker would take more room than the text.
     start = 0 if whole else text_content.find(value)
     if start < 0:
-        return _dumps_plain(kept)
-    del kept[field]  # type: ignore[arg-type]
-    if not whole:
-        kept[MARKER] = [field, start, len(value)]
         return dumps(kept)
-    kept[MARKER] = field
-    return _dumps_plain(kept)
-
-
-_PLAIN = frozenset((str, bool, type(None)))
-_plain_json: dict[tuple[tuple[object, ...], ...], str] = {}
-""":func:`dumps` of recent dictionaries of plain values (what remains of a text part
-once its text is left out is the same few dictionaries over and over)."""
-
-
-def _dumps_plain(data: dict[str, Any]) -> str:
-    """``dumps(data)``, remembered when every value is a string, a bool or None. The
-    key holds each value's type, so only equal plain values share it (``True == 1``,
-    ``0.0 == -0.0``: never remembered)."""
-    values = tuple(data.values())
-    key = (tuple(data), values, tuple(map(type, values)))
-    try:
-        text = _plain_json.get(key)
-    except TypeError:  # an unhashable value (a list, a dict)
-        return dumps(data)
-    if text is None:
-        text = dumps(data)
-        if _PLAIN.issuperset(key[2]):
-            if len(_plain_json) >= 256:
-                _plain_json.clear()
-            _plain_json[key] = text
-    return text
+    del kept[field]
+    kept[MARKER] = field if whole else [field, start, len(value)]
+    return dumps(kept)
 
 
 def _corrupt(part_id: str, what: str) -> StoreCorruptError:

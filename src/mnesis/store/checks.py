@@ -263,7 +263,7 @@ def _plain_parts(item: NewMessage, texts: list[str]) -> bool:
             texts += (name, call)
     if tokens is not None:
         for t in tokens:
-            if type(t) is not int or not 0 <= t <= INT64_MAX:
+            if not _fits(t, 0):
                 return False
     return True
 

@@ -12,7 +12,6 @@ from mnesis.errors import MnesisStoreError, SessionNotFoundError
 from mnesis.models.clock import now_ms
 from mnesis.store.base import AppendedMessage, NewMessage
 from mnesis.store.shared.batch import (
-    CONTEXT_MESSAGE_INSERT,
     PreparedRows,
     SessionStart,
     batch_rows,
@@ -21,6 +20,7 @@ from mnesis.store.shared.batch import (
 from mnesis.store.shared.purge import SESSION_EXISTS
 from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, Contexts, neighbour_args
 from mnesis.store.shared.sql import MESSAGE_INSERT
+from mnesis.store.sqlite.context_slots import MESSAGE_SLOT_INSERT, next_position
 from mnesis.store.sqlite.fts_index import insert_indexed_parts
 from mnesis.store.sqlite.rows import SQLiteStoreBase, _next_value
 
@@ -32,7 +32,7 @@ def _session_start(conn: sqlite3.Connection, sid: str) -> SessionStart:
     if conn.execute(SESSION_EXISTS, (sid,)).fetchone() is None:
         raise SessionNotFoundError(sid)
     seq = _next_value(conn, "messages", "seq", sid)
-    position = _next_value(conn, "context_items", "position", sid)
+    position = next_position(conn, sid)
     neighbours = conn.execute(NEIGHBOURS_SELECT, neighbour_args(sid, seq))
     return seq, position, [(int(r[0]), str(r[1]), str(r[2])) for r in neighbours]
 
@@ -57,7 +57,7 @@ class BatchMixin(SQLiteStoreBase):
             )
             conn.executemany(MESSAGE_INSERT, rows.messages)
             insert_indexed_parts(conn, rows.parts)
-            conn.executemany(CONTEXT_MESSAGE_INSERT, rows.context)
+            conn.executemany(MESSAGE_SLOT_INSERT, rows.context)
             return rows.appended
 
         return await self.db.write(_append)
@@ -93,6 +93,6 @@ class BatchMixin(SQLiteStoreBase):
             rows = prepared.rows
             conn.executemany(MESSAGE_INSERT, rows.messages)
             insert_indexed_parts(conn, rows.parts)
-            conn.executemany(CONTEXT_MESSAGE_INSERT, rows.context)
+            conn.executemany(MESSAGE_SLOT_INSERT, rows.context)
 
         await self.db.write(_append)

@@ -101,6 +101,9 @@ class SQLiteDatabase:
         self._conn: sqlite3.Connection | None = None
         self._closed = False
         self._checkpointer: WalCheckpointer | None = None
+        self.context_keys = True
+        """The context view is stored in ``context_slots`` (``m010_context_keys``): always,
+        once a writable file is migrated; a file opened read-only may predate it."""
 
     # -- worker-thread side -------------------------------------------------
     def _connection(self) -> sqlite3.Connection:

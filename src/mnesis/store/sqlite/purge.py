@@ -27,6 +27,7 @@ from mnesis.store.shared.purge import (
     import_source,
     source_row,
 )
+from mnesis.store.sqlite.context_slots import SESSION_SLOTS_DELETE
 from mnesis.store.sqlite.fts_index import FTS_DELETE, fts_delete_rows
 
 if TYPE_CHECKING:
@@ -49,7 +50,9 @@ def _purge_one(conn: sqlite3.Connection, session_id: str, rows: dict[str, int]) 
     conn.executemany(FTS_DELETE, fts_delete_rows(conn, session_id))
     conn.execute(_FTS_DELETE_SUMMARIES, (session_id,))
     for table, sql in DELETES:
-        rows[table] = rows.get(table, 0) + conn.execute(sql, (session_id,)).rowcount
+        # The context view's delete counts no rows (SQLite counts none through a view).
+        statement = SESSION_SLOTS_DELETE if table == "context_items" else sql
+        rows[table] = rows.get(table, 0) + conn.execute(statement, (session_id,)).rowcount
     # Agentic-map bookkeeping and file references outlive the session, without it.
     conn.execute(UNLINK_MAP_ITEMS, (session_id,))
     removed = conn.execute(

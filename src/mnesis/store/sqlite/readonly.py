@@ -71,6 +71,7 @@ class ReadOnlySQLiteDatabase(SQLiteDatabase):
             )
         if MIGRATIONS[0][0] not in applied:
             raise StoreCorruptError(f"{self.path} is not an initialised mnesis database")
+        self.context_keys = "m010_context_keys" in applied
 
     def _run_write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         raise StoreReadOnlyError(f"database {self.path} is open read-only")

@@ -6,13 +6,16 @@ the statements shared with PostgreSQL read and write unchanged. The writer's hot
 (appends) write the table itself, each key looked up by its text ID in the same
 statement, so no trigger runs per row; a purge deletes from it to count the rows; the
 summary reads and the integrity snapshot read it where the view cannot say what they
-need. A file opened read-only may predate the migration: its readers fall back to the
-text-keyed table (:attr:`~mnesis.store.sqlite.database.SQLiteDatabase.context_keys`).
+need. A file opened read-only may predate the migration, and tests write such files
+with the migrations before it: then each statement falls back to the text-keyed table
+(:attr:`~mnesis.store.sqlite.database.SQLiteDatabase.context_keys`).
 """
 
 from __future__ import annotations
 
 import sqlite3
+
+from mnesis.store.shared.batch import CONTEXT_MESSAGE_INSERT
 
 __all__ = [
     "MESSAGE_SLOT_INSERT",
@@ -20,6 +23,7 @@ __all__ = [
     "SLOTS_SNAPSHOT",
     "SUMMARY_ITEMS",
     "SUMMARY_ITEMS_BEFORE",
+    "message_slot_insert",
     "next_position",
 ]
 
@@ -67,6 +71,20 @@ SLOTS_SNAPSHOT = (
 view shows no ID for it) is named by its number, for the violation to point at."""
 
 
-def next_position(conn: sqlite3.Connection, session_id: str) -> int:
+def message_slot_insert(keys: bool) -> str:
+    """:data:`MESSAGE_SLOT_INSERT`, or before ``m010_context_keys`` (not ``keys``) the
+    text-keyed table's insert (the same arguments)."""
+    return MESSAGE_SLOT_INSERT if keys else CONTEXT_MESSAGE_INSERT
+
+
+def next_position(conn: sqlite3.Connection, session_id: str, *, keys: bool) -> int:
     """The next context position of a session (an index lookup on its maximum)."""
-    return int(conn.execute(_NEXT_POSITION, (session_id,)).fetchone()[0])
+    sql = (
+        _NEXT_POSITION
+        if keys
+        else _NEXT_POSITION.replace(
+            f"context_slots WHERE session_key = {_SESSION_KEY}",
+            "context_items WHERE session_id = ?",
+        )
+    )
+    return int(conn.execute(sql, (session_id,)).fetchone()[0])

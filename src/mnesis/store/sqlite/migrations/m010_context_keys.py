@@ -149,6 +149,12 @@ rank: its negative is the key no row has (lost rows are written only with foreig
 off, and keep pointing at nothing)."""
 
 
+_FIRST = ("messages_no_delete", "sessions_no_delete")
+"""Re-created after the foreign-key triggers, so they run first (SQLite runs a table's
+triggers newest first): a delete of history is refused as append-only, as it was
+before a foreign key was checked."""
+
+
 def migrate(conn: sqlite3.Connection) -> None:
     """Apply the migration (inside the caller's ``BEGIN IMMEDIATE`` transaction)."""
     conn.execute("ALTER TABLE context_items RENAME TO old_context_items")
@@ -158,3 +164,7 @@ def migrate(conn: sqlite3.Connection) -> None:
     conn.execute(_COPY)
     conn.execute("DROP TABLE temp.lost_keys")
     conn.execute("DROP TABLE old_context_items")
+    for name in _FIRST:
+        (sql,) = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (name,)).fetchone()
+        conn.execute(f"DROP TRIGGER {name}")
+        conn.execute(sql)

@@ -92,12 +92,25 @@ async def _observe_file(path: str, sid: str, *, migrations: list[Any]) -> dict[s
         sqlite_database.MIGRATIONS = old
 
 
-def _applied(path: str) -> list[str]:
+async def _observe_read_only(path: str, sid: str) -> dict[str, Any]:
+    store = await open_read_only(StoreConfig(db_path=path))
+    try:
+        return await _observe(store, sid)
+    finally:
+        await store.close()
+
+
+def _query(path: str, sql: str, *args: object) -> list[tuple[Any, ...]]:
+    """Every row of ``sql`` on a plain connection to ``path``."""
     conn = sqlite3.connect(path)
     try:
-        return [r[0] for r in conn.execute("SELECT name FROM _mnesis_migrations ORDER BY name")]
+        return conn.execute(sql, args).fetchall()
     finally:
         conn.close()
+
+
+def _applied(path: str) -> list[str]:
+    return [r[0] for r in _query(path, "SELECT name FROM _mnesis_migrations ORDER BY name")]
 
 
 async def test_an_older_file_migrates_and_reads_exactly_as_before(
@@ -110,29 +123,16 @@ async def test_an_older_file_migrates_and_reads_exactly_as_before(
     assert "m010_context_keys" not in _applied(path)
 
     # Read-only, the unmigrated file reads as it did and is left unmigrated.
-    store = await open_read_only(StoreConfig(db_path=path))
-    try:
-        assert await _observe(store, sid) == before
-    finally:
-        await store.close()
+    assert await _observe_read_only(path, sid) == before
     assert "m010_context_keys" not in _applied(path)
 
     after = await _observe_file(path, sid, migrations=MIGRATIONS)
     assert after == before
-    conn = sqlite3.connect(path)
-    try:
-        kinds = dict(conn.execute("SELECT name, type FROM sqlite_master"))
-        count = conn.execute("SELECT count(*) FROM context_slots").fetchone()[0]
-    finally:
-        conn.close()
+    kinds = dict(_query(path, "SELECT name, type FROM sqlite_master"))
     assert kinds["context_items"] == "view" and "old_context_items" not in kinds
-    assert count == len(before["items"])
+    assert _query(path, "SELECT count(*) FROM context_slots") == [(len(before["items"]),)]
 
-    store = await open_read_only(StoreConfig(db_path=path))
-    try:
-        assert await _observe(store, sid) == before
-    finally:
-        await store.close()
+    assert await _observe_read_only(path, sid) == before
 
 
 async def test_rows_naming_nothing_survive_the_migration_and_stay_reported(
@@ -140,11 +140,9 @@ async def test_rows_naming_nothing_survive_the_migration_and_stay_reported(
 ) -> None:
     path, sid = older
     missing, lost_session = new_id("msg"), new_id("sess")
+    ((top,),) = _query(path, "SELECT MAX(position) FROM context_items WHERE session_id = ?", sid)
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA foreign_keys = OFF")
-    top = conn.execute(
-        "SELECT MAX(position) FROM context_items WHERE session_id = ?", (sid,)
-    ).fetchone()[0]
     conn.executemany(
         "INSERT INTO context_items (session_id, position, item_type, message_id, tokens, "
         "created_at) VALUES (?, ?, 'message', ?, 5, 0)",
@@ -164,23 +162,11 @@ async def test_rows_naming_nothing_survive_the_migration_and_stay_reported(
     ]
     assert {v.object_id for v in dangling} == {"message_key:-1"}
     assert [i.position for i in items][-2:] == [top + 1, top + 2]
-    conn = sqlite3.connect(path)
-    try:
-        lost = conn.execute("SELECT session_key, message_key FROM context_slots "
-                            "WHERE session_key < 0 OR message_key < 0").fetchall()  # fmt: skip
-    finally:
-        conn.close()
+    lost = sorted(_query(path, "SELECT session_key, message_key FROM context_slots "
+                               "WHERE session_key < 0 OR message_key < 0"))  # fmt: skip
     # The lost session's row has a negative session key too (one per missing ID).
-    key = _session_key(path, sid)
-    assert sorted(lost)[1:] == [(key, -1), (key, -1)] and sorted(lost)[0][0] < 0
-
-
-def _session_key(path: str, sid: str) -> int:
-    conn = sqlite3.connect(path)
-    try:
-        return int(conn.execute("SELECT rowid FROM sessions WHERE id = ?", (sid,)).fetchone()[0])
-    finally:
-        conn.close()
+    ((key,),) = _query(path, "SELECT rowid FROM sessions WHERE id = ?", sid)
+    assert lost[1:] == [(key, -1), (key, -1)] and lost[0][0] < 0
 
 
 async def test_purge_counts_and_removes_the_slots_of_the_session(
@@ -195,11 +181,7 @@ async def test_purge_counts_and_removes_the_slots_of_the_session(
     finally:
         await pool.close_all()
     assert report.rows["context_items"] == count > 0
-    conn = sqlite3.connect(path)
-    try:
-        assert conn.execute("SELECT count(*) FROM context_slots").fetchone() == (0,)
-    finally:
-        conn.close()
+    assert _query(path, "SELECT count(*) FROM context_slots") == [(0,)]
 
 
 _SUMMARY = "(SELECT summary_id FROM context_items WHERE summary_id IS NOT NULL LIMIT 1)"

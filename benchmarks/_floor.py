@@ -18,6 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
+from mnesis.store.sqlite.context_slots import (
+    MESSAGE_SLOT_INSERT,
+    SUMMARY_ITEMS,
+    SUMMARY_ITEMS_BEFORE,
+)
+
 if TYPE_CHECKING:
     from benchmarks.bench_session import Workload
 
@@ -45,7 +51,7 @@ _CONTEXT_INSERT = (
     "VALUES (?, ?, 'message', ?, ?, ?)"
 )
 _SUMMARIES = (
-    "SELECT ci.tokens, s.content FROM context_items ci {hint}"
+    "SELECT ci.tokens, s.content FROM {source}"
     "JOIN summaries s ON s.id = ci.summary_id "
     "WHERE ci.session_id = ? AND ci.item_type = 'summary' ORDER BY ci.position"
 )
@@ -149,7 +155,8 @@ def floor_turn(fs: FloorSession, workload: Workload, turn: int) -> None:
             if sql is _PART_INSERT:
                 conn.executemany(sql, args)
             else:
-                conn.execute(sql, args)
+                # The store's writer fills the integer-keyed table under the view (m010).
+                conn.execute(MESSAGE_SLOT_INSERT if sql is _CONTEXT_INSERT else sql, args)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -229,11 +236,12 @@ def floor_context(
 ) -> list[dict[str, Any]]:
     """The context assembled with plain SQL on SQLite."""
     try:
+        # The store's read of the context's summaries (m010: the slots' partial index).
+        summaries = conn.execute(_SUMMARIES.format(source=SUMMARY_ITEMS), (session_id,)).fetchall()
+    except sqlite3.OperationalError:  # a database before m010
         summaries = conn.execute(
-            _SUMMARIES.format(hint="INDEXED BY context_items_summary_idx "), (session_id,)
+            _SUMMARIES.format(source=SUMMARY_ITEMS_BEFORE), (session_id,)
         ).fetchall()
-    except sqlite3.OperationalError:  # the partial index was renamed or dropped
-        summaries = conn.execute(_SUMMARIES.format(hint=""), (session_id,)).fetchall()
     cursor = conn.execute(_NEWEST_FIRST, (session_id,))
     chosen = _newest_that_fit(cursor, budget - sum(row[0] for row in summaries))
     cursor.close()
@@ -257,7 +265,9 @@ def pg_floor_context(
 ) -> list[dict[str, Any]]:
     """The same assembly in PostgreSQL's SQL (the newest messages through a server-side
     cursor)."""
-    summaries = conn.execute(_pg(_SUMMARIES.format(hint="")), (session_id,)).fetchall()
+    summaries = conn.execute(
+        _pg(_SUMMARIES.format(source="context_items ci ")), (session_id,)
+    ).fetchall()
     with conn.cursor(name="floor_tail") as cursor:
         cursor.itersize = 500
         cursor.execute(_pg(_NEWEST_FIRST), (session_id,))

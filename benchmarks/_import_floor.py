@@ -6,8 +6,10 @@ The rows are read back from the database an import filled (the contexts rebuilt 
 history exactly as a purge rebuilds them) and written, outside any Python, into a fresh
 mnesis database opened with the store's pragmas, in one transaction and in the store's
 order: ``messages``, ``message_parts`` (the insert trigger held off), the part keys read
-back, the full-text index, ``context_items``. The CPU of each statement is reported on
-its own, so a change to one (a pragma, an index) shows where it lands.
+back, the full-text index, ``context_slots`` (m010: the integer-keyed table under the
+``context_items`` view, written directly as the store's writer does). The CPU of each
+statement is reported on its own, so a change to one (a pragma, an index) shows where
+it lands.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mnesis.store.shared.batch import CONTEXT_MESSAGE_INSERT
 from mnesis.store.shared.search_context import SESSION_PARTS_SELECT, rebuild_contexts
 from mnesis.store.shared.sql import MESSAGE_COLUMNS, MESSAGE_INSERT, PART_INSERT, select_list
+from mnesis.store.sqlite.context_slots import MESSAGE_SLOT_INSERT
 from mnesis.store.sqlite.fts_index import FTS_INSERT, HOLD_TRIGGER, RELEASE_TRIGGER
 
 __all__ = ["FloorRows", "floor_rows", "run_floor"]
@@ -134,7 +136,7 @@ def run_floor(
         if fts:
             step("full-text index", FTS_INSERT, _fts_values(keys, rows.indexed))
         dst.execute(RELEASE_TRIGGER)
-        step("context_items", CONTEXT_MESSAGE_INSERT, rows.context)
+        step("context_items", MESSAGE_SLOT_INSERT, rows.context)
         before = time.process_time()
         dst.execute("COMMIT")
         times.statements["commit"] = time.process_time() - before

@@ -52,6 +52,9 @@ class StorageResult:
     """Pages of the file on SQLite's free list (left by FTS5 segment merges, reused by
     later writes; how many depends on when the background merge ran)."""
     record_ms: list[float] = field(default_factory=list)
+    record_cpu: float = 0.0
+    """CPU seconds of the process (all threads: the store's writer too) spent in
+    ``record()``, every turn."""
     breakdown: list[tuple[str, int]] = field(default_factory=list)
 
     @property
@@ -73,6 +76,11 @@ class StorageResult:
     def ms_per_message(self) -> float:
         """Median ``record()`` time per message (a turn records two)."""
         return statistics.median(self.record_ms) / 2
+
+    @property
+    def cpu_ms_per_message(self) -> float:
+        """``record()`` CPU time per message, over every turn."""
+        return self.record_cpu * 1000 / (2 * self.turns)
 
 
 def _text_size(user: str, parts: list[TextPart | ToolPart]) -> int:
@@ -99,8 +107,9 @@ async def measure(name: str, turns: int, tool_output: int, workdir: str) -> Stor
             user = workload.user_text(turn)
             parts = workload.assistant_parts(turn)
             result.text_bytes += _text_size(user, parts)  # type: ignore[arg-type]
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             await session.record(user, parts)
+            result.record_cpu += time.process_time() - cpu
             result.record_ms.append((time.perf_counter() - started) * 1000)
         await session.close()
     finally:
@@ -130,14 +139,15 @@ def _on_disk(path: str, result: StorageResult) -> None:
 def _table(results: list[StorageResult]) -> str:
     lines = [
         "| workload | turns | text bytes | on disk | B on disk / B of text "
-        "| without free pages | B / message | record() ms / message (median) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| without free pages | B / message | record() ms / message (median) "
+        "| record() CPU ms / message |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         lines.append(
             f"| {r.workload} | {r.turns:,} | {r.text_bytes:,} | {r.disk_bytes:,} "
             f"| {r.per_byte:.2f} | {r.used_per_byte:.2f} | {r.per_message:,.0f} "
-            f"| {r.ms_per_message:.3f} |"
+            f"| {r.ms_per_message:.3f} | {r.cpu_ms_per_message:.3f} |"
         )
     for r in results:
         parts = ", ".join(f"{n} {b / r.text_bytes:.2f}" for n, b in r.breakdown)
@@ -172,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
                         "used_per_byte": r.used_per_byte,
                         "per_message": r.per_message,
                         "ms_per_message": r.ms_per_message,
+                        "cpu_ms_per_message": r.cpu_ms_per_message,
                     }
                     for r in results
                 ]

@@ -20,6 +20,7 @@ from tests.integrity.tampering import (
     append_tool_message,
     context_of,
     covered_messages,
+    dangling_message_key,
     insert_summary,
     raw_messages,
     rewrite_context,
@@ -77,7 +78,9 @@ def lineage_deleted(conn: sqlite3.Connection, sid: str) -> tuple[str, ...]:
 
 def dangling(kind: str) -> Inject:
     def inject(conn: sqlite3.Connection, sid: str) -> tuple[str, ...]:
-        missing = new_id("msg" if kind == "message" else "sum")
+        if kind == "message":
+            return (dangling_message_key(conn, sid),)
+        missing = new_id("sum")
         rewrite_context(conn, sid, [*context_of(conn, sid), (kind, missing)])
         return (missing,)
 

@@ -25,6 +25,7 @@ __all__ = [
     "append_tool_message",
     "context_of",
     "covered_messages",
+    "dangling_message_key",
     "insert_summary",
     "raw_messages",
     "rewrite_context",
@@ -101,6 +102,20 @@ def rewrite_context(
             for position, (kind, item_id) in enumerate(items, start=1)
         ],
     )
+
+
+def dangling_message_key(conn: sqlite3.Connection, session_id: str) -> str:
+    """Append a context item whose integer message key names no message (m010 keys the
+    context by ``messages.rowid``, so no text ID can name a missing one); what the
+    integrity snapshot calls it."""
+    key = conn.execute("SELECT MAX(rowid) + 1000000 FROM messages").fetchone()[0]
+    conn.execute(
+        "INSERT INTO context_slots (session_key, position, item_type, message_key, tokens, "
+        "created_at) SELECT rowid, (SELECT MAX(position) + 1 FROM context_items "
+        "WHERE session_id = ?), 'message', ?, 10, 0 FROM sessions WHERE id = ?",
+        (session_id, key, session_id),
+    )
+    return f"message_key:{key}"
 
 
 def raw_messages(conn: sqlite3.Connection, session_id: str) -> list[str]:

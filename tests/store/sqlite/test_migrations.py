@@ -26,7 +26,8 @@ from tests.store.sqlite.helpers import sqlite_db
 EXPECTED_TABLES = {
     "_mnesis_migrations",
     "compaction_locks",
-    "context_items",
+    # the context view's rows, keyed by integers under the view context_items (m010)
+    "context_slots",
     "file_references",
     "message_parts",
     "messages",
@@ -57,8 +58,8 @@ EXPECTED_TABLES = {
 }
 
 EXPECTED_INDEXES = {
-    "context_items_message_idx",
-    "context_items_summary_idx",
+    "context_slots_message_idx",
+    "context_slots_summary_idx",
     "import_sources_session_idx",
     "map_items_state_idx",
     "message_parts_session_idx",
@@ -89,6 +90,13 @@ EXPECTED_TRIGGERS = {
     "summary_messages_no_delete",
     "summary_parents_no_change",
     "summary_parents_no_delete",
+    # the context_items view over context_slots, and its foreign keys (m010)
+    "context_items_insert",
+    "context_items_update",
+    "context_items_delete",
+    "context_slots_message_fk",
+    "context_slots_session_fk",
+    "context_slots_session_id_fk",
 }
 
 
@@ -136,7 +144,7 @@ class TestSchemaAfterMigration:
         assert schema["table"] == EXPECTED_TABLES
         assert schema["index"] == EXPECTED_INDEXES
         assert schema["trigger"] == EXPECTED_TRIGGERS
-        assert schema["view"] == set()
+        assert schema["view"] == {"context_items"}
 
     async def test_every_migration_is_recorded_once(self, migrated: str) -> None:
         await _create(migrated)

@@ -19,7 +19,10 @@ from mnesis.store.search_query import SearchQuery, Term
 from tests.store.contract.helpers import make_commit, make_message, message_items, new_session
 from tests.store.sqlite.helpers import sqlite_db
 
-_HOT_TABLES = ("messages", "message_parts", "context_items", "summaries", "summary_messages")
+_HOT_TABLES = ("messages", "message_parts", "context_slots", "summaries", "summary_messages")
+_VIEW_ROWS = re.compile(r"^\s*(UPDATE|DELETE FROM) context_items\b")
+"""An update or delete of the ``context_items`` view (m010) scans the rows it selected
+(planned with the view's tables above them) to run its ``INSTEAD OF`` trigger per row."""
 _NOT_DRIVEN = {"part_vectors_scan_idx", "summary_vectors_scan_idx"}
 """Indexes of the optional semantic extra (m007_vectors), whose statements this
 workload does not run."""
@@ -130,12 +133,13 @@ def _statements(log: list[str]) -> list[str]:
     return list(dict.fromkeys(s for s in log if wanted.match(s) and "sqlite_" not in s))
 
 
-def _plans(path: str, statements: list[str]) -> dict[str, str]:
+def _plans(path: str, statements: list[str], *, parameters: bool = False) -> dict[str, str]:
     conn = sqlite3.connect(path)
     try:
         plans = {}
         for statement in statements:
-            rows = conn.execute("EXPLAIN QUERY PLAN " + statement).fetchall()
+            args = [None] * statement.count("?") if parameters else []
+            rows = conn.execute("EXPLAIN QUERY PLAN " + statement, args).fetchall()
             plans[statement] = "\n".join(r[3] for r in rows)
         return plans
     finally:
@@ -173,6 +177,46 @@ async def test_every_index_is_used_and_every_hot_statement_uses_one(
         and not any(marker in statement for marker in _WHOLE_TABLE_READS)
     }
     assert full_scans == {}
+    # Reads of the view are flattened into its tables' indexes; only the view's own
+    # update or delete scans what it selected.
+    through_view = {s: p for s, p in plans.items() if re.search(r"\bcontext_items\b", s)}
+    assert len(through_view) > 10
+    scanned = {s for s, p in through_view.items() if re.search(r"\bSCAN context_items\b", p)}
+    assert scanned and all(_VIEW_ROWS.match(s) for s in scanned), scanned
+    for statement in scanned:
+        assert re.search(r"SEARCH context_slots USING (PRIMARY KEY|INDEX)", plans[statement])
     # The writer reads back the row keys of the parts it just inserted, to index them.
     bulk = [s for s in plans if "FROM message_parts WHERE rowid >" in s]
     assert bulk and all("USING INTEGER PRIMARY KEY (rowid>?)" in plans[s] for s in bulk)
+
+
+def _trigger_statements(sql: str) -> list[str]:
+    """The statements a trigger runs (its ``WHEN`` as a ``SELECT``), each reference to
+    ``NEW`` or ``OLD`` made a parameter and each ``RAISE`` (trigger-only) a constant."""
+    head, body = re.split(r"\bBEGIN\b", sql, maxsplit=1)
+    when = re.search(r"\bWHEN\b(.*)$", head, re.DOTALL)
+    found = [f"SELECT {when.group(1)}"] if when else []
+    found += [s for s in body.rsplit("END", 1)[0].split(";") if s.strip()]
+    found = [re.sub(r"RAISE\(ABORT, '[^']*'\)", "1", s) for s in found]
+    found = [s for s in found if s.strip() != "SELECT 1"]
+    return [re.sub(r"\b(NEW|OLD)\.\w+", "?", s) for s in found]
+
+
+async def test_the_context_view_triggers_use_an_index(tmp_path: Path, pool: StorePool) -> None:
+    path = str(tmp_path / "triggers.db")
+    store = await pool.acquire(db_path=path)
+    await new_session(store)
+    await store.close()
+    conn = sqlite3.connect(path)
+    triggers = conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' "
+        "AND (tbl_name = 'context_items' OR sql LIKE '%context_slots%')"
+    ).fetchall()
+    conn.close()
+    assert len(triggers) == 6
+    statements = [s for _, sql in triggers for s in _trigger_statements(sql)]
+    plans = _plans(path, statements, parameters=True)
+    assert len(plans) == 8
+    for statement, plan in plans.items():
+        assert not re.search(r"\bSCAN (sessions|messages|context_slots)\b", plan), statement
+        assert "SEARCH" in plan, statement

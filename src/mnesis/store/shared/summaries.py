@@ -32,13 +32,12 @@ class ContextAndLocks(ABC):
 
     A backend gives :attr:`statements` (its database) and :meth:`_ids_in`, and sets
     :attr:`ENUMS_AS_TEXT` (its enum columns are read as text), :attr:`JSON_AS_TEXT`
-    (its JSON columns are read as text to decode) and :attr:`SUMMARY_INDEX_HINT` (the
-    clause that makes it use the partial summary index).
+    (its JSON columns are read as text to decode), and may override
+    :meth:`_summary_items` (where the summaries of the context are read from).
     """
 
     ENUMS_AS_TEXT: ClassVar[bool] = False
     JSON_AS_TEXT: ClassVar[bool] = True
-    SUMMARY_INDEX_HINT: ClassVar[str] = ""
 
     @property
     @abstractmethod
@@ -48,6 +47,10 @@ class ContextAndLocks(ABC):
     @abstractmethod
     def _ids_in(self, column: str, ids: Sequence[str]) -> tuple[str, Any]:
         """The clause "``column`` is one of ``ids``" (one ``?``) and its argument."""
+
+    def _summary_items(self) -> str:
+        """The ``FROM`` source, aliased ``ci``, of a read of the context's summaries."""
+        return "context_items ci "
 
     async def get_summaries(self, summary_ids: Sequence[str]) -> list[SummaryRecord]:
         if not summary_ids:
@@ -91,10 +94,10 @@ class ContextAndLocks(ABC):
             limit_clause = " LIMIT ?"
             args.append(int(limit))
         as_text = ("ci.item_type", "m.role") if self.ENUMS_AS_TEXT else ()
-        hint = self.SUMMARY_INDEX_HINT if item_type == "summary" else ""
+        source = self._summary_items() if item_type == "summary" else "context_items ci "
         sql = (
-            f"SELECT {select_list(_CONTEXT_ITEM_COLUMNS, as_text)} FROM context_items ci "
-            f"{hint}LEFT JOIN messages m ON m.id = ci.message_id "
+            f"SELECT {select_list(_CONTEXT_ITEM_COLUMNS, as_text)} FROM {source}"
+            "LEFT JOIN messages m ON m.id = ci.message_id "
             f"WHERE {' AND '.join(where)} ORDER BY ci.position "
             f"{'DESC' if newest_first else 'ASC'}{limit_clause}"
         )

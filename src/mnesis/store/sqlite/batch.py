@@ -12,7 +12,6 @@ from mnesis.errors import MnesisStoreError, SessionNotFoundError
 from mnesis.models.clock import now_ms
 from mnesis.store.base import AppendedMessage, NewMessage
 from mnesis.store.shared.batch import (
-    CONTEXT_MESSAGE_INSERT,
     PreparedRows,
     SessionStart,
     batch_rows,
@@ -21,18 +20,19 @@ from mnesis.store.shared.batch import (
 from mnesis.store.shared.purge import SESSION_EXISTS
 from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, Contexts, neighbour_args
 from mnesis.store.shared.sql import MESSAGE_INSERT
+from mnesis.store.sqlite.context_slots import message_slot_insert, next_position
 from mnesis.store.sqlite.fts_index import insert_indexed_parts
 from mnesis.store.sqlite.rows import SQLiteStoreBase, _next_value
 
 __all__ = ["BatchMixin"]
 
 
-def _session_start(conn: sqlite3.Connection, sid: str) -> SessionStart:
+def _session_start(conn: sqlite3.Connection, sid: str, keys: bool) -> SessionStart:
     """Where a session stands: next ``seq``, next position, neighbours of that ``seq``."""
     if conn.execute(SESSION_EXISTS, (sid,)).fetchone() is None:
         raise SessionNotFoundError(sid)
     seq = _next_value(conn, "messages", "seq", sid)
-    position = _next_value(conn, "context_items", "position", sid)
+    position = next_position(conn, sid, keys=keys)
     neighbours = conn.execute(NEIGHBOURS_SELECT, neighbour_args(sid, seq))
     return seq, position, [(int(r[0]), str(r[1]), str(r[2])) for r in neighbours]
 
@@ -50,14 +50,16 @@ class BatchMixin(SQLiteStoreBase):
             next_seq: dict[str, int] = {}
             next_position: dict[str, int] = {}
             for sid in sessions:
-                next_seq[sid], next_position[sid], neighbours = _session_start(conn, sid)
+                next_seq[sid], next_position[sid], neighbours = _session_start(
+                    conn, sid, self.db.context_keys
+                )
                 contexts.start(sid, next_seq[sid], neighbours)
             rows = batch_rows(
                 prepared, next_seq, next_position, now, summary_flag=int, contexts=contexts
             )
             conn.executemany(MESSAGE_INSERT, rows.messages)
             insert_indexed_parts(conn, rows.parts)
-            conn.executemany(CONTEXT_MESSAGE_INSERT, rows.context)
+            conn.executemany(message_slot_insert(self.db.context_keys), rows.context)
             return rows.appended
 
         return await self.db.write(_append)
@@ -71,7 +73,9 @@ class BatchMixin(SQLiteStoreBase):
 
         def _starts(conn: sqlite3.Connection) -> dict[str, SessionStart]:
             found = {r[0] for r in conn.execute(f"SELECT id FROM sessions WHERE {where}", (arg,))}
-            return {sid: _session_start(conn, sid) for sid in ids if sid in found}
+            return {
+                sid: _session_start(conn, sid, self.db.context_keys) for sid in ids if sid in found
+            }
 
         return await self.db.read(_starts)
 
@@ -84,7 +88,7 @@ class BatchMixin(SQLiteStoreBase):
 
         def _append(conn: sqlite3.Connection) -> None:
             for sid, start in prepared.starts.items():
-                found = _session_start(conn, sid)
+                found = _session_start(conn, sid, self.db.context_keys)
                 if found != start:
                     raise MnesisStoreError(
                         f"session {sid} changed while its rows were prepared "
@@ -93,6 +97,6 @@ class BatchMixin(SQLiteStoreBase):
             rows = prepared.rows
             conn.executemany(MESSAGE_INSERT, rows.messages)
             insert_indexed_parts(conn, rows.parts)
-            conn.executemany(CONTEXT_MESSAGE_INSERT, rows.context)
+            conn.executemany(message_slot_insert(self.db.context_keys), rows.context)
 
         await self.db.write(_append)

@@ -101,6 +101,10 @@ class SQLiteDatabase:
         self._conn: sqlite3.Connection | None = None
         self._closed = False
         self._checkpointer: WalCheckpointer | None = None
+        self.context_keys = True
+        """The context view is stored in ``context_slots`` (``m010_context_keys``): once a
+        writable file is migrated, always (a test may migrate it only so far); a file
+        opened read-only may predate it."""
 
     # -- worker-thread side -------------------------------------------------
     def _connection(self) -> sqlite3.Connection:
@@ -216,6 +220,7 @@ class SQLiteDatabase:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+        self.context_keys = _has_context_keys(conn)
 
     def _run_read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         try:
@@ -335,6 +340,12 @@ class SQLiteDatabase:
                 self._conn.close()
             finally:
                 self._conn = None
+
+
+def _has_context_keys(conn: sqlite3.Connection) -> bool:
+    """Whether ``m010_context_keys`` is applied to the file."""
+    found = conn.execute("SELECT 1 FROM _mnesis_migrations WHERE name = 'm010_context_keys'")
+    return found.fetchone() is not None
 
 
 def _split_sql(script: str) -> list[str]:

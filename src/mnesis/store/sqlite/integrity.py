@@ -21,11 +21,13 @@ from mnesis.store.shared.integrity import (
     snapshot_queries,
     wanted_files,
 )
+from mnesis.store.sqlite.context_slots import SLOTS_SNAPSHOT
 from mnesis.store.sqlite.rows import SQLiteStoreBase
 
 __all__ = ["IntegrityMixin"]
 
 _SNAPSHOT = snapshot_queries("rowid")
+_SLOTS_SNAPSHOT = {**_SNAPSHOT, "context": SLOTS_SNAPSHOT}
 
 
 class IntegrityMixin(SQLiteStoreBase):
@@ -51,8 +53,9 @@ class IntegrityMixin(SQLiteStoreBase):
                 conn.execute("COMMIT")
 
         def _read(conn: sqlite3.Connection) -> IntegritySnapshot:
+            queries = _SLOTS_SNAPSHOT if self.db.context_keys else _SNAPSHOT
             rows = {
-                name: conn.execute(sql, (session_id,)).fetchall() for name, sql in _SNAPSHOT.items()
+                name: conn.execute(sql, (session_id,)).fetchall() for name, sql in queries.items()
             }
             summaries = [
                 (r[0], r[1], loads_column(r[2], "summaries", r[0], "file_ids"), r[3], r[4])

@@ -28,6 +28,8 @@ from mnesis.store.shared.rows import (
     part_rows,
 )
 from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, Contexts, neighbour_args
+from mnesis.store.sqlite.context_slots import message_slot_insert
+from mnesis.store.sqlite.context_slots import next_position as next_position_of
 from mnesis.store.sqlite.fts_index import insert_indexed_parts
 from mnesis.store.sqlite.rows import (
     _MSG_COLS,
@@ -93,14 +95,13 @@ class MessagesMixin(SQLiteStoreBase, MessageStatements):
                 position = None
                 if item.in_context:
                     if m.session_id not in next_position:
-                        next_position[m.session_id] = _next_value(
-                            conn, "context_items", "position", m.session_id
+                        next_position[m.session_id] = next_position_of(
+                            conn, m.session_id, keys=self.db.context_keys
                         )
                     position = next_position[m.session_id]
                     next_position[m.session_id] += 1
                     conn.execute(
-                        "INSERT INTO context_items (session_id, position, item_type, message_id, "
-                        "tokens, created_at) VALUES (?, ?, 'message', ?, ?, ?)",
+                        message_slot_insert(self.db.context_keys),
                         (m.session_id, position, m.id, m.token_estimate, now),
                     )
                 out.append(AppendedMessage(m.id, seq, position, tuple(r[0] for r in rows)))

@@ -27,6 +27,7 @@ from mnesis.store.shared.purge import (
     import_source,
     source_row,
 )
+from mnesis.store.sqlite.context_slots import SESSION_SLOTS_DELETE
 from mnesis.store.sqlite.fts_index import FTS_DELETE, fts_delete_rows
 
 if TYPE_CHECKING:
@@ -44,12 +45,17 @@ def _descendants(conn: sqlite3.Connection, session_id: str) -> list[str]:
     return [r[0] for r in conn.execute(DESCENDANTS, (session_id,))]
 
 
-def _purge_one(conn: sqlite3.Connection, session_id: str, rows: dict[str, int]) -> None:
+def _purge_one(
+    conn: sqlite3.Connection, session_id: str, rows: dict[str, int], context_keys: bool
+) -> None:
     # A contentless index forgets a row only given the values it was indexed with.
     conn.executemany(FTS_DELETE, fts_delete_rows(conn, session_id))
     conn.execute(_FTS_DELETE_SUMMARIES, (session_id,))
     for table, sql in DELETES:
-        rows[table] = rows.get(table, 0) + conn.execute(sql, (session_id,)).rowcount
+        # The context view's delete counts no rows (SQLite counts none through a view).
+        keys = context_keys and table == "context_items"
+        statement = SESSION_SLOTS_DELETE if keys else sql
+        rows[table] = rows.get(table, 0) + conn.execute(statement, (session_id,)).rowcount
     # Agentic-map bookkeeping and file references outlive the session, without it.
     conn.execute(UNLINK_MAP_ITEMS, (session_id,))
     removed = conn.execute(
@@ -80,7 +86,7 @@ class PurgeMixin:
             )
             rows: dict[str, int] = {}
             for sid in ids:
-                _purge_one(conn, sid, rows)
+                _purge_one(conn, sid, rows, self.db.context_keys)
             conn.execute("DELETE FROM purge_grants")
             return PurgeReport(session_ids=tuple(ids), rows=rows)
 

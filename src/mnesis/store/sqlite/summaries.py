@@ -17,6 +17,7 @@ from mnesis.store.shared.commit import (
 from mnesis.store.shared.rows import encode_parts
 from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, neighbour_args
 from mnesis.store.shared.summaries import ContextAndLocks
+from mnesis.store.sqlite.context_slots import SUMMARY_ITEMS, SUMMARY_ITEMS_BEFORE
 from mnesis.store.sqlite.rows import (
     SQLiteStoreBase,
     _next_value,
@@ -28,9 +29,8 @@ __all__ = ["SummariesMixin"]
 class SummariesMixin(SQLiteStoreBase, ContextAndLocks):
     """Context items, summaries, lineage and compaction locks (part of ``SQLiteStore``)."""
 
-    # Without ANALYZE statistics SQLite prefers the primary key (it also orders by
-    # position) and would scan every item of the session to find the few summaries.
-    SUMMARY_INDEX_HINT = "INDEXED BY context_items_summary_idx "
+    def _summary_items(self) -> str:
+        return SUMMARY_ITEMS if self.db.context_keys else SUMMARY_ITEMS_BEFORE
 
     async def commit_compaction(self, commit: CompactionCommit) -> AppendedMessage:
         s = commit.summary

@@ -11,6 +11,7 @@ from mnesis.store.sqlite.migrations import (
     m007_vectors,
     m008_bulk_fts,
     m009_context_unstored,
+    m010_context_keys,
 )
 from mnesis.store.sqlite.migrations.m001_initial import SQL as M001_INITIAL
 from mnesis.store.sqlite.migrations.m002_map_runs import SQL as M002_MAP_RUNS
@@ -30,4 +31,5 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m007_vectors", m007_vectors.SQL),
     ("m008_bulk_fts", m008_bulk_fts.SQL),
     ("m009_context_unstored", m009_context_unstored.migrate),
+    ("m010_context_keys", m010_context_keys.migrate),
 ]

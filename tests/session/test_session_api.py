@@ -503,7 +503,9 @@ class TestRecord:
             await sqlite_db(session.store).read(lambda conn: conn.set_trace_callback(None))
         transaction = 0
         open_tx = False
-        where: dict[str, list[int]] = {"messages": [], "context_items": [], "message_parts": []}
+        # Since m010 the context view's rows are stored in context_slots, which the
+        # SQLite appends write directly.
+        where: dict[str, list[int]] = {"messages": [], "context_slots": [], "message_parts": []}
         for sql in statements:
             word = sql.strip().upper()
             if word.startswith("BEGIN"):
@@ -516,8 +518,8 @@ class TestRecord:
                     assert open_tx, f"insert into {table} outside a transaction"
                     where[table].append(transaction)
         assert len(where["messages"]) == 2
-        assert len(where["context_items"]) == 2
-        every = where["messages"] + where["context_items"] + where["message_parts"]
+        assert len(where["context_slots"]) == 2
+        every = where["messages"] + where["context_slots"] + where["message_parts"]
         assert len(set(every)) == 1, "the turn was split over several transactions"
 
     async def test_record_estimates_tokens_when_none_are_given(

@@ -37,11 +37,13 @@ __all__ = [
     "decode_part",
     "dumps",
     "encode_part",
+    "indexed_text",
     "loads_column",
     "make_message",
     "part_from_data",
     "pre_encoded",
     "searchable_text",
+    "tool_search_text",
     "usage_from_sums",
 ]
 
@@ -77,8 +79,9 @@ def loads_column(text: object, table: str, row_id: object, column: str) -> Any:
         ) from None
 
 
-def _clean(text: str) -> str:
-    """Text safe for an index: lone surrogates become U+FFFD, NUL a space, CJK bigrams added."""
+def indexed_text(text: str) -> str:
+    """Text safe for an index: lone surrogates become U+FFFD, NUL a space, CJK bigrams
+    added (the very object when it is plain ASCII)."""
     if text.isascii() and "\x00" not in text:
         return text
     try:
@@ -88,19 +91,26 @@ def _clean(text: str) -> str:
     return index_text(text.replace("\x00", " "))
 
 
+def tool_search_text(
+    tool_name: str, tool_input: Any, output: str | None, error_message: str | None
+) -> str:
+    """The indexed text of a tool part with these fields (see :func:`searchable_text`)."""
+    pieces = [tool_name, dumps(tool_input)]
+    if output:
+        pieces.append(output)
+    if error_message:
+        pieces.append(error_message)
+    return indexed_text("\n".join(pieces))
+
+
 def searchable_text(part: MessagePart) -> str | None:
     """The text the full-text index holds for a part (None: not indexed)."""
     if isinstance(part, TextPart | ReasoningPart):
-        return _clean(part.text)
+        return indexed_text(part.text)
     if isinstance(part, ToolPart):
-        pieces = [part.tool_name, dumps(part.input)]
-        if part.output:
-            pieces.append(part.output)
-        if part.error_message:
-            pieces.append(part.error_message)
-        return _clean("\n".join(pieces))
+        return tool_search_text(part.tool_name, part.input, part.output, part.error_message)
     if isinstance(part, FileRefPart):
-        return _clean(f"{part.path}\n{part.exploration_summary}")
+        return indexed_text(f"{part.path}\n{part.exploration_summary}")
     return None
 
 

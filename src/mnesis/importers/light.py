@@ -20,7 +20,9 @@ the store's batch check would not plainly accept (see
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from mnesis.importers.records import Text
 from mnesis.models.ids import new_id
@@ -35,7 +37,7 @@ from mnesis.models.parts import (
     ToolStatus,
 )
 from mnesis.store.base import NewMessage
-from mnesis.store.codec import indexed_text, tool_search_text
+from mnesis.store.codec import indexed_text, part_columns, tool_search_text
 from mnesis.store.shared.part_text import shrink_content
 from mnesis.store.shared.rows import EncodedParts
 from mnesis.tokens.estimator import heuristic_token_count
@@ -51,7 +53,11 @@ __all__ = [
     "light_tokens",
     "new_messages",
     "part_model",
+    "trusted_model",
 ]
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
 
 
 def fits_int64(value: int) -> bool:
@@ -110,43 +116,38 @@ class LightMessage:
     finish_reason: str | None = None
     token_estimate: int = 0
 
+    def _values(self) -> dict[str, Any]:
+        """The fields the model path's constructor is given."""
+        return {name: getattr(self, name) for name in _GIVEN}
+
     def to_model(self) -> Message:
-        """The message the model path builds."""
-        message = Message(
-            id=self.id,
-            session_id=self.session_id,
-            role=self.role,
-            created_at=self.created_at,
-            model_id=self.model_id,
-            finish_reason=self.finish_reason,
-        )
+        """The message the model path builds (its token estimate set by assignment)."""
+        message = Message(**self._values())
         message.token_estimate = self.token_estimate
         return message
 
     def trusted(self) -> Message:
         """The same message built without validation, for values :func:`light_prepared`
         checked (a validating constructor costs a few microseconds)."""
-        data = {
-            "id": self.id,
-            "session_id": self.session_id,
-            "role": self.role,
-            "created_at": self.created_at,
-            "agent": "default",
-            "model_id": self.model_id,
-            "provider_id": None,
-            "is_summary": False,
-            "parent_id": None,
-            "tokens": None,
-            "cost": 0.0,
-            "finish_reason": self.finish_reason,
-            "token_estimate": self.token_estimate,
-        }
-        message = Message.__new__(Message)
-        _set(message, "__dict__", data)
-        _set(message, "__pydantic_fields_set__", set(data))
-        _set(message, "__pydantic_extra__", None)
-        _set(message, "__pydantic_private__", None)
-        return message
+        values = self._values()
+        values["token_estimate"] = self.token_estimate
+        return trusted_model(Message, {k: values.get(k, v) for k, v in _MESSAGE_DEFAULTS})
+
+
+_GIVEN = ("id", "session_id", "role", "created_at", "model_id", "finish_reason")
+_MESSAGE_DEFAULTS = tuple((name, info.default) for name, info in Message.model_fields.items())
+"""Every field of a message in order, with its default (the given fields override)."""
+
+
+def trusted_model(cls: type[_Model], data: dict[str, Any]) -> _Model:
+    """A ``cls`` holding ``data`` (every field, in the model's order), built as pickle
+    restores one: without validation, for values already checked."""
+    model = cls.__new__(cls)
+    _set(model, "__dict__", data)
+    _set(model, "__pydantic_fields_set__", set(data))
+    _set(model, "__pydantic_extra__", None)
+    _set(model, "__pydantic_private__", None)
+    return model
 
 
 _set = object.__setattr__
@@ -207,13 +208,11 @@ def _plainly_valid(items: list[LightItem]) -> bool:
         if any(t > INT64_MAX for t in tokens):
             return False
     joined = "\x1f".join(texts)
-    if "\x00" in joined:
-        return False
     try:
         joined.encode("utf-8")
     except UnicodeEncodeError:
         return False
-    return True
+    return "\x00" not in joined
 
 
 _TEXT_KINDS = ("text", "reasoning")
@@ -233,18 +232,8 @@ def _encoded(part: BuiltPart, tokens: int) -> tuple[str, int, dict[str, Any]]:
         else:
             data = {"type": kind, "text": text, "synthetic": False, "ignored": False}
             content = shrink_content(data, indexed)
-        columns: dict[str, Any] = {
-            "part_type": kind,
-            "content": content,
-            "text_content": indexed,
-            "tool_name": None,
-            "tool_call_id": None,
-            "tool_state": None,
-            "compacted_at": None,
-            "started_at": None,
-            "completed_at": None,
-            "search_context": None,
-        }
+        columns = part_columns(kind, content, indexed)
+        columns["search_context"] = None
         return new_id("part"), tokens, columns
     assert isinstance(part, LightTool)
     indexed = tool_search_text(part.tool_name, part.input, part.output, part.error_message)
@@ -263,18 +252,10 @@ def _encoded(part: BuiltPart, tokens: int) -> tuple[str, int, dict[str, Any]]:
             "completed_at": part.completed_at,
         },
     }
-    columns = {
-        "part_type": "tool",
-        "content": shrink_content(data, indexed),
-        "text_content": indexed,
-        "tool_name": part.tool_name,
-        "tool_call_id": part.tool_call_id,
-        "tool_state": part.state,
-        "compacted_at": None,
-        "started_at": part.started_at,
-        "completed_at": part.completed_at,
-        "search_context": None,
-    }
+    columns = part_columns("tool", shrink_content(data, indexed), indexed)
+    columns["tool_name"], columns["tool_call_id"] = part.tool_name, part.tool_call_id
+    columns["tool_state"], columns["search_context"] = part.state, None
+    columns["started_at"], columns["completed_at"] = part.started_at, part.completed_at
     return new_id("part"), tokens, columns
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "indexed_text",
     "loads_column",
     "make_message",
+    "part_columns",
     "part_from_data",
     "pre_encoded",
     "searchable_text",
@@ -163,6 +164,21 @@ def _part_data(part: MessagePart) -> dict[str, Any]:
     return data
 
 
+def part_columns(part_type: str, content: str, text_content: str | None) -> dict[str, Any]:
+    """The columns :func:`encode_part` gives a part, its tool columns None."""
+    return {
+        "part_type": part_type,
+        "content": content,
+        "text_content": text_content,
+        "tool_name": None,
+        "tool_call_id": None,
+        "tool_state": None,
+        "compacted_at": None,
+        "started_at": None,
+        "completed_at": None,
+    }
+
+
 def encode_part(
     part: MessagePart, content: Callable[[dict[str, Any], str | None], str] | None = None
 ) -> dict[str, Any]:
@@ -175,17 +191,7 @@ def encode_part(
             return dict(found[1])
     text = searchable_text(part)
     data = _part_data(part)
-    row: dict[str, Any] = {
-        "part_type": part.type,
-        "content": dumps(data) if content is None else content(data, text),
-        "text_content": text,
-        "tool_name": None,
-        "tool_call_id": None,
-        "tool_state": None,
-        "compacted_at": None,
-        "started_at": None,
-        "completed_at": None,
-    }
+    row = part_columns(part.type, dumps(data) if content is None else content(data, text), text)
     if isinstance(part, ToolPart):
         row.update(
             tool_name=part.tool_name,

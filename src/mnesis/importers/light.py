@@ -118,7 +118,14 @@ class LightMessage:
 
     def _values(self) -> dict[str, Any]:
         """The fields the model path's constructor is given."""
-        return {name: getattr(self, name) for name in _GIVEN}
+        return {
+            "id": self.id,
+            "session_id": self.session_id,
+            "role": self.role,
+            "created_at": self.created_at,
+            "model_id": self.model_id,
+            "finish_reason": self.finish_reason,
+        }
 
     def to_model(self) -> Message:
         """The message the model path builds (its token estimate set by assignment)."""
@@ -129,14 +136,13 @@ class LightMessage:
     def trusted(self) -> Message:
         """The same message built without validation, for values :func:`light_prepared`
         checked (a validating constructor costs a few microseconds)."""
-        values = self._values()
-        values["token_estimate"] = self.token_estimate
-        return trusted_model(Message, {k: values.get(k, v) for k, v in _MESSAGE_DEFAULTS})
+        data = {**_MESSAGE_DEFAULTS, **self._values(), "token_estimate": self.token_estimate}
+        return trusted_model(Message, data)
 
 
-_GIVEN = ("id", "session_id", "role", "created_at", "model_id", "finish_reason")
-_MESSAGE_DEFAULTS = tuple((name, info.default) for name, info in Message.model_fields.items())
-"""Every field of a message in order, with its default (the given fields override)."""
+_MESSAGE_DEFAULTS = {name: info.default for name, info in Message.model_fields.items()}
+"""Every field of a message in order, with its default (the given fields keep their
+places when they replace them)."""
 
 
 def trusted_model(cls: type[_Model], data: dict[str, Any]) -> _Model:

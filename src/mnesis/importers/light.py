@@ -278,8 +278,10 @@ def light_prepared(
     prepared: list[tuple[NewMessage, EncodedParts]] = []
     calls: list[tuple[str, str, str]] = []
     for message, parts, tokens in items:
-        rows = [_encoded(part, tokens[i]) for i, part in enumerate(parts)]
-        for part, row in zip(parts, rows, strict=True):
+        rows = []
+        for part, estimate in zip(parts, tokens, strict=True):
+            row = _encoded(part, estimate)
+            rows.append(row)
             if type(part) is LightTool and part.state == "running":
                 calls.append((part.tool_call_id, row[0], message.id))
         prepared.append((NewMessage(message.trusted(), (), tokens), rows))

@@ -112,9 +112,11 @@ class LightMessage:
     session_id: str
     role: str
     created_at: int
+    """Unix milliseconds (in the 64-bit range: the builder checks it)."""
     model_id: str | None = None
     finish_reason: str | None = None
     token_estimate: int = 0
+    """Set when the batch is cut (the parts' estimates and the message overhead)."""
 
     def _values(self) -> dict[str, Any]:
         """The fields the model path's constructor is given."""

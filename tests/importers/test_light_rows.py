@@ -10,6 +10,7 @@ with the thread path (models) through real stores."""
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import math
 from pathlib import Path
@@ -27,6 +28,7 @@ from mnesis.importers.parse_child import _prepared
 from mnesis.importers.pipeline import Limits, cut_batches
 from mnesis.importers.reader import JsonLine, LineError, read_jsonl
 from mnesis.importers.records import Text
+from mnesis.importers.wire import load_batch
 from mnesis.models.ids import seeded_ids
 from mnesis.store.shared.batch import RowPreparer
 from tests.importers.shapes import lines as split_lines
@@ -73,6 +75,7 @@ def _both(source: list[JsonLine | LineError], fmt: str, **kwargs: Any) -> list[A
     light = _batches(source, fmt, light=True, **kwargs)
     models = _batches(source, fmt, light=False, **kwargs)
     assert light == models
+    assert repr(light) == repr(models)  # the same types too (0, 0.0 and False are equal)
     return light
 
 
@@ -294,3 +297,38 @@ def test_floats_in_tool_input_are_stored_as_the_model_path_stores_them() -> None
     record = {"type": "assistant", "message": {"content": [block]}}
     out = _both([_line(1, record)], "claude-code", limits=Limits(10, 10**6))
     assert "1e+16" in out[-1]["rows"][1]["parts"][0][6]
+
+
+def _frames(data: bytes) -> list[str]:
+    """The frames of a parser process's output, each batch as the writer loads it."""
+    out = []
+    while data:
+        size = int.from_bytes(data[1 : parse_child.HEADER_BYTES], "big")
+        payload = data[parse_child.HEADER_BYTES : parse_child.HEADER_BYTES + size]
+        out.append(repr(load_batch(payload)) if data[:1] == parse_child.BATCH else repr(data[:1]))
+        data = data[parse_child.HEADER_BYTES + size :]
+    return out
+
+
+@pytest.mark.parametrize("name", ["claude_code.jsonl", "codex_rollout.jsonl"])
+def test_the_parser_process_sends_the_model_paths_batches(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What crosses the pipe, as the writing process loads it: the same work for it.
+    (Not the same bytes: marshal writes a string the light path shares, such as the
+    ``{}`` of every plain text part, once and then refers to it.)"""
+    fmt = "claude-code" if name.startswith("claude") else "codex"
+    job = parse_child.ParseJob(str(SAMPLES / name), fmt, 0, 0, Limits(2, 10**6), starts={})
+    frames = []
+    for light in (True, False):
+        monkeypatch.setattr(
+            parse_child,
+            "BatchBuilder",
+            lambda light_mode=light, **kwargs: BatchBuilder(**{**kwargs, "light": light_mode}),
+        )
+        out = io.BytesIO()
+        with seeded_ids(3):
+            parse_child.run(job, out)
+        frames.append(_frames(out.getvalue()))
+    assert frames[0] == frames[1]
+    assert len(frames[0]) >= 2 and frames[0][-1] == repr(parse_child.END)

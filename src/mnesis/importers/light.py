@@ -210,6 +210,8 @@ def _plainly_valid(items: list[LightItem]) -> bool:
                 done = part.completed_at
                 if not (fits_int64(part.started_at) and (done is None or fits_int64(done))):
                     return False
+                if not (part.tool_name and part.tool_call_id):
+                    return False
                 texts += (part.tool_name, part.tool_call_id)
             elif type(part) is not Text:
                 return False

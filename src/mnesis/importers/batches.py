@@ -18,9 +18,19 @@ stored message as new parts (:class:`Extension`), as a live session appends part
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-from mnesis.importers.records import Meta, ParsedItem, ToolCall, ToolResult, Turn
+from mnesis.importers.light import (
+    BuiltPart,
+    LightItem,
+    LightMessage,
+    LightPart,
+    LightTool,
+    fits_int64,
+    light_tokens,
+    part_model,
+)
+from mnesis.importers.records import Meta, ParsedItem, Text, ToolCall, ToolResult, Turn
 from mnesis.models.ids import new_id
 from mnesis.models.message import Message
 from mnesis.models.parts import MessagePart, ReasoningPart, TextPart, ToolPart, ToolStatus
@@ -36,14 +46,23 @@ _MESSAGE_OVERHEAD = 4
 _TITLE_CHARS = 80
 
 
-def part_tokens(part: MessagePart) -> int:
+def part_tokens(part: MessagePart | LightPart) -> int:
     """The token estimate an imported part is stored with."""
+    if type(part) is Text or type(part) is LightTool:
+        return light_tokens(part)
     if isinstance(part, (TextPart, ReasoningPart)):  # a tuple: cheaper than a union
         return heuristic_token_count(part.text)
     if isinstance(part, ToolPart):
         size = heuristic_token_count(part.output or "") + heuristic_token_count(str(part.input))
         return size + 8
     return 0
+
+
+def _text_of(part: BuiltPart) -> str | None:
+    """The text of a text part (None: reasoning, a tool call)."""
+    if isinstance(part, TextPart) or (isinstance(part, Text) and not part.reasoning):
+        return part.text
+    return None
 
 
 @dataclass(slots=True)
@@ -124,12 +143,15 @@ class Batch:
     calls: list[tuple[str, str, str]] = field(default_factory=list)
     """With ``rows``: ``(call ID, part ID, message ID)`` of each tool call stored
     ``running``."""
+    light: list[LightItem] = field(default_factory=list)
+    """From a builder made with ``light=True``: the messages, as plain data (then
+    ``messages`` is empty; see :mod:`mnesis.importers.light`)."""
 
 
 @dataclass(slots=True)
 class _Pending:
-    message: Message
-    parts: list[MessagePart]
+    message: Message | LightMessage
+    parts: list[BuiltPart]
     merge_key: str | None
 
 
@@ -145,7 +167,7 @@ class _Sink:
     first_text: str | None = None
     first_at: int = 0
     tail: Tail | None = None
-    extension: list[MessagePart] = field(default_factory=list)
+    extension: list[BuiltPart] = field(default_factory=list)
     extension_finish: str | None = None
 
 
@@ -159,11 +181,14 @@ class BatchBuilder:
         sessions: dict[str, str] | None = None,
         tails: dict[str, Any] | None = None,
         parent_key: str | None = None,
+        light: bool = False,
     ) -> None:
         """``sessions`` maps session keys (``""`` for the file's own) to sessions that an
         earlier import created, ``tails`` those keys to the :meth:`Tail.to_state` of their
-        last stored message; ``label`` starts the titles of new sessions."""
+        last stored message; ``label`` starts the titles of new sessions. ``light``: the
+        batches hold their messages as plain data (:attr:`Batch.light`)."""
         self.label = label
+        self._light = light
         self.meta = Meta()
         self._sinks: dict[str | None, _Sink] = {}
         for key, session_id in (sessions or {}).items():
@@ -172,7 +197,7 @@ class BatchBuilder:
             sink = self._sinks.get(key or None)
             if sink is not None:
                 sink.tail = Tail.from_state(state)
-        self._open_calls: dict[str, ToolPart] = {}
+        self._open_calls: dict[str, ToolPart | LightTool] = {}
         self._late: list[tuple[ToolResult, str | None]] = []
         self._parent_key = parent_key
         self._created: list[str] = []
@@ -222,19 +247,14 @@ class BatchBuilder:
         if extends and sink.tail is not None and sink.tail.skip:
             skipped = min(sink.tail.skip, len(pieces))
             pieces, sink.tail.skip = pieces[skipped:], sink.tail.skip - skipped
-        parts: list[MessagePart] = []
+        parts: list[BuiltPart] = []
         for piece in pieces:
             if isinstance(piece, ToolCall):
-                part = ToolPart(
-                    tool_name=piece.name or "unknown",
-                    tool_call_id=piece.call_id,
-                    input=piece.input,
-                    status=ToolStatus(state="running", started_at=turn.created_at),
-                )
-                self._open_calls[piece.call_id] = part
-                parts.append(part)
+                call = self._call(piece, turn.created_at)
+                self._open_calls[piece.call_id] = call
+                parts.append(call)
             else:
-                parts.append(piece)
+                parts.append(piece if self._light else part_model(piece))
                 self.buffered_chars += len(piece.text)
         if not parts:
             return
@@ -246,7 +266,7 @@ class BatchBuilder:
         if turn.model and sink.model is None and turn.role == "assistant":
             sink.model = turn.model
         if sink.first_text is None and turn.role == "user":
-            sink.first_text = next((p.text for p in parts if isinstance(p, TextPart)), None)
+            sink.first_text = next((t for p in parts if (t := _text_of(p)) is not None), None)
         if not sink.first_at:
             sink.first_at = turn.created_at
         last = sink.buffer[-1] if sink.buffer else None
@@ -260,25 +280,46 @@ class BatchBuilder:
             if turn.finish_reason:
                 last.message.finish_reason = turn.finish_reason
             return
-        message = Message(
-            id=new_id("msg"),
-            session_id=sink.session_id,
-            role=turn.role,
-            created_at=turn.created_at,
-            model_id=turn.model if turn.role == "assistant" else None,
-            finish_reason=turn.finish_reason,
-        )
+        message = self._message(new_id("msg"), sink.session_id, turn)
         sink.buffer.append(_Pending(message, parts, turn.merge_key))
         self.buffered += 1
+
+    def _call(self, piece: ToolCall, at: int) -> ToolPart | LightTool:
+        """The part of a tool call (stored ``running`` unless its result arrives)."""
+        name = piece.name or "unknown"
+        if self._light and piece.call_id and fits_int64(at):
+            return LightTool(name, piece.call_id, piece.input, at)
+        # The model path, and in light mode the error it raises for these values.
+        status = ToolStatus(state="running", started_at=at)
+        return ToolPart(
+            tool_name=name, tool_call_id=piece.call_id, input=piece.input, status=status
+        )
+
+    def _message(self, message_id: str, session_id: str, turn: Turn) -> Message | LightMessage:
+        model = turn.model if turn.role == "assistant" else None
+        if self._light and fits_int64(turn.created_at):
+            return LightMessage(
+                message_id, session_id, turn.role, turn.created_at, model, turn.finish_reason
+            )
+        # The model path, and in light mode the error it raises for this time.
+        return Message(
+            id=message_id,
+            session_id=session_id,
+            role=turn.role,
+            created_at=turn.created_at,
+            model_id=model,
+            finish_reason=turn.finish_reason,
+        )
 
     def _result(self, result: ToolResult, key: str | None) -> None:
         self._tool_results += 1
         part = self._open_calls.pop(result.call_id, None)
         self.buffered_chars += len(result.output)
         if part is not None:
+            status = part if isinstance(part, LightTool) else part.status
             part.output = result.output
-            part.status.state = "error" if result.is_error else "completed"
-            part.status.completed_at = result.created_at
+            status.state = "error" if result.is_error else "completed"
+            status.completed_at = result.created_at
             if result.is_error:
                 part.error_message = result.output[:500] or "error"
             return
@@ -304,13 +345,15 @@ class BatchBuilder:
         return False
 
     # -- cutting -----------------------------------------------------------------
-    def _close_calls(self, parts: list[MessagePart]) -> None:
+    def _close_calls(self, parts: list[BuiltPart]) -> None:
         """Forget the calls written ``running``: a result that arrives after the cut
         completes the stored call."""
         if not self._open_calls:  # the usual case: every call so far has its result
             return
         for part in parts:
-            if isinstance(part, ToolPart) and part.status.state == "running":
+            if (type(part) is LightTool and part.state == "running") or (
+                isinstance(part, ToolPart) and part.status.state == "running"
+            ):
                 self._open_calls.pop(part.tool_call_id, None)
 
     def _announce(self, sink: _Sink, out: list[SessionRecord]) -> None:
@@ -351,6 +394,7 @@ class BatchBuilder:
             self._announce(self._sink(None), sessions)
         last_id = next((s.buffer[-1].message.id for s in self._sinks.values() if s.buffer), None)
         messages: list[NewMessage] = []
+        light: list[LightItem] = []
         extensions: list[Extension] = []
         for sink in self._sinks.values():
             if sink.extension and sink.tail is not None:
@@ -359,7 +403,7 @@ class BatchBuilder:
                     Extension(
                         sink.key or "",
                         sink.tail.message_id,
-                        sink.extension,
+                        [part_model(p) for p in sink.extension],
                         tokens,
                         sink.extension_finish,
                         sink.tail.role,
@@ -369,8 +413,14 @@ class BatchBuilder:
             sink.extension, sink.extension_finish = [], None
             for pending in sink.buffer:
                 tokens = [part_tokens(p) for p in pending.parts]
-                pending.message.token_estimate = sum(tokens) + _MESSAGE_OVERHEAD
-                messages.append(NewMessage(pending.message, pending.parts, tokens))
+                message = pending.message
+                message.token_estimate = sum(tokens) + _MESSAGE_OVERHEAD
+                if isinstance(message, LightMessage):
+                    light.append((message, pending.parts, tokens))
+                else:  # the model path: models only
+                    messages.append(
+                        NewMessage(message, cast(list[MessagePart], pending.parts), tokens)
+                    )
                 self._close_calls(pending.parts)
             if sink.buffer:
                 last = sink.buffer[-1]
@@ -401,6 +451,7 @@ class BatchBuilder:
             last_message_id=last_id,
             tool_results=self._tool_results,
             extensions=extensions,
+            light=light,
             tails={
                 (k or ""): s.tail.to_state()
                 for k, s in self._sinks.items()

@@ -16,8 +16,7 @@ import os
 from typing import Any
 
 from mnesis.importers import records
-from mnesis.importers.records import Clock, Meta, ToolResult, Turn, as_text, tool_call
-from mnesis.models.parts import ReasoningPart, TextPart
+from mnesis.importers.records import Clock, Meta, Text, ToolResult, Turn, as_text, tool_call
 
 __all__ = ["ClaudeCodeParser", "default_paths"]
 
@@ -67,7 +66,7 @@ class ClaudeCodeParser:
 
     def _user(self, content: object, at: int, sidechain: bool) -> list[records.ParsedItem]:
         if isinstance(content, str):
-            return [Turn("user", at, [TextPart(text=content)], sidechain=sidechain)]
+            return [Turn("user", at, [Text(content)], sidechain=sidechain)]
         if not isinstance(content, list):
             raise ValueError("user message content must be text or a list of blocks")
         items: list[records.ParsedItem] = []
@@ -88,7 +87,7 @@ class ClaudeCodeParser:
             else:
                 text = as_text([block])
                 if text:
-                    texts.append(TextPart(text=text))
+                    texts.append(Text(text))
         if texts:
             items.insert(0, Turn("user", at, texts, sidechain=sidechain))
         return items
@@ -105,9 +104,9 @@ class ClaudeCodeParser:
                 continue
             kind = block.get("type")
             if kind == "text" and isinstance(block.get("text"), str):
-                parts.append(TextPart(text=block["text"]))
+                parts.append(Text(block["text"]))
             elif kind == "thinking" and isinstance(block.get("thinking"), str):
-                parts.append(ReasoningPart(text=block["thinking"]))
+                parts.append(Text(block["thinking"], reasoning=True))
             elif kind in ("tool_use", "server_tool_use"):
                 parts.append(tool_call(block.get("id"), block.get("name"), block.get("input")))
         model = message.get("model")

@@ -18,13 +18,13 @@ from mnesis.importers.records import (
     Clock,
     Meta,
     ParsedItem,
+    Text,
     ToolResult,
     Turn,
     as_text,
     tool_call,
     tool_input,
 )
-from mnesis.models.parts import ReasoningPart, TextPart
 
 __all__ = ["CodexParser", "default_paths"]
 
@@ -93,11 +93,11 @@ class CodexParser:
             text = as_text(item.get("content"))
             model = self._model if role == "assistant" else None
             key = "turn" if role == "assistant" else None
-            turn = Turn(role, at, [TextPart(text=text)], model=model, merge_key=key)  # type: ignore[arg-type]
+            turn = Turn(role, at, [Text(text)], model=model, merge_key=key)  # type: ignore[arg-type]
             return [turn] if text else []
         if kind == "reasoning":
             text = as_text(item.get("summary"))
-            turn = Turn("assistant", at, [ReasoningPart(text=text)], merge_key="turn")
+            turn = Turn("assistant", at, [Text(text, reasoning=True)], merge_key="turn")
             return [turn] if text else []
         if kind in ("function_call", "custom_tool_call", "local_shell_call"):
             raw = item.get("arguments", item.get("input", item.get("action")))

@@ -20,7 +20,6 @@ from typing import Any
 
 from mnesis.importers import records
 from mnesis.importers.records import Clock, ToolResult, Turn, as_text, tool_call
-from mnesis.models.parts import TextPart
 
 __all__ = ["GenericJsonlParser"]
 
@@ -48,7 +47,7 @@ class GenericJsonlParser:
             return [ToolResult(call_id, text, at, is_error=bool(record.get("is_error")))]
         if role not in ("system", "user", "assistant"):
             raise ValueError(f"'role' must be system, user, assistant or tool, not {role!r}")
-        parts: list[records.TurnPart] = [TextPart(text=text)] if text else []
+        parts: list[records.TurnPart] = [records.Text(text)] if text else []
         for call in record.get("tool_calls") or []:
             if not isinstance(call, dict) or not call.get("id"):
                 raise ValueError("each tool call needs an 'id'")

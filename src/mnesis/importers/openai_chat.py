@@ -14,7 +14,6 @@ from typing import Any
 
 from mnesis.importers import records
 from mnesis.importers.records import Clock, ToolResult, Turn, as_text, tool_call
-from mnesis.models.parts import ReasoningPart, TextPart
 
 __all__ = ["OpenAIChatParser"]
 
@@ -60,10 +59,10 @@ class OpenAIChatParser:
         parts: list[records.TurnPart] = []
         reasoning = message.get("reasoning_content")
         if isinstance(reasoning, str) and reasoning:
-            parts.append(ReasoningPart(text=reasoning))
+            parts.append(records.Text(reasoning, reasoning=True))
         text = as_text(message.get("content"))
         if text:
-            parts.append(TextPart(text=text))
+            parts.append(records.Text(text))
         for call in message.get("tool_calls") or []:
             if not isinstance(call, dict):
                 continue

@@ -20,6 +20,7 @@ from typing import Any, BinaryIO
 
 from mnesis.importers.batches import Batch, BatchBuilder
 from mnesis.importers.formats import FORMATS
+from mnesis.importers.light import light_prepared, new_messages
 from mnesis.importers.pipeline import Limits, cut_batches
 from mnesis.importers.reader import read_jsonl
 from mnesis.importers.wire import dump_batch
@@ -72,7 +73,13 @@ def _encoded(batch: Batch) -> Batch:
 def _prepared(batch: Batch, preparer: RowPreparer) -> Batch:
     """``batch`` checked and turned into the rows of its inserts (see
     :class:`~mnesis.store.shared.batch.RowPreparer`), so the writing process does little
-    more than insert them. The extensions the writer appends first count as neighbours."""
+    more than insert them. The extensions the writer appends first count as neighbours.
+    Messages held as plain data (:attr:`Batch.light`) become rows without models when the
+    store's batch check plainly accepts them, else they go the model path."""
+    light = light_prepared(batch.light) if batch.light else None
+    if batch.light and light is None:
+        batch.messages += new_messages(batch.light)
+    batch.light = []
     check_new_messages(batch.messages)
     for extension in batch.extensions:
         session_id = batch.known_sessions[extension.session_key]
@@ -81,14 +88,17 @@ def _prepared(batch: Batch, preparer: RowPreparer) -> Batch:
             for part in extension.parts
         ]
         preparer.extend(session_id, extension.role, columns)
-    prepared = encode_batch(batch.messages)
+    if light is not None:
+        prepared, batch.calls = light
+    else:
+        prepared = encode_batch(batch.messages)
+        batch.calls = [
+            (part.tool_call_id, row[0], item.message.id)
+            for item, rows in prepared
+            for part, row in zip(item.parts, rows, strict=True)
+            if isinstance(part, ToolPart) and part.status.state == "running"
+        ]
     batch.rows = preparer.prepare(prepared, now_ms())
-    batch.calls = [
-        (part.tool_call_id, row[0], item.message.id)
-        for item, rows in prepared
-        for part, row in zip(item.parts, rows, strict=True)
-        if isinstance(part, ToolPart) and part.status.state == "running"
-    ]
     batch.messages = []
     return batch
 
@@ -97,7 +107,12 @@ def run(job: ParseJob, out: BinaryIO) -> None:
     """Parse ``job`` and write its frames to ``out``."""
     try:
         parser = FORMATS[job.format]()
-        builder = BatchBuilder(label=parser.label, sessions=job.sessions, tails=job.tails)
+        builder = BatchBuilder(
+            label=parser.label,
+            sessions=job.sessions,
+            tails=job.tails,
+            light=job.starts is not None,
+        )
         lines = read_jsonl(job.path, offset=job.offset, line=job.line)
         preparer = None if job.starts is None else RowPreparer(job.starts)
         for batch in cut_batches(lines, parser, builder, job.limits, (job.offset, job.line)):

@@ -11,12 +11,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from mnesis.models.parts import ReasoningPart, TextPart
-
 __all__ = [
     "Clock",
     "Meta",
     "ParsedItem",
+    "Text",
     "ToolCall",
     "ToolResult",
     "Turn",
@@ -37,7 +36,17 @@ class ToolCall:
     input: dict[str, Any]
 
 
-TurnPart = TextPart | ReasoningPart | ToolCall
+@dataclass(slots=True, frozen=True)
+class Text:
+    """Text of a turn: what the user or the model wrote, or the model's reasoning. (Plain
+    data, not a :class:`~mnesis.models.parts.TextPart`: a parser's text is always a
+    ``str``, and the import's parser process builds rows without part models.)"""
+
+    text: str
+    reasoning: bool = False
+
+
+TurnPart = Text | ToolCall
 """What a turn is made of."""
 
 

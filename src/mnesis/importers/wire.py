@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from mnesis.importers.batches import Batch
+from mnesis.importers.light import trusted_model
 from mnesis.models.message import Message
 from mnesis.models.parts import PART_TYPES, MessagePart, ToolStatus
 from mnesis.models.tokens import TokenUsage
@@ -42,7 +43,6 @@ _NESTING = frozenset(
     )
 )
 """Classes with a field that may hold a model (packed in turn)."""
-_set = object.__setattr__
 
 PackedModel = tuple[int, tuple[Any, ...], tuple[int, ...]]
 """``(class index, field values in the class's field order, positions of the values that
@@ -102,13 +102,7 @@ def _unpack(packed: PackedModel) -> Any:
     data = dict(zip(names, values, strict=True))
     for position in nested:
         data[names[position]] = _unpack(values[position])
-    cls = _CLASSES[index]
-    model = cls.__new__(cls)
-    _set(model, "__dict__", data)
-    _set(model, "__pydantic_fields_set__", set(names))
-    _set(model, "__pydantic_extra__", None)
-    _set(model, "__pydantic_private__", None)
-    return model
+    return trusted_model(_CLASSES[index], data)
 
 
 def dump_batch(batch: Batch) -> bytes:

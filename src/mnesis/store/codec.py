@@ -37,11 +37,14 @@ __all__ = [
     "decode_part",
     "dumps",
     "encode_part",
+    "indexed_text",
     "loads_column",
     "make_message",
+    "part_columns",
     "part_from_data",
     "pre_encoded",
     "searchable_text",
+    "tool_search_text",
     "usage_from_sums",
 ]
 
@@ -77,8 +80,9 @@ def loads_column(text: object, table: str, row_id: object, column: str) -> Any:
         ) from None
 
 
-def _clean(text: str) -> str:
-    """Text safe for an index: lone surrogates become U+FFFD, NUL a space, CJK bigrams added."""
+def indexed_text(text: str) -> str:
+    """Text safe for an index: lone surrogates become U+FFFD, NUL a space, CJK bigrams
+    added (the very object when it is plain ASCII)."""
     if text.isascii() and "\x00" not in text:
         return text
     try:
@@ -88,19 +92,26 @@ def _clean(text: str) -> str:
     return index_text(text.replace("\x00", " "))
 
 
+def tool_search_text(
+    tool_name: str, tool_input: Any, output: str | None, error_message: str | None
+) -> str:
+    """The indexed text of a tool part with these fields (see :func:`searchable_text`)."""
+    pieces = [tool_name, dumps(tool_input)]
+    if output:
+        pieces.append(output)
+    if error_message:
+        pieces.append(error_message)
+    return indexed_text("\n".join(pieces))
+
+
 def searchable_text(part: MessagePart) -> str | None:
     """The text the full-text index holds for a part (None: not indexed)."""
     if isinstance(part, TextPart | ReasoningPart):
-        return _clean(part.text)
+        return indexed_text(part.text)
     if isinstance(part, ToolPart):
-        pieces = [part.tool_name, dumps(part.input)]
-        if part.output:
-            pieces.append(part.output)
-        if part.error_message:
-            pieces.append(part.error_message)
-        return _clean("\n".join(pieces))
+        return tool_search_text(part.tool_name, part.input, part.output, part.error_message)
     if isinstance(part, FileRefPart):
-        return _clean(f"{part.path}\n{part.exploration_summary}")
+        return indexed_text(f"{part.path}\n{part.exploration_summary}")
     return None
 
 
@@ -153,6 +164,21 @@ def _part_data(part: MessagePart) -> dict[str, Any]:
     return data
 
 
+def part_columns(part_type: str, content: str, text_content: str | None) -> dict[str, Any]:
+    """The columns :func:`encode_part` gives a part, its tool columns None."""
+    return {
+        "part_type": part_type,
+        "content": content,
+        "text_content": text_content,
+        "tool_name": None,
+        "tool_call_id": None,
+        "tool_state": None,
+        "compacted_at": None,
+        "started_at": None,
+        "completed_at": None,
+    }
+
+
 def encode_part(
     part: MessagePart, content: Callable[[dict[str, Any], str | None], str] | None = None
 ) -> dict[str, Any]:
@@ -165,17 +191,7 @@ def encode_part(
             return dict(found[1])
     text = searchable_text(part)
     data = _part_data(part)
-    row: dict[str, Any] = {
-        "part_type": part.type,
-        "content": dumps(data) if content is None else content(data, text),
-        "text_content": text,
-        "tool_name": None,
-        "tool_call_id": None,
-        "tool_state": None,
-        "compacted_at": None,
-        "started_at": None,
-        "completed_at": None,
-    }
+    row = part_columns(part.type, dumps(data) if content is None else content(data, text), text)
     if isinstance(part, ToolPart):
         row.update(
             tool_name=part.tool_name,

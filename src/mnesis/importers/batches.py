@@ -26,12 +26,11 @@ from mnesis.importers.light import (
     LightMessage,
     LightPart,
     LightTool,
-    fits_int64,
-    light_tokens,
     part_model,
 )
 from mnesis.importers.records import Meta, ParsedItem, Text, ToolCall, ToolResult, Turn
 from mnesis.models.ids import new_id
+from mnesis.models.limits import fits_int64
 from mnesis.models.message import Message
 from mnesis.models.parts import MessagePart, ReasoningPart, TextPart, ToolPart, ToolStatus
 from mnesis.store.base import NewMessage, SessionRecord
@@ -48,11 +47,9 @@ _TITLE_CHARS = 80
 
 def part_tokens(part: MessagePart | LightPart) -> int:
     """The token estimate an imported part is stored with."""
-    if type(part) is Text or type(part) is LightTool:
-        return light_tokens(part)
-    if isinstance(part, (TextPart, ReasoningPart)):  # a tuple: cheaper than a union
+    if isinstance(part, (Text, TextPart, ReasoningPart)):  # a tuple: cheaper than a union
         return heuristic_token_count(part.text)
-    if isinstance(part, ToolPart):
+    if isinstance(part, (LightTool, ToolPart)):
         size = heuristic_token_count(part.output or "") + heuristic_token_count(str(part.input))
         return size + 8
     return 0

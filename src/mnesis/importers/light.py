@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from mnesis.importers.records import Text
 from mnesis.models.ids import new_id
-from mnesis.models.limits import INT64_MAX, INT64_MIN
+from mnesis.models.limits import INT64_MAX, fits_int64
 from mnesis.models.message import Message
 from mnesis.models.parts import (
     MessagePart,
@@ -37,10 +37,10 @@ from mnesis.models.parts import (
     ToolStatus,
 )
 from mnesis.store.base import NewMessage
+from mnesis.store.checks import plain_texts
 from mnesis.store.codec import indexed_text, part_columns, tool_search_text
 from mnesis.store.shared.part_text import shrink_content
 from mnesis.store.shared.rows import EncodedParts
-from mnesis.tokens.estimator import heuristic_token_count
 
 __all__ = [
     "BuiltPart",
@@ -48,9 +48,7 @@ __all__ = [
     "LightMessage",
     "LightPart",
     "LightTool",
-    "fits_int64",
     "light_prepared",
-    "light_tokens",
     "new_messages",
     "part_model",
     "trusted_model",
@@ -58,11 +56,6 @@ __all__ = [
 
 
 _Model = TypeVar("_Model", bound=BaseModel)
-
-
-def fits_int64(value: int) -> bool:
-    """Whether ``value`` fits a 64-bit column (what the models' ``Int64`` fields accept)."""
-    return INT64_MIN <= value <= INT64_MAX
 
 
 @dataclass(slots=True)
@@ -168,16 +161,6 @@ LightItem = tuple[LightMessage, list[BuiltPart], list[int]]
 """A message of a batch, its parts and their token estimates."""
 
 
-def light_tokens(part: LightPart) -> int:
-    """The token estimate of a part (:func:`~mnesis.importers.batches.part_tokens` of its
-    model)."""
-    if type(part) is Text:
-        return heuristic_token_count(part.text)
-    assert isinstance(part, LightTool)
-    size = heuristic_token_count(part.output or "") + heuristic_token_count(str(part.input))
-    return size + 8
-
-
 def part_model(part: BuiltPart) -> MessagePart:
     """The model of ``part``, as the model path builds it (a model: itself)."""
     if isinstance(part, LightTool):
@@ -221,12 +204,7 @@ def _plainly_valid(items: list[LightItem]) -> bool:
                 return False
         if any(t > INT64_MAX for t in tokens):
             return False
-    joined = "\x1f".join(texts)
-    try:
-        joined.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return "\x00" not in joined
+    return plain_texts(texts)
 
 
 _TEXT_KINDS = ("text", "reasoning")

@@ -6,7 +6,14 @@ accepts is always one the store can write and read back.
 
 from __future__ import annotations
 
-__all__ = ["INT64_MAX", "INT64_MIN", "MAX_JSON_DEPTH", "json_depth_exceeds", "saturating_add"]
+__all__ = [
+    "INT64_MAX",
+    "INT64_MIN",
+    "MAX_JSON_DEPTH",
+    "fits_int64",
+    "json_depth_exceeds",
+    "saturating_add",
+]
 
 INT64_MAX = 2**63 - 1
 """The largest integer a SQLite ``INTEGER`` / PostgreSQL ``BIGINT`` column holds."""
@@ -14,6 +21,11 @@ INT64_MIN = -(2**63)
 """The smallest integer a SQLite ``INTEGER`` / PostgreSQL ``BIGINT`` column holds."""
 MAX_JSON_DEPTH = 100
 """The deepest nesting of lists and objects accepted in a JSON value (a tool's input)."""
+
+
+def fits_int64(value: int) -> bool:
+    """Whether ``value`` fits a 64-bit column (what the models' ``Int64`` fields accept)."""
+    return INT64_MIN <= value <= INT64_MAX
 
 
 def saturating_add(a: int, b: int) -> int:

@@ -40,6 +40,7 @@ __all__ = [
     "check_sequence",
     "check_summary",
     "check_tokens",
+    "plain_texts",
 ]
 
 
@@ -231,6 +232,12 @@ def _plainly_valid(items: Sequence[object]) -> bool:
             return False
         if not _plain_parts(item, texts):
             return False
+    return plain_texts(texts)
+
+
+def plain_texts(texts: list[str]) -> bool:
+    """True when no text holds a NUL or a lone surrogate (one join, one UTF-8 encoding:
+    the identifiers and plain-text fields of a batch, checked at once)."""
     joined = "\x1f".join(texts)
     if "\x00" in joined:
         return False

@@ -16,6 +16,7 @@ from __future__ import annotations
 import sqlite3
 
 from mnesis.store.shared.batch import CONTEXT_MESSAGE_INSERT
+from mnesis.store.sqlite.rows import _next_value
 
 __all__ = [
     "MESSAGE_SLOT_INSERT",
@@ -79,12 +80,6 @@ def message_slot_insert(keys: bool) -> str:
 
 def next_position(conn: sqlite3.Connection, session_id: str, *, keys: bool) -> int:
     """The next context position of a session (an index lookup on its maximum)."""
-    sql = (
-        _NEXT_POSITION
-        if keys
-        else _NEXT_POSITION.replace(
-            f"context_slots WHERE session_key = {_SESSION_KEY}",
-            "context_items WHERE session_id = ?",
-        )
-    )
-    return int(conn.execute(sql, (session_id,)).fetchone()[0])
+    if not keys:
+        return _next_value(conn, "context_items", "position", session_id)
+    return int(conn.execute(_NEXT_POSITION, (session_id,)).fetchone()[0])

@@ -23,6 +23,13 @@ class Parser(Protocol):
     def parse(self, record: Any) -> list[ParsedItem]:
         """The records of one line; ``ValueError`` for a line of the wrong shape."""
 
+    def state(self) -> dict[str, Any]:
+        """What the parser carries from line to line (JSON data, small), kept in the
+        import's progress so that a later import of the grown file continues with it."""
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from an earlier :meth:`state` (anything unexpected is ignored)."""
+
 
 FORMATS: dict[str, Callable[[], Parser]] = {
     "claude-code": ClaudeCodeParser,

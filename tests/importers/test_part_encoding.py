@@ -116,4 +116,3 @@ def test_the_json_of_a_shrunk_text_part_follows_its_flags(round_: int) -> None:
     flags = [(False, False), (True, False), (False, True), (True, True)]
     for synthetic, ignored in flags[round_:] + flags[:round_]:
         _check(TextPart(text="long enough to be left out", synthetic=synthetic, ignored=ignored))
-

@@ -76,6 +76,12 @@ class ImportReport:
     """For a sub-agent's own transcript: the session it was linked under."""
 
 
+_CLAUDE_CODE_ONLY = frozenset(
+    ("file-history-snapshot", "queue-operation", "progress", "custom-title", "system")
+)
+"""Record types only Claude Code writes (a file may begin with a run of them)."""
+
+
 def _sniff(path: str) -> str:
     with open(path, "rb") as handle:
         for _, raw in zip(range(50), handle, strict=False):
@@ -89,6 +95,8 @@ def _sniff(path: str) -> str:
             if kind in ("user", "assistant", "summary") and (
                 "message" in value or kind == "summary"
             ):
+                return "claude-code"
+            if kind in _CLAUDE_CODE_ONLY:
                 return "claude-code"
             if kind in ("session_meta", "response_item", "turn_context") or "payload" in value:
                 return "codex"

@@ -235,7 +235,7 @@ class BatchBuilder:
     def add(self, item: ParsedItem) -> None:
         """Take one parsed record (held until :meth:`cut`)."""
         if isinstance(item, Meta):
-            for name in ("cwd", "model", "title", "source_id"):
+            for name in ("cwd", "model", "title", "source_id", "chosen_title"):
                 value = getattr(item, name)
                 if value and not getattr(self.meta, name):
                     setattr(self.meta, name, value)
@@ -390,6 +390,8 @@ class BatchBuilder:
             title_bits.append("sub-agent")
         if self.meta.cwd:
             title_bits.append(self.meta.cwd)
+        if self.meta.chosen_title:
+            title_bits.append(" ".join(self.meta.chosen_title.split())[:_TITLE_CHARS])
         summary = self.meta.title or sink.first_text
         if summary:
             title_bits.append(" ".join(summary.split())[:_TITLE_CHARS])

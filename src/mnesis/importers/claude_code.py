@@ -119,7 +119,7 @@ class ClaudeCodeParser:
             return [Meta(title=summary)] if isinstance(summary, str) else []
         if kind == "custom-title":
             title = record.get("customTitle")
-            return [Meta(title=title)] if isinstance(title, str) and title else []
+            return [Meta(chosen_title=title)] if isinstance(title, str) and title else []
         if kind == "system":
             return self._system(record)
         if kind not in ("user", "assistant"):

@@ -91,6 +91,8 @@ class Meta:
     model: str | None = None
     title: str | None = None
     source_id: str | None = None
+    chosen_title: str | None = None
+    """A title the user gave the session (it wins over ``title``)."""
 
 
 ParsedItem = Turn | ToolResult | Meta

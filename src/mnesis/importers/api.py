@@ -20,7 +20,7 @@ from typing import Any
 from mnesis.errors import InvalidArgumentError, MessageNotFoundError
 from mnesis.importers import claude_code, codex
 from mnesis.importers.batches import Batch, BatchBuilder
-from mnesis.importers.formats import FORMATS, Parser
+from mnesis.importers.formats import FORMATS, Parser, skip_lines
 from mnesis.importers.parse_child import ParseJob
 from mnesis.importers.pipeline import Limits, ParseThread, SourceLine
 from mnesis.importers.process import ParseProcess
@@ -215,7 +215,8 @@ async def _import(
         builder = BatchBuilder(
             label=parser.label, sessions=sessions, tails=tails, parent_session=parent_session
         )
-        batches = ParseThread(_lines(full, fmt, source), parser, builder, limits, start)
+        lines = _lines(full, fmt, source, skip_lines(parser))
+        batches = ParseThread(lines, parser, builder, limits, start)
     known: dict[str, str] = {}
     created: list[str] = []
     async with batches:
@@ -266,11 +267,13 @@ def _parent_file(path: str) -> tuple[str, bool] | None:
     return os.path.realpath(parent), os.path.isfile(parent)
 
 
-def _lines(path: str, fmt: str, source: ImportSource) -> Iterable[SourceLine | LineError]:
+def _lines(
+    path: str, fmt: str, source: ImportSource, skip: Callable[[bytes], bool] | None
+) -> Iterable[SourceLine | LineError]:
     """The lines (or JSON items) of ``path`` past what ``source`` imported."""
     if _whole_json(path, fmt):
         return _json_lines(path, int(source.state.get("json_items", 0)))
-    return read_jsonl(path, offset=source.byte_offset, line=source.lines)
+    return read_jsonl(path, offset=source.byte_offset, line=source.lines, skip=skip)
 
 
 def _whole_json(path: str, fmt: str) -> bool:

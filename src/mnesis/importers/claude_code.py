@@ -91,11 +91,32 @@ def parent_transcript(path: str) -> str | None:
     return os.path.join(folder, session + ".jsonl")
 
 
+_SKIPPED_TYPES = (
+    b'"type":"progress"',
+    b'"type":"file-history-snapshot"',
+    b'"type":"queue-operation"',
+)
+
+
+def skip_line(raw: bytes) -> bool:
+    """Whether the raw line is a record :class:`ClaudeCodeParser` makes nothing of
+    (``progress``, ``file-history-snapshot``, ``queue-operation``), told from its bytes
+    without decoding it: a real session's ``progress`` records (a running command's
+    whole output so far, again and again) can be most of its file. The record's own
+    ``type`` is the first ``"type":"`` of a line that opens no object or array before
+    it (inside a JSON string a quote is escaped, so the key cannot appear there)."""
+    at = raw.find(b'"type":"')
+    if at < 0 or not raw.startswith(_SKIPPED_TYPES, at):
+        return False
+    return raw.find(b"{", 1, at) < 0 and raw.find(b"[", 0, at) < 0
+
+
 class ClaudeCodeParser:
     """Parses the records of one Claude Code session file."""
 
     name = "claude-code"
     label = "Claude Code"
+    skip_line = staticmethod(skip_line)
 
     def __init__(self) -> None:
         self._clock = Clock()

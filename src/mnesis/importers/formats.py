@@ -11,7 +11,7 @@ from mnesis.importers.generic_jsonl import GenericJsonlParser
 from mnesis.importers.openai_chat import OpenAIChatParser
 from mnesis.importers.records import ParsedItem
 
-__all__ = ["FORMATS", "Parser"]
+__all__ = ["FORMATS", "Parser", "skip_lines"]
 
 
 class Parser(Protocol):
@@ -38,3 +38,11 @@ FORMATS: dict[str, Callable[[], Parser]] = {
     "jsonl": GenericJsonlParser,
 }
 """Format name → parser factory."""
+
+
+def skip_lines(parser: object) -> Callable[[bytes], bool] | None:
+    """The parser's ``skip_line(raw) -> bool``, if its format has one: raw lines it
+    would make nothing of, left undecoded (see
+    :func:`~mnesis.importers.reader.read_jsonl`)."""
+    skip = getattr(parser, "skip_line", None)
+    return skip if callable(skip) else None

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from mnesis.importers.batches import Batch, BatchBuilder
-from mnesis.importers.formats import FORMATS
+from mnesis.importers.formats import FORMATS, skip_lines
 from mnesis.importers.light import light_prepared, new_messages
 from mnesis.importers.pipeline import Limits, cut_batches
 from mnesis.importers.reader import read_jsonl
@@ -121,7 +121,7 @@ def run(job: ParseJob, out: BinaryIO) -> None:
             light=job.starts is not None,
             parent_session=job.parent_session,
         )
-        lines = read_jsonl(job.path, offset=job.offset, line=job.line)
+        lines = read_jsonl(job.path, offset=job.offset, line=job.line, skip=skip_lines(parser))
         preparer = None if job.starts is None else RowPreparer(job.starts)
         for batch in cut_batches(lines, parser, builder, job.limits, (job.offset, job.line)):
             ready = _encoded(batch) if preparer is None else _prepared(batch, preparer)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mnesis.importers.batches import Batch, BatchBuilder
-from mnesis.importers.reader import LineError
+from mnesis.importers.reader import SKIPPED, LineError
 from mnesis.importers.records import ParsedItem
 
 __all__ = ["DEPTH", "Limits", "LineParser", "ParseThread", "SourceLine", "cut_batches"]
@@ -166,6 +166,8 @@ def cut_batches(
         if isinstance(line, LineError):
             items: list[ParsedItem] = []
             problem: str | None = line.message
+        elif line.value is SKIPPED:
+            items, problem = [], None
         else:
             try:
                 items, problem = parser.parse(line.value), None

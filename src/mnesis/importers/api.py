@@ -268,7 +268,7 @@ def _parent_file(path: str) -> tuple[str, bool] | None:
 
 
 def _lines(
-    path: str, fmt: str, source: ImportSource, skip: Callable[[bytes], bool] | None
+    path: str, fmt: str, source: ImportSource, skip: Callable[[bytes], bool] | None = None
 ) -> Iterable[SourceLine | LineError]:
     """The lines (or JSON items) of ``path`` past what ``source`` imported."""
     if _whole_json(path, fmt):

@@ -17,8 +17,8 @@ import pytest
 
 from mnesis import MnesisSession
 from mnesis.config import CompactionConfig, MnesisConfig
-from mnesis.errors import InvalidArgumentError
-from mnesis.llm import LiteLLMClient
+from mnesis.errors import InvalidArgumentError, LLMError
+from mnesis.llm import Fail, FakeLLM, LiteLLMClient, Respond
 from mnesis.models.message import TextDelta, TurnComplete, TurnResult
 from tests.providers.servers import FINAL_TEXT, ProviderServer
 
@@ -151,6 +151,22 @@ class TestContinuingATurn:
         with pytest.raises(InvalidArgumentError, match="ended with the model's answer"):
             await session.send()
         assert len(anthropic_server.bodies) == 2
+        await session.close()
+
+    async def test_after_a_failed_model_call_the_same_user_message_is_answered(
+        self, tmp_path: Path
+    ) -> None:
+        llm = FakeLLM().script(Fail("overloaded"), Respond("second try"))
+        session = await MnesisSession.create(
+            model="fake/m", db_path=str(tmp_path / "s.db"), llm=llm, config=OFFLINE_COMPACTION
+        )
+        with pytest.raises(LLMError, match="overloaded"):
+            await session.send("Which port?")
+        result = await session.send()
+        assert result.text == "second try"
+        user = (await session.messages())[0]
+        assert user.role == "user" and result.user_message_id == user.id
+        assert [m["role"] for m in llm.calls[1].messages] == ["system", "user"]
         await session.close()
 
 

@@ -56,7 +56,7 @@ def attempts(monkeypatch: pytest.MonkeyPatch) -> Iterator[Attempts]:
     monkeypatch.setattr(socket.socket, "connect", connect)
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
     monkeypatch.setattr(litellm, "acompletion", acompletion)
-    monkeypatch.setattr(wiring, "_notices_logged", set())
+    monkeypatch.setattr(wiring, "_notices_logged", set(), raising=False)
     monkeypatch.delenv("MNESIS_MOCK_LLM", raising=False)
     yield seen
 

@@ -1,0 +1,133 @@
+"""Worker processes under faults: a worker SIGKILLed mid-job while turns queue more work,
+PostgreSQL restarted (``-m immediate``) under two workers, a worker started while the
+server is down. The server faults run on a throwaway cluster of their own."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from benchmarks._pg import Cluster, ClusterError
+
+from mnesis.workers import ensure_queue_schema, list_jobs
+from tests.pg_fixtures import throwaway_database
+from tests.workers import (
+    compaction_settled,
+    grow_session,
+    integrity_ok,
+    query,
+    request_compaction,
+    start_worker,
+    stop_workers,
+    wait_for,
+)
+
+pytestmark = pytest.mark.postgres
+
+STALLED_AFTER = 3.0
+"""``stalled_after_seconds`` of the test workers (tests/workers/worker_main.py)."""
+
+
+async def test_a_killed_workers_session_is_compacted_by_another_while_turns_queue_jobs(
+    pg_url: str, tmp_path: Path
+) -> None:
+    await ensure_queue_schema(pg_url)
+    session_id = await grow_session(pg_url, 35)
+    doomed = start_worker(pg_url, tmp_path, "doomed", "600")
+    workers = [doomed]
+    try:
+        await request_compaction(pg_url, session_id)
+        await wait_for((tmp_path / "doomed.started").exists, "the job to start")
+        doomed.kill()
+        await asyncio.to_thread(doomed.wait, 60)
+        killed = time.monotonic()
+        # New turns go on queueing compactions of the session while its job is orphaned.
+        await grow_session(pg_url, 3, session_id=session_id)
+        for _ in range(3):
+            await request_compaction(pg_url, session_id)
+
+        async def shown_stalled() -> bool:
+            jobs = await list_jobs(pg_url, stalled_after=STALLED_AFTER)
+            return [(j.session_id, j.status) for j in jobs] == [(session_id, "stalled")]
+
+        await wait_for(shown_stalled, "`mnesis jobs` to show the job as stalled", 30)
+        workers.append(start_worker(pg_url, tmp_path, "rescuer", "0"))
+        await wait_for(
+            lambda: compaction_settled(pg_url, session_id),
+            "another worker to finish the session's compaction",
+            max(1.0, killed + STALLED_AFTER + 30 - time.monotonic()),
+        )
+    finally:
+        await stop_workers(workers)
+    runs = query(
+        pg_url, "SELECT worker, status, error FROM mnesis_job_attempts ORDER BY job_id, attempt"
+    )
+    assert [r[:2] for r in runs][:2] == [("doomed", "lost"), ("rescuer", "succeeded")], runs
+    assert "no heartbeat" in runs[0][2]
+    assert {r[1] for r in runs[2:]} <= {"succeeded"}, runs
+    log = (tmp_path / "rescuer.log").read_text()
+    assert "WARNING" in log and session_id in log and "had no heartbeat" in log
+    assert await integrity_ok(pg_url, session_id) == []
+
+
+@pytest.fixture
+def own_cluster() -> Iterator[Cluster]:
+    """A PostgreSQL cluster of this test alone (it gets restarted and stopped)."""
+    try:
+        cluster = Cluster()
+        cluster.start()
+    except ClusterError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def _started(tmp: Path, name: str) -> bool:
+    log = tmp / f"{name}.log"
+    return log.exists() and "started on queues" in log.read_text()
+
+
+async def test_workers_outlive_a_postgresql_restart_and_a_start_while_it_is_down(
+    own_cluster: Cluster, tmp_path: Path
+) -> None:
+    dsn = f"postgresql://postgres@127.0.0.1:{own_cluster.port}/postgres"
+    with throwaway_database(dsn) as url:
+        await ensure_queue_schema(url)
+        first, second, third = [await grow_session(url, 35) for _ in range(3)]
+        workers = [start_worker(url, tmp_path, name, "0.2") for name in ("w1", "w2")]
+        try:
+            await wait_for(lambda: all(_started(tmp_path, n) for n in ("w1", "w2")), "workers")
+            await asyncio.to_thread(own_cluster.restart, "immediate")
+            for session_id in (first, second):
+                await request_compaction(url, session_id)
+
+            async def both_done() -> bool:
+                exited = [w.args[-2] for w in workers if w.poll() is not None]
+                assert not exited, f"workers exited after the restart: {exited}"
+                return all([await compaction_settled(url, s) for s in (first, second)])
+
+            await wait_for(both_done, "both sessions compacted after the restart", 60)
+            ran = query(url, "SELECT DISTINCT worker FROM mnesis_job_attempts WHERE status = %s",
+                        "succeeded")  # fmt: skip
+            assert sorted(r[0] for r in ran) == ["w1", "w2"]
+            await stop_workers(workers)
+
+            await asyncio.to_thread(own_cluster.halt)
+            workers.append(start_worker(url, tmp_path, "w3", "0"))
+            log = tmp_path / "w3.log"
+            await wait_for(lambda: "retrying in" in log.read_text(), "w3 to wait", 30)
+            assert workers[-1].poll() is None
+            await asyncio.to_thread(own_cluster.resume)
+            await wait_for(lambda: _started(tmp_path, "w3"), "w3 to start once the server is up")
+            await request_compaction(url, third)
+            await wait_for(lambda: compaction_settled(url, third), "w3 to compact", 60)
+        finally:
+            await stop_workers(workers)
+        assert [w.returncode for w in workers] == [0, 0, 0]
+        for session_id in (first, second, third):
+            assert await integrity_ok(url, session_id) == []

@@ -61,9 +61,10 @@ async def integrity_ok(url: str, session_id: str) -> list[str]:
 
 
 def query(url: str, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-    """Rows of one statement on ``url`` (synchronous)."""
+    """Rows of one statement on ``url`` (synchronous; [] for a statement without rows)."""
     with psycopg.connect(url, autocommit=True) as conn:
-        return list(conn.execute(sql, args).fetchall())
+        cur = conn.execute(sql, args)
+        return list(cur.fetchall()) if cur.description else []
 
 
 def start_worker(url: str, tmp: Path, name: str, *args: str) -> subprocess.Popen[bytes]:

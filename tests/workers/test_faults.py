@@ -35,12 +35,13 @@ async def test_a_killed_workers_session_is_compacted_by_another_while_turns_queu
     pg_url: str, tmp_path: Path
 ) -> None:
     await ensure_queue_schema(pg_url)
-    session_id = await grow_session(pg_url, 35)
     doomed = start_worker(pg_url, tmp_path, "doomed", "600")
     workers = [doomed]
     try:
+        session_id = await grow_session(pg_url, 22)
         await request_compaction(pg_url, session_id)
         await wait_for((tmp_path / "doomed.started").exists, "the job to start")
+        workers.append(start_worker(pg_url, tmp_path, "rescuer", "0"))
         doomed.kill()
         await asyncio.to_thread(doomed.wait, 60)
         killed = time.monotonic()
@@ -49,12 +50,11 @@ async def test_a_killed_workers_session_is_compacted_by_another_while_turns_queu
         for _ in range(3):
             await request_compaction(pg_url, session_id)
 
-        async def shown_stalled() -> bool:
-            jobs = await list_jobs(pg_url, stalled_after=STALLED_AFTER)
+        async def shown_stalled() -> bool:  # sooner than the workers' STALLED_AFTER
+            jobs = await list_jobs(pg_url, stalled_after=1.0)
             return [(j.session_id, j.status) for j in jobs] == [(session_id, "stalled")]
 
         await wait_for(shown_stalled, "`mnesis jobs` to show the job as stalled", 30)
-        workers.append(start_worker(pg_url, tmp_path, "rescuer", "0"))
         await wait_for(
             lambda: compaction_settled(pg_url, session_id),
             "another worker to finish the session's compaction",
@@ -92,42 +92,46 @@ def _started(tmp: Path, name: str) -> bool:
     return log.exists() and "started on queues" in log.read_text()
 
 
-async def test_workers_outlive_a_postgresql_restart_and_a_start_while_it_is_down(
+async def test_workers_started_while_postgresql_is_down_outlive_its_restart_mid_job(
     own_cluster: Cluster, tmp_path: Path
 ) -> None:
+    names = ("w1", "w2", "w3")
     dsn = f"postgresql://postgres@127.0.0.1:{own_cluster.port}/postgres"
     with throwaway_database(dsn) as url:
         await ensure_queue_schema(url)
-        first, second, third = [await grow_session(url, 35) for _ in range(3)]
-        workers = [start_worker(url, tmp_path, name, "0.2") for name in ("w1", "w2")]
+        sessions = await asyncio.gather(*(grow_session(url, 22) for _ in names))
+        await asyncio.to_thread(own_cluster.halt)
+        workers = [start_worker(url, tmp_path, name, "0.3") for name in names]
+
+        def alive() -> bool:
+            exited = [(w.args[-2], w.returncode) for w in workers if w.poll() is not None]
+            assert not exited, f"workers exited: {exited}"
+            return True
+
+        def logged(text: str) -> bool:
+            return alive() and all(text in (tmp_path / f"{n}.log").read_text() for n in names)
+
         try:
-            await wait_for(lambda: all(_started(tmp_path, n) for n in ("w1", "w2")), "workers")
-            await asyncio.to_thread(own_cluster.restart, "immediate")
-            for session_id in (first, second):
+            await wait_for(lambda: logged("retrying in"), "the workers to wait for the server")
+            await asyncio.to_thread(own_cluster.resume)
+            await wait_for(lambda: logged("started on queues"), "the workers to start")
+            for session_id in sessions:
                 await request_compaction(url, session_id)
+            await wait_for(
+                lambda: alive() and all((tmp_path / f"{n}.started").exists() for n in names),
+                "each worker to be running a job",
+            )
+            await asyncio.to_thread(own_cluster.restart, "immediate")
 
-            async def both_done() -> bool:
-                exited = [w.args[-2] for w in workers if w.poll() is not None]
-                assert not exited, f"workers exited after the restart: {exited}"
-                return all([await compaction_settled(url, s) for s in (first, second)])
+            async def all_done() -> bool:
+                return alive() and all([await compaction_settled(url, s) for s in sessions])
 
-            await wait_for(both_done, "both sessions compacted after the restart", 60)
+            await wait_for(all_done, "every session compacted after the restart", 60)
             ran = query(url, "SELECT DISTINCT worker FROM mnesis_job_attempts WHERE status = %s",
                         "succeeded")  # fmt: skip
-            assert sorted(r[0] for r in ran) == ["w1", "w2"]
-            await stop_workers(workers)
-
-            await asyncio.to_thread(own_cluster.halt)
-            workers.append(start_worker(url, tmp_path, "w3", "0"))
-            log = tmp_path / "w3.log"
-            await wait_for(lambda: "retrying in" in log.read_text(), "w3 to wait", 30)
-            assert workers[-1].poll() is None
-            await asyncio.to_thread(own_cluster.resume)
-            await wait_for(lambda: _started(tmp_path, "w3"), "w3 to start once the server is up")
-            await request_compaction(url, third)
-            await wait_for(lambda: compaction_settled(url, third), "w3 to compact", 60)
+            assert sorted(r[0] for r in ran) == list(names)
         finally:
             await stop_workers(workers)
         assert [w.returncode for w in workers] == [0, 0, 0]
-        for session_id in (first, second, third):
+        for session_id in sessions:
             assert await integrity_ok(url, session_id) == []

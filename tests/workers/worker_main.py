@@ -21,7 +21,7 @@ def main() -> None:
     url, directory, name = sys.argv[1:4]
     slow = float(sys.argv[4]) if len(sys.argv) > 4 else 0.0
     marker = Path(directory) / f"{name}.started"
-    logging.basicConfig(level=logging.INFO)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
 
     async def pause() -> None:
         marker.touch()

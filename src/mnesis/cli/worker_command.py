@@ -91,10 +91,11 @@ def worker_command(
             raise MissingDependencyError("mnesis worker", "workers") from exc
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(_Formatter(log_format == "json"))
-        for name in ("mnesis", "psycopg.pool"):
+        # The worker logs its own waits for the database; the pool's per-try lines are noise.
+        for name, level in (("mnesis", logging.INFO), ("psycopg", logging.ERROR)):
             log = logging.getLogger(name)
             log.addHandler(handler)
-            log.setLevel(logging.INFO if name == "mnesis" else logging.WARNING)
+            log.setLevel(level)
         if setup_only:
             installed = asyncio.run(ensure_queue_schema(url))
             typer.echo("queue schema installed" if installed else "queue schema present")

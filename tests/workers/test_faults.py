@@ -27,6 +27,10 @@ from tests.workers import (
 
 pytestmark = pytest.mark.postgres
 
+_TERMINATE_OTHERS = (
+    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+)
 STALLED_AFTER = 3.0
 """``stalled_after_seconds`` of the test workers (tests/workers/worker_main.py)."""
 
@@ -130,6 +134,14 @@ async def test_workers_started_while_postgresql_is_down_outlive_its_restart_mid_
             ran = query(url, "SELECT DISTINCT worker FROM mnesis_job_attempts WHERE status = %s",
                         "succeeded")  # fmt: skip
             assert sorted(r[0] for r in ran) == list(names)
+
+            # Every backend of the workers terminated (as an admin or a failover would).
+            cut = query(url, _TERMINATE_OTHERS)
+            assert cut[0][0] >= len(names)
+            await request_compaction(url, sessions[0])
+            await wait_for(
+                lambda: alive() and compaction_settled(url, sessions[0]), "a job after that", 60
+            )
         finally:
             await stop_workers(workers)
         assert [w.returncode for w in workers] == [0, 0, 0]

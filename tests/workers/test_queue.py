@@ -4,10 +4,12 @@ newer requests), a taken-back job's old worker changes nothing."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
 
+from mnesis.cli import run
 from mnesis.workers import WorkerQueue, ensure_queue_schema, list_jobs, recover_stalled_jobs
 from tests.workers import query, request_compaction
 
@@ -38,7 +40,7 @@ def _age_heartbeats(url: str, seconds: int) -> None:
 
 
 async def test_a_stalled_job_with_requests_queued_behind_it_is_taken_back_in_place(
-    pg_url: str, queues: tuple[WorkerQueue, WorkerQueue]
+    pg_url: str, queues: tuple[WorkerQueue, WorkerQueue], capsys: pytest.CaptureFixture[str]
 ) -> None:
     dead, alive = queues
     job_id = await request_compaction(pg_url, SESSION)
@@ -52,6 +54,9 @@ async def test_a_stalled_job_with_requests_queued_behind_it_is_taken_back_in_pla
 
     (shown,) = await list_jobs(pg_url, stalled_after=30)
     assert (shown.id, shown.status, shown.worker, shown.again) == (job_id, "stalled", "dead", True)
+    assert await asyncio.to_thread(run, ["jobs", "--db", pg_url]) == 0
+    table = capsys.readouterr().out
+    assert "stalled" in table and "dead" in table
     assert await recover_stalled_jobs(alive, 30) == 1
     assert await recover_stalled_jobs(alive, 30) == 0
     (shown,) = await list_jobs(pg_url)

@@ -9,6 +9,7 @@ import pytest
 
 from mnesis import MnesisSession
 from mnesis.config import CompactionConfig, MnesisConfig
+from mnesis.errors import InvalidArgumentError, SessionNotFoundError
 from mnesis.llm import FakeLLM
 from mnesis.store.immutable import ImmutableStore
 from mnesis.workers import JobRunner, WorkerOptions, ensure_queue_schema, list_jobs
@@ -73,3 +74,18 @@ async def test_loading_with_a_config_stores_it_and_loading_without_one_reads_it(
         assert again.config.compaction.soft_threshold_fraction == 0.5
     finally:
         await again.close()
+
+
+async def test_set_session_config_checks_its_arguments_before_writing(tmp_path: Path) -> None:
+    db = str(tmp_path / "s.db")
+    session_id = await _create_with_default_window(db, 0)
+    store = await ImmutableStore.open(db)
+    try:
+        before = (await store.get_session(session_id)).config
+        with pytest.raises(InvalidArgumentError):
+            await store.set_session_config(session_id, "not a dict")  # type: ignore[arg-type]
+        with pytest.raises(SessionNotFoundError):
+            await store.set_session_config("sess_01JMISSING0000000000000000", {})
+        assert (await store.get_session(session_id)).config == before
+    finally:
+        await store.close()

@@ -39,16 +39,21 @@ async def test_a_killed_workers_session_is_compacted_by_another_while_turns_queu
     pg_url: str, tmp_path: Path
 ) -> None:
     await ensure_queue_schema(pg_url)
-    doomed = start_worker(pg_url, tmp_path, "doomed", "600")
-    workers = [doomed]
+    names = ("a", "b")
+    workers = {name: start_worker(pg_url, tmp_path, name, "600") for name in names}
     try:
         session_id = await grow_session(pg_url, 22)
+        await wait_for(lambda: all(_started(tmp_path, n) for n in names), "the workers")
         await request_compaction(pg_url, session_id)
-        await wait_for((tmp_path / "doomed.started").exists, "the job to start")
-        workers.append(start_worker(pg_url, tmp_path, "rescuer", "0"))
-        doomed.kill()
-        await asyncio.to_thread(doomed.wait, 60)
+        await wait_for(
+            lambda: any((tmp_path / f"{n}.started").exists() for n in names), "the job to start"
+        )
+        doomed = next(n for n in names if (tmp_path / f"{n}.started").exists())
+        rescuer = next(n for n in names if n != doomed)
+        workers[doomed].kill()
+        await asyncio.to_thread(workers[doomed].wait, 60)
         killed = time.monotonic()
+        (tmp_path / "go").touch()  # the rescuer's summaries do not wait
         # New turns go on queueing compactions of the session while its job is orphaned.
         await grow_session(pg_url, 3, session_id=session_id)
         for _ in range(3):
@@ -65,14 +70,14 @@ async def test_a_killed_workers_session_is_compacted_by_another_while_turns_queu
             max(1.0, killed + STALLED_AFTER + 30 - time.monotonic()),
         )
     finally:
-        await stop_workers(workers)
+        await stop_workers(list(workers.values()))
     runs = query(
         pg_url, "SELECT worker, status, error FROM mnesis_job_attempts ORDER BY job_id, attempt"
     )
-    assert [r[:2] for r in runs][:2] == [("doomed", "lost"), ("rescuer", "succeeded")], runs
+    assert [r[:2] for r in runs][:2] == [(doomed, "lost"), (rescuer, "succeeded")], runs
     assert "no heartbeat" in runs[0][2]
     assert {r[1] for r in runs[2:]} <= {"succeeded"}, runs
-    log = (tmp_path / "rescuer.log").read_text()
+    log = (tmp_path / f"{rescuer}.log").read_text()
     assert "WARNING" in log and session_id in log and "had no heartbeat" in log
     assert await integrity_ok(pg_url, session_id) == []
 

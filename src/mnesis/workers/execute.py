@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,10 +78,7 @@ async def execute_job(
     about to be settled."""
     never = asyncio.Event()
     backoff = Backoff(cap=policy.reconnect_max_seconds)
-    try:
-        await queue.record_attempt(job, "running")
-    except Exception as exc:  # the run row is a record; the job runs without it
-        logger.warning("job %s: could not record its start: %s", job.id, exc)
+    await _record(job, queue, "running")
     try:
         result = await _body(runner, job)
     except asyncio.CancelledError:
@@ -106,8 +103,8 @@ async def execute_job(
         if runner.metrics is not None:
             runner.metrics.job(job.task, "failed")
 
-        async def _settle_failure() -> str | None:
-            status = await queue.failed(
+        def _settle_failure() -> Awaitable[str | None]:
+            return queue.failed(
                 job,
                 error,
                 final=final,
@@ -115,13 +112,12 @@ async def execute_job(
                 max_attempts=policy.max_attempts,
                 counted=counted,
             )
-            if status is not None:
-                await queue.record_attempt(job, "failed", error)
-            return status
 
         status = await retry_until(
             f"recording the failure of job {job.id}", _settle_failure, never, backoff
         )
+        if status is not None:
+            await _record(job, queue, "failed", error)
         _log_settled(job, status, "failed")
         return
     if on_settling is not None:
@@ -129,15 +125,11 @@ async def execute_job(
     if runner.metrics is not None:
         runner.metrics.job(job.task, "succeeded")
 
-    async def _settle_success() -> str | None:
-        status = await queue.succeeded(job)
-        if status is not None:
-            await queue.record_attempt(job, "succeeded", None, result)
-        return status
-
     status = await retry_until(
-        f"recording the result of job {job.id}", _settle_success, never, backoff
+        f"recording the result of job {job.id}", lambda: queue.succeeded(job), never, backoff
     )
+    if status is not None:
+        await _record(job, queue, "succeeded", None, result)
     _log_settled(job, status, "succeeded")
 
 
@@ -162,6 +154,20 @@ def _log_settled(job: ClaimedJob, status: str | None, outcome: str) -> None:
             job.attempt,
             extra={"mnesis": _fields(job, outcome="failed")},
         )
+
+
+async def _record(
+    job: ClaimedJob,
+    queue: WorkerQueue,
+    status: str,
+    error: str | None = None,
+    result: dict[str, Any] | None = None,
+) -> None:
+    """Write the run's ``mnesis_job_attempts`` row (a record only: a failure is logged)."""
+    try:
+        await queue.record_attempt(job, status, error, result)
+    except Exception as exc:
+        logger.warning("job %s: could not record its run as %s: %s", job.id, status, exc)
 
 
 async def _release(job: ClaimedJob, queue: WorkerQueue) -> None:

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from mnesis.cli import run
+from mnesis.store.immutable import ImmutableStore
 from mnesis.workers import WorkerQueue, ensure_queue_schema, list_jobs, recover_stalled_jobs
 from tests.workers import query, request_compaction
 
@@ -34,6 +35,16 @@ async def queues(pg_url: str) -> AsyncIterator[tuple[WorkerQueue, WorkerQueue]]:
         await alive.close()
 
 
+async def _state(url: str) -> str | None:
+    store = await ImmutableStore.open(url)
+    try:
+        queue = store.compaction_queue()
+        assert queue is not None
+        return await queue.state(SESSION)
+    finally:
+        await store.close()
+
+
 def _age_heartbeats(url: str, seconds: int) -> None:
     query(url, "UPDATE mnesis_jobs SET heartbeat_at = now() - make_interval(secs => %s) "
           "WHERE status = 'running'", seconds)  # fmt: skip
@@ -44,14 +55,17 @@ async def test_a_stalled_job_with_requests_queued_behind_it_is_taken_back_in_pla
 ) -> None:
     dead, alive = queues
     job_id = await request_compaction(pg_url, SESSION)
+    assert await _state(pg_url) == "queued"
     claimed = await dead.claim(["mnesis"])
     assert claimed is not None and claimed.id == job_id
+    assert await _state(pg_url) == "running"
     await dead.record_attempt(claimed, "running")
     # Turns keep asking while it runs: the same row, marked to run again.
     assert {await request_compaction(pg_url, SESSION) for _ in range(3)} == {job_id}
     assert await alive.claim(["mnesis"]) is None
     _age_heartbeats(pg_url, 3600)
 
+    assert await _state(pg_url) == "queued"  # to a waiting turn: nobody runs it
     (shown,) = await list_jobs(pg_url, stalled_after=30)
     assert (shown.id, shown.status, shown.worker, shown.again) == (job_id, "stalled", "dead", True)
     assert await asyncio.to_thread(run, ["jobs", "--db", pg_url]) == 0

@@ -32,7 +32,7 @@ from mnesis.store.jobs import (
 from mnesis.store.postgres.db import Conn, PostgresDatabase
 from mnesis.store.postgres.rows import fetch_one
 
-__all__ = ["JOBS_CHANNEL", "REQUEST_SQL", "PostgresCompactionQueue"]
+__all__ = ["JOBS_CHANNEL", "REQUEST_SQL", "STALE_HEARTBEAT_SECONDS", "PostgresCompactionQueue"]
 
 JOBS_CHANNEL = "mnesis_jobs"
 """The ``NOTIFY`` channel a request signals (the payload is the job's queue)."""
@@ -50,9 +50,16 @@ REQUEST_SQL = (
 """Queue a job or reuse the session's active one; returns its id (parameters ``queue``,
 ``task``, ``key``, ``args``: JSON text)."""
 
+STALE_HEARTBEAT_SECONDS = 60.0
+"""A running job whose worker sent no heartbeat for this long reads as ``queued`` to a
+waiting turn (its worker is gone; the turn compacts inline after its pickup wait
+rather than wait for the run's whole bound). Twice the workers' default
+``--stalled-after``."""
+
 _STATE = (
-    "SELECT status FROM mnesis_jobs WHERE coalesce_key = %s "
-    "AND status IN ('queued', 'running') LIMIT 1"
+    "SELECT CASE WHEN status = 'running' AND GREATEST(heartbeat_at, pg_postmaster_start_time())"
+    " < now() - make_interval(secs => %s) THEN 'queued' ELSE status END "
+    "FROM mnesis_jobs WHERE coalesce_key = %s AND status IN ('queued', 'running') LIMIT 1"
 )
 _MISSING_SCHEMA = {"42883", "42704", "42P01"}
 
@@ -108,7 +115,7 @@ class PostgresCompactionQueue:
 
         async def _state(conn: Conn) -> JobState | None:
             try:
-                row = await fetch_one(conn, _STATE, (key,))
+                row = await fetch_one(conn, _STATE, (STALE_HEARTBEAT_SECONDS, key))
             except psycopg.errors.UndefinedTable:
                 return None
             if row is None:

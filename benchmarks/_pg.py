@@ -63,6 +63,7 @@ class Cluster:
         self.data = os.path.join(self.root, "data")
         self.port = _free_port()
         self.as_user: str | None = None
+        self._options = ""
         if os.geteuid() == 0:
             try:
                 owner = pwd.getpwnam("postgres")
@@ -94,9 +95,25 @@ class Cluster:
             [*_FAST, "-c", "listen_addresses=127.0.0.1", "-c", f"port={self.port}",
              "-c", f"unix_socket_directories={self.root}", "-c", "max_connections=200"]
         )  # fmt: skip
+        self._options = options
         self._run("pg_ctl", "start", "-w", "-t", "60", "-D", self.data,
                   "-l", os.path.join(self.root, "server.log"), "-o", options)  # fmt: skip
         return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def restart(self, mode: str = "immediate") -> None:
+        """``pg_ctl restart -m MODE`` (``immediate``: as a crash, no shutdown checkpoint),
+        waiting until the server accepts connections again."""
+        self._run("pg_ctl", "restart", "-w", "-t", "60", "-m", mode, "-D", self.data,
+                  "-l", os.path.join(self.root, "server.log"), "-o", self._options)  # fmt: skip
+
+    def halt(self) -> None:
+        """Stop the server as a crash would (``-m immediate``), keeping its data."""
+        self._run("pg_ctl", "stop", "-m", "immediate", "-D", self.data)
+
+    def resume(self) -> None:
+        """Start a halted server again."""
+        self._run("pg_ctl", "start", "-w", "-t", "60", "-D", self.data,
+                  "-l", os.path.join(self.root, "server.log"), "-o", self._options)  # fmt: skip
 
     def stop(self) -> None:
         try:

@@ -61,9 +61,10 @@ async def integrity_ok(url: str, session_id: str) -> list[str]:
 
 
 def query(url: str, sql: str, *args: Any) -> list[tuple[Any, ...]]:
-    """Rows of one statement on ``url`` (synchronous)."""
+    """Rows of one statement on ``url`` (synchronous; [] for a statement without rows)."""
     with psycopg.connect(url, autocommit=True) as conn:
-        return list(conn.execute(sql, args).fetchall())
+        cur = conn.execute(sql, args)
+        return list(cur.fetchall()) if cur.description else []
 
 
 def start_worker(url: str, tmp: Path, name: str, *args: str) -> subprocess.Popen[bytes]:
@@ -78,12 +79,43 @@ def start_worker(url: str, tmp: Path, name: str, *args: str) -> subprocess.Popen
 
 
 async def wait_for(predicate: Any, what: str, timeout: float = 120.0) -> None:
-    """Poll ``predicate()`` (sync) until true; fail with ``what`` after ``timeout``."""
+    """Poll ``predicate()`` (sync, or returning an awaitable) until true; fail with
+    ``what`` after ``timeout``."""
     deadline = time.monotonic() + timeout
-    while not predicate():
+    while True:
+        value = predicate()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
         await asyncio.sleep(0.2)
+
+
+async def request_compaction(url: str, session_id: str) -> int:
+    """Queue a compaction job of the session as a turn over its soft threshold does."""
+    store = await ImmutableStore.open(url)
+    try:
+        queue = store.compaction_queue()
+        assert queue is not None
+        return await queue.request(session_id, "threshold")
+    finally:
+        await store.close()
+
+
+async def compaction_settled(url: str, session_id: str) -> bool:
+    """True once the session has a summary and no queued or running compaction job."""
+    store = await ImmutableStore.open(url)
+    try:
+        queue = store.compaction_queue()
+        assert queue is not None
+        if await queue.state(session_id) is not None:
+            return False
+    finally:
+        await store.close()
+    found = query(url, "SELECT count(*) FROM summaries WHERE session_id = %s", session_id)
+    return int(found[0][0]) > 0
 
 
 class Paused:
@@ -108,3 +140,16 @@ class Paused:
         self, summaries: Sequence[SummaryRecord], target: SummaryTarget
     ) -> CondensedCandidate | None:
         return await self.inner.condense(summaries, target)
+
+
+async def stop_workers(workers: Sequence[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM the workers still running and wait for them (SIGKILL after a minute)."""
+    for proc in workers:
+        if proc.poll() is None:
+            proc.terminate()
+    for proc in workers:
+        try:
+            await asyncio.to_thread(proc.wait, 60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            await asyncio.to_thread(proc.wait, 60)

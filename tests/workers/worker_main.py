@@ -1,8 +1,8 @@
 """A worker process for the tests, with a summariser that can be slowed down.
 
 ``python -m tests.workers.worker_main URL DIR NAME [SLOW_SECONDS]``: every summarise call
-first touches ``DIR/NAME.started`` (so a test knows a job is mid-run), then sleeps
-``SLOW_SECONDS`` before summarising extractively.
+first touches ``DIR/NAME.started`` (so a test knows a job is mid-run), then waits
+``SLOW_SECONDS`` (or until ``DIR/go`` exists) before summarising extractively.
 """
 
 from __future__ import annotations
@@ -21,11 +21,15 @@ def main() -> None:
     url, directory, name = sys.argv[1:4]
     slow = float(sys.argv[4]) if len(sys.argv) > 4 else 0.0
     marker = Path(directory) / f"{name}.started"
-    logging.basicConfig(level=logging.INFO)
+    go = Path(directory) / "go"
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
 
     async def pause() -> None:
         marker.touch()
-        await asyncio.sleep(slow)
+        for _ in range(round(slow / 0.05)):
+            if go.exists():
+                break
+            await asyncio.sleep(0.05)
 
     def ladder() -> list[Summariser]:
         return [Paused(pause)]

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mnesis._session.validation import check_session_id, resolve_config
 from mnesis.config import MnesisConfig
-from mnesis.errors import MnesisError
+from mnesis.errors import MnesisError, StoreReadOnlyError
 from mnesis.models.clock import now_ms
 from mnesis.models.ids import new_id
 from mnesis.models.tokens import TokenUsage
@@ -73,8 +73,10 @@ async def load_stored(
 ) -> StoredSession:
     """Read a stored session back; raises :class:`~mnesis.errors.SessionNotFoundError`.
 
-    Without ``config`` the session runs with the configuration it was created with (its
-    window, thresholds and targets); the store section stays the caller's.
+    Without ``config`` the session runs with its stored configuration (its window,
+    thresholds and targets); the store section stays the caller's. With a ``config``
+    that differs from the stored one, the stored one becomes it (:func:`_adopt_config`),
+    so workers compacting the session decide with the same numbers as its agent.
     """
     check_session_id(session_id)
     cfg = resolve_config(config, db_path)
@@ -92,6 +94,37 @@ async def load_stored(
             cfg = MnesisConfig(**{**record.config, "store": cfg.store})
         except MnesisError:
             logger.warning("stored config of %s is invalid; using defaults", session_id)
+    elif config is not None:
+        record = await _adopt_config(store, record, cfg)
     return StoredSession(
         record, store, cfg, pool, db_path or cfg.store.db_path, context_tokens, usage
     )
+
+
+async def _adopt_config(
+    store: ImmutableStore, record: SessionRecord, config: MnesisConfig
+) -> SessionRecord:
+    """Store ``config`` as the session's configuration if it differs (the last agent to
+    load a session with a config sets it; a read-only store keeps the old one)."""
+    wanted = config.model_dump(mode="json", exclude={"store"})
+    if record.config == wanted:
+        return record
+    old = record.config or {}
+    changed: list[str] = []
+    for section, value in wanted.items():
+        before = old.get(section)
+        if isinstance(value, dict) and isinstance(before, dict):
+            changed += [f"{section}.{k}" for k in value if before.get(k) != value[k]]
+        elif before != value:
+            changed.append(section)
+    try:
+        await store.set_session_config(record.id, wanted)
+    except StoreReadOnlyError:
+        logger.warning("session %s loaded with another config on a read-only store", record.id)
+        return record
+    logger.info(
+        "session %s: stored config updated by the loading agent (%s)",
+        record.id,
+        ", ".join(changed) or "removed keys",
+    )
+    return replace(record, config=wanted)

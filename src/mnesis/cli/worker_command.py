@@ -67,7 +67,10 @@ def worker_command(
         ),
     ] = None,
     stalled_after: Annotated[
-        float, typer.Option(help="Seconds without heartbeat before a worker's jobs are retried.")
+        float,
+        typer.Option(
+            min=1.0, help="Seconds without heartbeat before a worker's jobs are taken back."
+        ),
     ] = 30.0,
     max_attempts: Annotated[
         int, typer.Option(min=1, max=MAX_COUNT, help="Runs of a job before it fails.")
@@ -78,7 +81,8 @@ def worker_command(
     ] = False,
 ) -> None:
     """Run compaction and integrity jobs from the PostgreSQL database's queue until
-    SIGTERM (running jobs finish first). Needs the `workers` extra."""
+    SIGTERM (running jobs finish first). Waits for the database while it is down (at
+    start too) instead of exiting. Needs the `workers` extra."""
     with cli_errors():
         url = _postgres_url(db)
         try:
@@ -87,10 +91,11 @@ def worker_command(
             raise MissingDependencyError("mnesis worker", "workers") from exc
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(_Formatter(log_format == "json"))
-        for name in ("mnesis", "procrastinate"):
+        # The worker logs its own waits for the database; the pool's per-try lines are noise.
+        for name, level in (("mnesis", logging.INFO), ("psycopg", logging.ERROR)):
             log = logging.getLogger(name)
             log.addHandler(handler)
-            log.setLevel(logging.INFO if name == "mnesis" else logging.WARNING)
+            log.setLevel(level)
         if setup_only:
             installed = asyncio.run(ensure_queue_schema(url))
             typer.echo("queue schema installed" if installed else "queue schema present")
@@ -114,32 +119,42 @@ def jobs_command(
         bool, typer.Option("--all", help="Also succeeded, cancelled and aborted jobs.")
     ] = False,
     limit: Annotated[int, typer.Option(min=1, max=MAX_COUNT, help="At most this many jobs.")] = 50,
+    stalled_after: Annotated[
+        float,
+        typer.Option(
+            min=1.0, help="Show a running job as stalled after this long without heartbeat."
+        ),
+    ] = 30.0,
     as_json: JsonOption = False,
 ) -> None:
-    """List the queue's jobs: queued, running and failed, with attempts and last error."""
+    """List the queue's jobs: queued, running, stalled (worker gone) and failed, with
+    their worker, runs and last error."""
     with cli_errors():
         url = _postgres_url(db)
         try:
             from mnesis.workers import list_jobs
         except ImportError as exc:
             raise MissingDependencyError("mnesis jobs", "workers") from exc
-        statuses: tuple[str, ...] = ("todo", "doing", "failed")
+        statuses: tuple[str, ...] = ("queued", "running", "stalled", "failed")
         if all_states:
-            statuses += ("succeeded", "cancelled", "aborted")
-        rows = asyncio.run(list_jobs(url, statuses, limit))
+            statuses += ("succeeded", "cancelled")
+        rows = asyncio.run(list_jobs(url, statuses, limit, stalled_after))
     if as_json:
         echo_json([asdict(r) for r in rows])
         return
     from rich.table import Table
 
-    table = Table("id", "task", "status", "session", "attempts", "last error")
+    table = Table("id", "task", "status", "session", "worker", "heartbeat", "runs", "last error")
     for r in rows:
+        live = r.status in ("running", "stalled") and r.heartbeat_age is not None
         table.add_row(
             str(r.id),
             r.task,
-            r.status,
+            r.status + (" (+again)" if r.again else ""),
             r.session_id or "-",
-            str(r.attempts),
+            r.worker or "-",
+            f"{r.heartbeat_age:g} s ago" if live else "-",
+            f"{r.attempts} ({r.failures} failed)" if r.failures else str(r.attempts),
             (r.last_error or "")[:80],
         )
     console().print(table if rows else "no jobs")

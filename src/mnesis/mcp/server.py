@@ -139,8 +139,10 @@ class MnesisMCP:
         return listed.model_dump(mode="json")
 
     async def _expand_query(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+        # Without a config: the session runs with its own (a config given to ``load``
+        # would become the session's, as an agent's does).
         session = await MnesisSession.load(
-            session_id, config=self.config, db_path=self.db_path, pool=self.pool, llm=self.llm
+            session_id, db_path=self.db_path, pool=self.pool, llm=self.llm
         )
         try:
             if self.metrics is not None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Literal, Unpack
+from typing import Any, Literal, Unpack
 
 from mnesis.models.message import Message, MessageWithParts
 from mnesis.models.parts import MessagePart
@@ -117,6 +117,10 @@ class StoreBackend(ABC):
         self, session_id: str, status: Literal["active", "closed"]
     ) -> None:
         """Mark a session active or closed."""
+
+    @abstractmethod
+    async def set_session_config(self, session_id: str, config: dict[str, Any]) -> None:
+        """Replace the stored configuration of a session (the one workers compact with)."""
 
     # messages -------------------------------------------------------------
     @abstractmethod

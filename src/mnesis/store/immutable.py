@@ -19,7 +19,7 @@ own and :meth:`close` closes it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal, Unpack
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 from mnesis.config import StoreConfig
 from mnesis.errors import (
@@ -228,6 +228,13 @@ class ImmutableStore(SummaryFacade):
         check_id(session_id, "session_id")
         check_choice(status, "status", ("active", "closed"))
         await self.backend.set_session_status(session_id, status)
+
+    async def set_session_config(self, session_id: str, config: dict[str, Any]) -> None:
+        """Replace the session's stored configuration (JSON-able; without its ``store``
+        section): what workers compact it with, and what ``load`` without a config uses."""
+        check_id(session_id, "session_id")
+        check_instance(config, "config", dict)
+        await self.backend.set_session_config(session_id, config)
 
     # messages -------------------------------------------------------------
     async def append_messages(self, batch: Sequence[NewMessage]) -> list[AppendedMessage]:

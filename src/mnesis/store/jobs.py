@@ -1,6 +1,6 @@
 """The background-job seam of a store: names shared by whoever queues jobs and the workers.
 
-A backend whose database can hold a job queue (PostgreSQL, with procrastinate's schema)
+A backend whose database can hold a job queue (PostgreSQL: ``mnesis_jobs``)
 returns a :class:`CompactionQueue` from ``StoreBackend.compaction_queue()``; SQLite
 returns ``None``. Sessions in ``compaction.mode = "worker"`` hand their compactions to
 it; ``mnesis worker`` (:mod:`mnesis.workers`) runs them.
@@ -32,8 +32,8 @@ JobState = Literal["queued", "running"]
 
 
 def compaction_lock_name(session_id: str) -> str:
-    """The queue's ``lock`` and ``queueing_lock`` of a session's compaction jobs: at most
-    one queued and one running per session."""
+    """The coalescing key of a session's compaction jobs: at most one is active (queued
+    or running) per session; requests while it runs make it run once more."""
     return f"mnesis.compact:{session_id}"
 
 

@@ -1,6 +1,6 @@
 """Background compaction and integrity workers on PostgreSQL (extra ``workers``).
 
-Jobs go through procrastinate's queue in the sessions' own database: sessions in
+Jobs are rows of ``mnesis_jobs`` in the sessions' own database: sessions in
 ``compaction.mode = "worker"`` queue compactions (:mod:`mnesis.store.jobs`),
 ``mnesis worker`` runs them (:func:`run_worker`), ``mnesis jobs`` shows them
 (:func:`list_jobs`). See docs/postgres.md, "Workers".
@@ -8,8 +8,8 @@ Jobs go through procrastinate's queue in the sessions' own database: sessions in
 
 from __future__ import annotations
 
-from mnesis.workers.app import build_app
 from mnesis.workers.jobs import JobRunner, WorkerOptions
+from mnesis.workers.queue import WorkerQueue
 from mnesis.workers.runner import WorkerSettings, recover_stalled_jobs, run_worker
 from mnesis.workers.schema import ensure_queue_schema
 from mnesis.workers.status import JobRow, enqueue_integrity, list_jobs
@@ -18,8 +18,8 @@ __all__ = [
     "JobRow",
     "JobRunner",
     "WorkerOptions",
+    "WorkerQueue",
     "WorkerSettings",
-    "build_app",
     "enqueue_integrity",
     "ensure_queue_schema",
     "list_jobs",

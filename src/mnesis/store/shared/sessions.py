@@ -16,6 +16,7 @@ from mnesis.store.shared.statements import Statements
 __all__ = [
     "FILE_INSERT",
     "SESSIONS_PAGE",
+    "SESSION_CONFIG",
     "SESSION_INSERT",
     "SESSION_SELECT",
     "SESSION_STATUS",
@@ -29,6 +30,7 @@ SESSION_INSERT = f"INSERT INTO sessions ({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?
 SESSION_SELECT = f"SELECT {_COLS} FROM sessions WHERE id = ?"
 SESSIONS_PAGE = f"SELECT {_COLS} FROM sessions ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
 SESSION_STATUS = "UPDATE sessions SET status = ?, updated_at = ? WHERE id = ?"
+SESSION_CONFIG = "UPDATE sessions SET config = ?, updated_at = ? WHERE id = ?"
 FILE_INSERT = (
     "INSERT INTO file_references (content_id, file_id, path, file_type, "
     "token_count, byte_size, exploration_summary, session_id, created_at) "
@@ -69,9 +71,9 @@ def file_row(ref: FileReference) -> tuple[Any, ...]:
 
 
 class SessionReads(ABC):
-    """``get_session``, ``list_sessions``, ``set_session_status`` and
-    ``get_file_reference``, single statements written once for both stores (each store
-    keeps the writes that check before they insert)."""
+    """``get_session``, ``list_sessions``, ``set_session_status``,
+    ``set_session_config`` and ``get_file_reference``, single statements written once
+    for both stores (each store keeps the writes that check before they insert)."""
 
     @property
     @abstractmethod
@@ -93,6 +95,11 @@ class SessionReads(ABC):
         self, session_id: str, status: Literal["active", "closed"]
     ) -> None:
         if await self.statements.change(SESSION_STATUS, (status, now_ms(), session_id)) == 0:
+            raise SessionNotFoundError(session_id)
+
+    async def set_session_config(self, session_id: str, config: dict[str, Any]) -> None:
+        change = (dumps(config), now_ms(), session_id)
+        if await self.statements.change(SESSION_CONFIG, change) == 0:
             raise SessionNotFoundError(session_id)
 
     async def get_file_reference(self, content_or_file_id: str) -> FileReference | None:

@@ -9,12 +9,13 @@ summaries over the oldest 95% of the messages (200 messages each, committed with
 ``commit_compaction`` like the engine does), condensed summaries over 10 leaves each and one
 level above those, and the tool outputs of the newest 5% pruned (``tombstone_parts``).
 
-The report runs as ``python -m mnesis report`` in a child process, so its peak RSS and CPU
-time are its own (``getrusage(RUSAGE_CHILDREN)``, one child at a time).
+The report runs as ``python -m mnesis.cli report`` in a child process, so its peak RSS and
+CPU time are its own (``os.wait4``'s resource usage of that child).
 
     python -m benchmarks.bench_report                 # 10k, 50k, 200k messages
     python -m benchmarks.bench_report --sizes 200000  # one size
     python -m benchmarks.bench_report --quick         # 5k, 20k
+    python -m benchmarks.bench_report --baseline-src /path/to/older/checkout/src
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ import argparse
 import asyncio
 import json
 import os
-import resource
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -188,21 +190,54 @@ async def build(path: str, n: int) -> tuple[str, int, int, float]:
     return session_id, summaries, pruned, time.perf_counter() - started
 
 
-def run_report(path: str, session_id: str, out: str) -> tuple[float, float, float, str]:
-    """``mnesis report`` in a child process: ``(wall s, CPU s, peak RSS MB, stderr)``."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+_Run = tuple[float, float, float, str]
+
+
+def run_report(
+    path: str, session_id: str, out: str, *, src: str | None = None, timeout: float = 1800
+) -> _Run | None:
+    """``mnesis report`` in a child process (from the source tree ``src`` when given):
+    ``(wall s, CPU s, peak RSS MB, stderr)``, or None past ``timeout`` seconds."""
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = src
     started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "mnesis.cli", "report", session_id, "-o", out, "--db", path],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=1800,
+    with tempfile.TemporaryFile() as err:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "mnesis.cli", "report", session_id, "-o", out, "--db", path],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=env,
+        )
+        timer = threading.Timer(timeout, child.kill)
+        timer.start()
+        try:
+            # wait4: this child's own rusage (peak RSS and CPU of nothing else).
+            _, status, usage = os.wait4(child.pid, 0)
+        finally:
+            timer.cancel()
+        child.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - started
+        err.seek(0)
+        said = err.read().decode("utf-8", "replace").strip()
+    if child.returncode == -signal.SIGKILL:
+        return None
+    if child.returncode != 0:
+        raise RuntimeError(f"mnesis report failed ({child.returncode}): {said}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, said
+
+
+def _row(
+    label: str, n: int, db_mb: float, made: tuple[int, int], run: _Run | None, out: str
+) -> str:
+    if run is None:
+        return f"| {label} | {n:,} | {db_mb:,.0f} | {made[0]:,} | {made[1]:,} | timeout | | | | |"
+    wall, cpu, rss, _ = run
+    html_mb = Path(out).stat().st_size / 1e6
+    return (
+        f"| {label} | {n:,} | {db_mb:,.0f} | {made[0]:,} | {made[1]:,} | {wall:.1f} | {cpu:.1f} "
+        f"| {cpu / n * 1e6:,.0f} | {rss:,.0f} | {html_mb:.1f} |"
     )
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, after.ru_maxrss / 1024, done.stderr.strip()
 
 
 def main() -> None:
@@ -210,8 +245,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 50_000, 200_000])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--baseline-src",
+        help="also run the report of another source tree (its src/ folder) on the sizes up "
+        "to --baseline-max, for a before / after table",
+    )
+    parser.add_argument("--baseline-max", type=int, default=10_000)
+    parser.add_argument("--baseline-timeout", type=float, default=600)
     args = parser.parse_args()
-    sizes = [5_000, 20_000] if args.quick else args.sizes
+    sizes = sorted([5_000, 20_000] if args.quick else args.sizes)
     print(f"load average at start: {os.getloadavg()[0]:.2f}", flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-report-") as workdir:
@@ -220,21 +262,24 @@ def main() -> None:
             session_id, summaries, pruned, built = asyncio.run(build(path, n))
             db_mb = os.path.getsize(path) / 1e6
             print(f"built {n:,} messages in {built:.1f} s ({db_mb:,.0f} MB)", flush=True)
+            if args.baseline_src and n <= args.baseline_max:
+                out = os.path.join(workdir, f"baseline-{n}.html")
+                run = run_report(
+                    path, session_id, out, src=args.baseline_src, timeout=args.baseline_timeout
+                )
+                rows.append(_row("baseline", n, db_mb, (summaries, pruned), run, out))
+                print(f"  baseline: {rows[-1]}", flush=True)
             out = os.path.join(workdir, f"report-{n}.html")
-            wall, cpu, rss, said = run_report(path, session_id, out)
-            print(f"  {said}", flush=True)
-            html_mb = Path(out).stat().st_size / 1e6
-            rows.append(
-                f"| {n:,} | {db_mb:,.0f} | {summaries:,} | {pruned:,} | {wall:.1f} | {cpu:.1f} "
-                f"| {cpu / n * 1e6:,.0f} | {rss:,.0f} | {html_mb:.1f} |"
-            )
+            run = run_report(path, session_id, out)
+            print(f"  {run[3] if run else 'timeout'}", flush=True)
+            rows.append(_row("this tree", n, db_mb, (summaries, pruned), run, out))
             os.remove(path)
     print(f"load average at end: {os.getloadavg()[0]:.2f}\n")
     print(
-        "| messages | database MB | summaries | pruned outputs | wall s | CPU s "
+        "| report | messages | database MB | summaries | pruned outputs | wall s | CPU s "
         "| CPU µs / message | peak RSS MB | page MB |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     print("\n".join(rows))
 
 

@@ -22,6 +22,7 @@ from mnesis.report import data as report_data
 from mnesis.report.data import PrunedOutput, ReportData, collect
 from mnesis.report.html import MAX_SEARCH_HITS, render_html
 from mnesis.report.index import IndexEntry, MessageIndex
+from mnesis.report.timeline import TurnPoint
 from mnesis.store.records import SessionRecord
 from tests.compacted import EXTRACTIVE_32K, compact_now, record_steps
 
@@ -332,3 +333,35 @@ class TestBounds:
         assert f"page 1 of {MAX_SEARCH_HITS // 20} (rows 1–20 of {MAX_SEARCH_HITS:,})" in results
         transcript = text[text.index('id="transcript"') :]
         assert "page 1 of 15 (rows 1–100 of 1,500)" in transcript
+
+
+class TestImportedBacklog:
+    def test_turns_no_model_saw_are_shaded_and_drawn_without_context(self) -> None:
+        turns = [
+            TurnPoint(i + 1, f"msg_{i}", 0, 10_000 * (i + 1), 10_000 * (i + 1), False, True)
+            for i in range(50)
+        ]
+        turns += [
+            TurnPoint(51, "msg_50", 0, 510_000, 20_000, True),
+            TurnPoint(52, "m", 0, 520_000, 30_000, False),
+        ]
+        data = ReportData(
+            session=SessionRecord(id="sess_x", model="fake/m"),
+            turns=turns,
+            nodes=[],
+            levels=[],
+            pruned=[],
+            message_count=104,
+            context_tokens_now=30_000,
+            window=32_000,
+        )
+        html = render_html(data)
+        assert data.backlog_turns == 50
+        assert "imported backlog<b>50 turns</b>" in html
+        assert 'class="backlog"' in html
+        context = re.search(r'<polyline id="context-line" points="([^"]*)"', html)
+        assert context is not None and len(context.group(1).split()) == 2
+        history = re.search(r'<polyline id="history-line" points="([^"]*)"', html)
+        assert history is not None and len(history.group(1).split()) == 52
+        # The context next to a history 16 times bigger gets a chart of its own.
+        assert '<svg id="context-chart"' in html

@@ -12,7 +12,15 @@ from html import escape
 from mnesis.report.data import DagNode, ReportData
 from mnesis.report.timeline import TurnPoint
 
-__all__ = ["MAX_CHART_POINTS", "MAX_DAG_NODES", "dag_svg", "fmt_tokens", "token_chart"]
+__all__ = [
+    "MAX_CHART_POINTS",
+    "MAX_DAG_NODES",
+    "dag_svg",
+    "drawn_nodes",
+    "fmt_tokens",
+    "needs_zoom",
+    "token_chart",
+]
 
 MAX_CHART_POINTS = 1_000
 MAX_DAG_NODES = 1_500
@@ -45,13 +53,14 @@ def _buckets(turns: list[TurnPoint]) -> list[TurnPoint]:
     for start in range(0, len(turns), size):
         group = turns[start : start + size]
         last = group[-1]
+        seen = [t for t in group if not t.backlog] or group
         out.append(
             TurnPoint(
                 turn=last.turn,
                 message_id=last.message_id,
                 created_at=last.created_at,
                 history_tokens=last.history_tokens,
-                context_tokens=max(t.context_tokens for t in group),
+                context_tokens=max(t.context_tokens for t in seen),
                 compacted=any(t.compacted for t in group),
                 backlog=all(t.backlog for t in group),
             )
@@ -59,13 +68,26 @@ def _buckets(turns: list[TurnPoint]) -> list[TurnPoint]:
     return out
 
 
-def token_chart(data: ReportData) -> str:
+def needs_zoom(data: ReportData) -> bool:
+    """Whether the context is too small next to the history to read on one axis (the
+    page then adds a chart of the context alone)."""
+    seen = [t.context_tokens for t in data.turns if not t.backlog]
+    return bool(seen) and 4 * max(max(seen), data.window) < data.turns[-1].history_tokens
+
+
+def token_chart(data: ReportData, *, context_only: bool = False) -> str:
     """History and context tokens per turn, compactions marked, the window drawn, and a
-    leading backlog (history over the window, compacted afterwards) shaded."""
+    leading backlog (history over the window, compacted afterwards) shaded;
+    ``context_only``: the context and the window alone, on their own axis."""
     turns = _buckets(data.turns)
+    svg_id = "context-chart" if context_only else "token-chart"
     if not turns:
-        return empty_svg("token-chart", "No turns yet.")
-    top = max(max(t.history_tokens for t in turns), 1) * 1.05
+        return empty_svg(svg_id, "No turns yet.")
+    if context_only:
+        seen = [t.context_tokens for t in turns if not t.backlog]
+        top = max(max(seen, default=0), data.window, 1) * 1.05
+    else:
+        top = max(max(t.history_tokens for t in turns), 1) * 1.05
     span = max(len(turns) - 1, 1)
 
     def x(i: float) -> float:
@@ -74,19 +96,20 @@ def token_chart(data: ReportData) -> str:
     def y(v: float) -> float:
         return H - _BOTTOM - (H - _TOP - _BOTTOM) * v / top
 
+    label = "context tokens per turn" if context_only else "history and context tokens per turn"
     parts = [
-        f'<svg id="token-chart" role="img" aria-label="history and context tokens per turn" '
+        f'<svg id="{svg_id}" role="img" aria-label="{label}" '
         f'viewBox="0 0 {W} {H}" width="{W}" height="{H}">'
     ]
     backlog = sum(1 for t in turns if t.backlog)
     if backlog:
         right = x(min(backlog, len(turns) - 1))
         parts.append(
-            f'<rect id="backlog" x="{_LEFT}" y="{_TOP}" width="{max(right - _LEFT, 2):.1f}" '
+            f'<rect class="backlog" x="{_LEFT}" y="{_TOP}" width="{max(right - _LEFT, 2):.1f}" '
             f'height="{H - _TOP - _BOTTOM}" fill="{BACKLOG}" opacity=".45"><title>'
             f"{data.backlog_turns:,} turns stored over the window before any compaction "
             "(an import compacted afterwards): no model saw them as one context</title></rect>"
-            f'<text x="{_LEFT + 8}" y="{_TOP + 16}" class="axis">imported backlog: '
+            f'<text x="{_LEFT + 8}" y="{(H + _TOP - _BOTTOM) / 2}" class="axis">imported backlog: '
             "never one context, compacted afterwards</text>"
         )
     for k in range(5):
@@ -98,7 +121,7 @@ def token_chart(data: ReportData) -> str:
         )
     if 0 < data.window < top:
         parts.append(
-            f'<line id="window-line" x1="{_LEFT}" x2="{W - _RIGHT}" y1="{y(data.window):.1f}" '
+            f'<line x1="{_LEFT}" x2="{W - _RIGHT}" y1="{y(data.window):.1f}" '
             f'y2="{y(data.window):.1f}" class="window"/><text x="{W - _RIGHT}" '
             f'y="{y(data.window) - 4:.1f}" class="tick" text-anchor="end">model window '
             f"{fmt_tokens(data.window)}</text>"
@@ -122,16 +145,17 @@ def token_chart(data: ReportData) -> str:
                 f"</title></line>"
             )
     context = [(i, t.context_tokens) for i, t in enumerate(turns) if not t.backlog]
-    for name, color, values in [
-        ("history", HISTORY, list(enumerate(t.history_tokens for t in turns))),
-        ("context", CONTEXT, context),
-    ]:
+    lines = [("context", CONTEXT, context)]
+    if not context_only:
+        lines.insert(0, ("history", HISTORY, list(enumerate(t.history_tokens for t in turns))))
+    for name, color, values in lines:
         points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in values)
+        line_id = f"{name}-line" + ("-zoomed" if context_only else "")
         parts.append(
-            f'<polyline id="{name}-line" points="{points}" fill="none" stroke="{color}" '
+            f'<polyline id="{line_id}" points="{points}" fill="none" stroke="{color}" '
             f'stroke-width="2.5"/>'
         )
-    if len(turns) <= 400:
+    if len(context) <= 400:
         for i, v in context:
             t = turns[i]
             parts.append(
@@ -143,7 +167,7 @@ def token_chart(data: ReportData) -> str:
         ("history (everything stored)", HISTORY),
         ("context (what the model sees)", CONTEXT),
         ("compaction", MARK),
-    ]
+    ][1 if context_only else 0 :]
     for k, (label, color) in enumerate(legend):
         lx = _LEFT + k * 230
         parts.append(

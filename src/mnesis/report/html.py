@@ -10,7 +10,7 @@ from html import escape
 from typing import Any
 
 from mnesis.report.assets import CSS, SCRIPT
-from mnesis.report.charts import dag_svg, drawn_nodes, fmt_tokens, token_chart
+from mnesis.report.charts import dag_svg, drawn_nodes, fmt_tokens, needs_zoom, token_chart
 from mnesis.report.data import MAX_PRUNED_ROWS, DagNode, ReportData
 
 __all__ = ["MAX_SEARCH_HITS", "render_html"]
@@ -155,6 +155,12 @@ def render_html(data: ReportData) -> str:
         if data.backlog_turns
         else ""
     )
+    zoom = (
+        '<p class="hint">The context is small next to the history: here it is alone, '
+        f"on its own axis.</p>{token_chart(data, context_only=True)}"
+        if needs_zoom(data)
+        else ""
+    )
     title = escape(s.title or s.id)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>mnesis report: {title}</title>
@@ -162,7 +168,7 @@ def render_html(data: ReportData) -> str:
 <body><header><h1>mnesis session {escape(s.id)}</h1>
 <p>{escape(s.model)} · agent {escape(s.agent)} · created {_when(s.created_at)}</p></header>
 <main><div class="cards">{"".join(f'<div class="card">{k}<b>{v}</b></div>' for k, v in cards)}</div>
-<section class="panel"><h2>History versus context, per turn</h2>{token_chart(data)}
+<section class="panel"><h2>History versus context, per turn</h2>{token_chart(data)}{zoom}
 <p class="hint">The grey line is everything stored; the blue line is what the model saw.
 Dashed lines mark the turns during which a compaction landed; the red dashed line is the
 model's window.{backlog_note}</p></section>

@@ -19,6 +19,7 @@ from mnesis import MnesisSession, StorePool
 from mnesis.cli import run
 from mnesis.config import StoreConfig
 from mnesis.report import data as report_data
+from mnesis.report.charts import token_chart
 from mnesis.report.data import PrunedOutput, ReportData, collect
 from mnesis.report.html import MAX_SEARCH_HITS, render_html
 from mnesis.report.index import IndexEntry, MessageIndex
@@ -305,6 +306,9 @@ class TestBounds:
             IndexEntry(i, i, "user", f"msg_{i}", 1_700_000_000_000, f"alpha row {i}", False)
             for i in range(1, MAX_SEARCH_HITS + 501)
         ]
+        entries[0] = IndexEntry(
+            1, 1, "user", "msg_1", 1_700_000_000_000, "alpha </script><b>bold</b>", False
+        )
         index = MessageIndex(len(entries))
         index.entries = entries
         pruned = [
@@ -323,8 +327,12 @@ class TestBounds:
             index=index,
         )
         out = tmp_path / "paged.html"
-        out.write_text(render_html(data), encoding="utf-8")
+        html = render_html(data)
+        assert html.count("</script>") == 2, "a message cannot close the data block"
+        out.write_text(html, encoding="utf-8")
         text = _dom(out, "search=ALPHA", tmp_path / "profile")
+        assert "&lt;/script&gt;&lt;b&gt;bold&lt;/b&gt;" in text, "shown as text"
+        assert "<b>bold</b>" not in text
         table = text[text.index('id="pruned-table"') :]
         assert "page 1 of 3 (rows 1–50 of 120)" in table
         assert table[: table.index("</table>")].count("<tr>") == 51
@@ -365,3 +373,28 @@ class TestImportedBacklog:
         assert history is not None and len(history.group(1).split()) == 52
         # The context next to a history 16 times bigger gets a chart of its own.
         assert '<svg id="context-chart"' in html
+
+
+class TestAxes:
+    @pytest.mark.parametrize("history", [900, 45_000, 8_860_000, 3_400_000_000])
+    def test_the_y_labels_fit_left_of_the_axis(self, history: int) -> None:
+        data = ReportData(
+            session=SessionRecord(id="sess_x", model="fake/m"),
+            turns=[
+                TurnPoint(1, "m0", 0, history // 2, 100, False),
+                TurnPoint(2, "m1", 0, history, 100, True),
+            ],
+            nodes=[],
+            levels=[],
+            pruned=[],
+            message_count=4,
+            context_tokens_now=100,
+        )
+        svg = token_chart(data)
+        ticks = re.findall(
+            r'<text x="([\d.]+)" y="[\d.]+" class="tick" text-anchor="end">([^<]+)<', svg
+        )
+        assert len(ticks) == 5
+        for x, label in ticks:
+            # 11px text: at most ~7px a character, and the label ends at x.
+            assert len(label) * 7 <= float(x), (label, x)

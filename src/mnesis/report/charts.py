@@ -31,7 +31,9 @@ LEAF, CONDENSED = "#4caf7d", "#7a5cd6"
 
 
 def fmt_tokens(n: float) -> str:
-    """A token count for an axis or a card: ``950``, ``12.3k``, ``4.56M``."""
+    """A token count for an axis or a card: ``950``, ``12.3k``, ``4.56M``, ``1.20B``."""
+    if n >= 1_000_000_000:
+        return f"{n / 1_000_000_000:.2f}B"
     if n >= 1_000_000:
         return f"{n / 1_000_000:.2f}M"
     return f"{n / 1000:.1f}k" if n >= 10_000 else f"{int(n):,}"

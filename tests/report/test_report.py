@@ -19,6 +19,7 @@ from mnesis import MnesisSession, StorePool
 from mnesis.cli import run
 from mnesis.config import StoreConfig
 from mnesis.report import data as report_data
+from mnesis.report import write_report
 from mnesis.report.charts import token_chart
 from mnesis.report.data import PrunedOutput, ReportData, collect
 from mnesis.report.html import MAX_SEARCH_HITS, render_html
@@ -398,3 +399,22 @@ class TestAxes:
         for x, label in ticks:
             # 11px text: at most ~7px a character, and the label ends at x.
             assert len(label) * 7 <= float(x), (label, x)
+
+
+class TestEmpty:
+    def test_a_session_without_messages_has_a_report(self, tmp_path: Path) -> None:
+        async def write() -> ReportData:
+            pool = StorePool()
+            session = await MnesisSession.create(
+                model="fake/m", db_path=str(tmp_path / "m.db"), pool=pool
+            )
+            try:
+                return await write_report(session.store, session.id, str(tmp_path / "r.html"))
+            finally:
+                await session.close()
+                await pool.close_all()
+
+        data = asyncio.run(write())
+        assert (data.turns, data.index.entries, data.work) == ([], [], 0)
+        html = (tmp_path / "r.html").read_text(encoding="utf-8")
+        assert "No turns yet." in html and "No tool outputs were pruned." in html

@@ -96,25 +96,30 @@ class Timeline:
             return []
         turns = len(self.turn_starts)
         ends = [*(s - 1 for s in self.turn_starts[1:]), len(self.ids) - 1]
-        landed: list[list[LandedSummary]] = [[] for _ in range(turns)]
+        landed: dict[int, list[LandedSummary]] = {}
         for s in self.summaries:
-            landed[self._turn_of_message(s.after - 1)].append(s)
+            landed.setdefault(self._turn_of_message(s.after - 1), []).append(s)
         # A prune lands in the first turn that ends at or after it (times made monotone).
         end_times, latest = [], self.created[ends[0]]
         for e in ends:
             latest = max(latest, self.created[e])
             end_times.append(latest)
-        pruned_in: list[list[Prune]] = [[] for _ in range(turns)]
+        pruned_in: dict[int, list[Prune]] = {}
         for p in self.prunes:
-            pruned_in[min(bisect_left(end_times, p.at), turns - 1)].append(p)
-        return self._walk(ends, landed, pruned_in, window)
+            pruned_in.setdefault(min(bisect_left(end_times, p.at), turns - 1), []).append(p)
+        # Backlog: the turns before the first compaction, if the history was over the
+        # window by then (nothing compacted, so the context would have been all of it).
+        first = min([*landed, *pruned_in], default=turns)
+        before = sum(self.tokens[: ends[first - 1] + 1]) if first else 0
+        backlog = first if before > window else 0
+        return self._walk(ends, landed, pruned_in, backlog)
 
     def _walk(
         self,
         ends: list[int],
-        landed: list[list[LandedSummary]],
-        pruned_in: list[list[Prune]],
-        window: int,
+        landed: dict[int, list[LandedSummary]],
+        pruned_in: dict[int, list[Prune]],
+        backlog: int,
     ) -> list[TurnPoint]:
         index = {m: i for i, m in enumerate(self.ids)}
         n = len(self.ids)
@@ -131,7 +136,7 @@ class Timeline:
                 history += self.tokens[i]
                 if not hidden[i]:
                     context += self.tokens[i] - pruned[i]
-            for s in landed[turn]:
+            for s in landed.get(turn, ()):
                 self.work += 1
                 if s.id not in merged:
                     active[s.id] = s.context_tokens
@@ -147,7 +152,7 @@ class Timeline:
                         hidden[i] = 1
                         if seen[i]:
                             context -= self.tokens[i] - pruned[i]
-            for p in pruned_in[turn]:
+            for p in pruned_in.get(turn, ()):
                 self.work += 1
                 i = index.get(p.message_id, -1)
                 if i >= 0:
@@ -162,27 +167,9 @@ class Timeline:
                     created_at=self.created[end],
                     history_tokens=history,
                     context_tokens=max(0, context),
-                    compacted=bool(landed[turn] or pruned_in[turn]),
+                    compacted=turn in landed or turn in pruned_in,
+                    backlog=turn < backlog,
                 )
             )
             start = end + 1
-        return _mark_backlog(points, window)
-
-
-def _mark_backlog(points: list[TurnPoint], window: int) -> list[TurnPoint]:
-    first = next((i for i, p in enumerate(points) if p.compacted), len(points))
-    if first == 0 or max(p.history_tokens for p in points[:first]) <= window:
         return points
-    marked = [
-        TurnPoint(
-            turn=p.turn,
-            message_id=p.message_id,
-            created_at=p.created_at,
-            history_tokens=p.history_tokens,
-            context_tokens=p.context_tokens,
-            compacted=p.compacted,
-            backlog=True,
-        )
-        for p in points[:first]
-    ]
-    return marked + points[first:]

@@ -140,6 +140,10 @@ class _Pass:
     landed_after: dict[str, int] = field(default_factory=dict)
     turn: int = 0
 
+    def page(self, messages: list[MessageWithParts]) -> None:
+        for message in messages:
+            self.message(message)
+
     def message(self, m: MessageWithParts) -> None:
         if m.message.is_summary:
             self._marker(m)
@@ -220,8 +224,8 @@ async def _stream(store: ImmutableStore, session_id: str, seqs: list[int], state
         page = await ahead
         ahead = read(start + PAGE) if start + PAGE < len(seqs) else None
         try:
-            for message in page:
-                state.message(message)
+            # Off the event loop: a page is ~500 messages of rendering and counting.
+            await asyncio.to_thread(state.page, page)
         except BaseException:
             if ahead is not None:
                 with contextlib.suppress(Exception):
@@ -252,13 +256,8 @@ async def collect(
     await _stream(store, session_id, seqs, state)
     summaries = await _summaries(store, summary_ids)
     window = _window(record)
-    turns = state.timeline.points(window)
-    tokens = dict(zip(state.timeline.ids, state.timeline.tokens, strict=True))
-    by_id = {s.id: s for s in summaries}
-    nodes = [
-        _node(s, sources, children, by_id, tokens, in_context, state.landed_after)
-        for s in summaries
-    ]
+    turns = await asyncio.to_thread(state.timeline.points, window)
+    nodes = await asyncio.to_thread(_nodes, summaries, state, in_context)
     return ReportData(
         session=record,
         turns=turns,
@@ -277,6 +276,15 @@ async def collect(
         window=window,
         work=state.timeline.work,
     )
+
+
+def _nodes(summaries: list[SummaryRecord], state: _Pass, in_context: set[str]) -> list[DagNode]:
+    tokens = dict(zip(state.timeline.ids, state.timeline.tokens, strict=True))
+    by_id = {s.id: s for s in summaries}
+    return [
+        _node(s, state.sources, state.children, by_id, tokens, in_context, state.landed_after)
+        for s in summaries
+    ]
 
 
 def _node(

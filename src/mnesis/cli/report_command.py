@@ -9,23 +9,27 @@ import typer
 
 from mnesis.cli._common import DbOption, check_mnesis_database, cli_errors, resolve_config
 from mnesis.config import MnesisConfig
-from mnesis.report import write_report
+from mnesis.report import DEFAULT_INDEX_CHARS, write_report
+from mnesis.report.index import check_budget
 from mnesis.store.pool import StorePool
 
 __all__ = ["report_command"]
 
 
-async def _write(config: MnesisConfig, path: str, session_id: str, output: str) -> str:
+async def _write(
+    config: MnesisConfig, path: str, session_id: str, output: str, index_chars: int
+) -> str:
     pool = StorePool()
     store = await pool.acquire(config.store, db_path=path)
     try:
-        data = await write_report(store, session_id, output)
+        data = await write_report(store, session_id, output, index_chars=index_chars)
     finally:
         await store.close()
         await pool.close_all()
     return (
         f"wrote {output}: {len(data.turns)} turns, {len(data.nodes)} summaries, "
-        f"{len(data.pruned)} pruned tool outputs"
+        f"{data.pruned_count} pruned tool outputs, {len(data.index.entries)} transcript rows"
+        + (f" ({data.index.left_out} earliest messages left out)" if data.index.left_out else "")
     )
 
 
@@ -34,13 +38,24 @@ def report_command(
     output: Annotated[
         str, typer.Option("--output", "-o", help="The HTML file to write.")
     ] = "report.html",
+    index_chars: Annotated[
+        int,
+        typer.Option(
+            "--index-chars",
+            help="Characters of message text the page holds for its search box and "
+            "transcript (each message cut to 160-1,000; past the bound the earliest "
+            "messages are left out).",
+        ),
+    ] = DEFAULT_INDEX_CHARS,
     db: DbOption = None,
 ) -> None:
     """Write a self-contained HTML report of a session: history versus context tokens
     per turn with the compactions marked, the summary DAG (click a node to read it),
-    compactions by level and pruned tool outputs. Opens offline in any browser."""
+    compactions by level, pruned tool outputs (paged), a search box over the messages and
+    a transcript with the compaction points. Opens offline in any browser."""
     with cli_errors():
+        check_budget(index_chars)
         config, path = resolve_config(db)
     with cli_errors(path):
         check_mnesis_database(path, must_exist=True)
-        typer.echo(asyncio.run(_write(config, path, session, output)), err=True)
+        typer.echo(asyncio.run(_write(config, path, session, output, index_chars)), err=True)

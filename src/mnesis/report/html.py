@@ -1,151 +1,26 @@
-"""One self-contained HTML page for a session: inline SVG charts, inline CSS and a few
-lines of inline script (click a summary to read it). No network, no external files."""
+"""One self-contained HTML page for a session: inline SVG charts, inline CSS, one inline
+JSON block (tables, summaries, the bounded message index) and an inline script that pages
+the tables, searches the messages and shows the transcript. No network, no external files."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from html import escape
+from typing import Any
 
-from mnesis.report.data import DagNode, ReportData
+from mnesis.report.assets import CSS, SCRIPT
+from mnesis.report.charts import dag_svg, drawn_nodes, fmt_tokens, needs_zoom, token_chart
+from mnesis.report.data import MAX_PRUNED_ROWS, DagNode, ReportData
 
-__all__ = ["render_html"]
+__all__ = ["MAX_SEARCH_HITS", "render_html"]
 
-_W, _H, _PAD = 960, 320, 48
-_HISTORY, _CONTEXT, _MARK = "#8a94a6", "#2f6fde", "#e0703a"
-_LEAF, _CONDENSED = "#4caf7d", "#7a5cd6"
-
-
-def _fmt(n: float) -> str:
-    return f"{n / 1000:.1f}k" if n >= 10_000 else f"{int(n):,}"
+MAX_SEARCH_HITS = 1_000
+"""The search box lists at most this many matches (the first ones, in order)."""
 
 
 def _when(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def _empty(svg_id: str, message: str) -> str:
-    return (
-        f'<svg id="{svg_id}" role="img" width="{_W}" height="60">'
-        f'<text x="10" y="30">{escape(message)}</text></svg>'
-    )
-
-
-def _token_chart(data: ReportData) -> str:
-    turns = data.turns
-    if not turns:
-        return _empty("token-chart", "No turns yet.")
-    top = max(max(t.history_tokens for t in turns), 1) * 1.05
-    span = max(len(turns) - 1, 1)
-
-    def x(i: int) -> float:
-        return _PAD + (_W - 2 * _PAD) * i / span
-
-    def y(v: float) -> float:
-        return _H - _PAD - (_H - 2 * _PAD) * v / top
-
-    parts = [
-        f'<svg id="token-chart" role="img" aria-label="history and context tokens per turn" '
-        f'viewBox="0 0 {_W} {_H}" width="{_W}" height="{_H}">'
-    ]
-    for k in range(5):
-        v = top * k / 4
-        parts.append(
-            f'<line x1="{_PAD}" x2="{_W - _PAD}" y1="{y(v):.1f}" y2="{y(v):.1f}" class="grid"/>'
-            f'<text x="{_PAD - 6}" y="{y(v) + 4:.1f}" class="tick" text-anchor="end">'
-            f"{_fmt(v)}</text>"
-        )
-    step = max(1, len(turns) // 10)
-    for i in range(0, len(turns), step):
-        parts.append(
-            f'<text x="{x(i):.1f}" y="{_H - _PAD + 16}" class="tick" text-anchor="middle">'
-            f"{turns[i].turn}</text>"
-        )
-    parts.append(
-        f'<text x="{_W / 2}" y="{_H - 8}" class="axis" text-anchor="middle">turn</text>'
-    )
-    for i, t in enumerate(turns):
-        if t.compacted:
-            parts.append(
-                f'<line class="compaction" x1="{x(i):.1f}" x2="{x(i):.1f}" y1="{_PAD}" '
-                f'y2="{_H - _PAD}" stroke="{_MARK}"><title>compaction during turn {t.turn}'
-                f"</title></line>"
-            )
-    for name, color, values in [
-        ("history", _HISTORY, [t.history_tokens for t in turns]),
-        ("context", _CONTEXT, [t.context_tokens for t in turns]),
-    ]:
-        points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(values))
-        parts.append(
-            f'<polyline id="{name}-line" points="{points}" fill="none" stroke="{color}" '
-            f'stroke-width="2.5"/>'
-        )
-    for i, t in enumerate(turns):
-        parts.append(
-            f'<circle cx="{x(i):.1f}" cy="{y(t.context_tokens):.1f}" r="3" fill="{_CONTEXT}">'
-            f"<title>turn {t.turn}: history {t.history_tokens:,} tokens, context "
-            f"{t.context_tokens:,} tokens</title></circle>"
-        )
-    legend = [
-        ("history (everything stored)", _HISTORY),
-        ("context (what the model sees)", _CONTEXT),
-        ("compaction", _MARK),
-    ]
-    for k, (label, color) in enumerate(legend):
-        lx = _PAD + 12 + k * 230
-        parts.append(
-            f'<rect x="{lx}" y="12" width="14" height="14" fill="{color}" rx="3"/>'
-            f'<text x="{lx + 20}" y="24" class="legend">{escape(label)}</text>'
-        )
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def _dag(nodes: list[DagNode]) -> str:
-    if not nodes:
-        return _empty("summary-dag", "No summaries yet: nothing was compacted.")
-    depths = sorted({n.depth for n in nodes})
-    rows = {d: [n for n in nodes if n.depth == d] for d in depths}
-    widest = max(len(r) for r in rows.values())
-    box_w, gap, row_h = 26, 8, 90
-    width = max(_W, 2 * _PAD + widest * (box_w + gap))
-    height = 2 * _PAD + (len(depths) - 1) * row_h + 30
-    pos: dict[str, tuple[float, float]] = {}
-    for level, d in enumerate(depths):
-        row = rows[d]
-        room = (width - 2 * _PAD) / max(len(row), 1)
-        for i, node in enumerate(row):
-            pos[node.id] = (_PAD + room * (i + 0.5), height - _PAD - level * row_h)
-    parts = [
-        f'<svg id="summary-dag" role="img" aria-label="summary DAG" viewBox="0 0 {width} '
-        f'{height}" width="{width}" height="{height}">'
-    ]
-    for node in nodes:
-        for child in node.children:
-            if child in pos:
-                (x1, y1), (x2, y2) = pos[node.id], pos[child]
-                parts.append(
-                    f'<line class="edge" x1="{x1:.1f}" y1="{y1 + 10:.1f}" x2="{x2:.1f}" '
-                    f'y2="{y2 - 10:.1f}"/>'
-                )
-    for level, d in enumerate(depths):
-        parts.append(
-            f'<text x="8" y="{height - _PAD - level * row_h + 4:.1f}" class="tick">depth {d}</text>'
-        )
-    for node in nodes:
-        cx, cy = pos[node.id]
-        color = _LEAF if node.kind == "leaf" else _CONDENSED
-        ring = ' stroke="#1b1f24" stroke-width="2.5"' if node.in_context else ""
-        tip = (
-            f"{node.id} ({node.kind}, depth {node.depth}, level {node.level}): "
-            f"{node.tokens_before:,} → {node.token_count:,} tokens"
-        )
-        parts.append(
-            f'<g class="node {node.kind}" tabindex="0" data-id="{node.id}">'
-            f'<rect x="{cx - box_w / 2:.1f}" y="{cy - 10:.1f}" width="{box_w}" height="20" '
-            f'rx="5" fill="{color}"{ring}/><title>{escape(tip)}</title></g>'
-        )
-    parts.append("</svg>")
-    return "".join(parts)
 
 
 def _details(nodes: list[DagNode]) -> str:
@@ -173,8 +48,8 @@ def _levels(data: ReportData) -> str:
         rows.append(
             f"<tr><td>level {s.level}</td><td>{s.summaries}</td>"
             f'<td><svg class="bar" width="540" height="34"><rect y="2" height="14" '
-            f'width="{before:.1f}" fill="{_HISTORY}"/><rect y="18" height="14" '
-            f'width="{max(after, 1):.1f}" fill="{_CONTEXT}"/></svg></td>'
+            f'width="{before:.1f}" fill="#8a94a6"/><rect y="18" height="14" '
+            f'width="{max(after, 1):.1f}" fill="#2f6fde"/></svg></td>'
             f"<td>{s.tokens_before:,} → {s.tokens_after:,}</td></tr>"
         )
     return (
@@ -184,92 +59,133 @@ def _levels(data: ReportData) -> str:
 
 
 def _pruned(data: ReportData) -> str:
-    if not data.pruned:
+    if not data.pruned_count:
         return "<p>No tool outputs were pruned.</p>"
-    rows = "".join(
-        f"<tr><td>{escape(p.tool_name)}</td><td><code>{escape(p.tool_call_id)}</code></td>"
-        f"<td><code>{p.message_id}</code></td><td>{p.tokens:,}</td><td>{_when(p.compacted_at)}"
-        "</td></tr>"
-        for p in data.pruned
+    tools = "".join(
+        f"<tr><td>{escape(t.tool_name)}</td><td>{t.outputs:,}</td><td>{t.tokens:,}</td></tr>"
+        for t in data.pruned_by_tool[:50]
     )
-    total = sum(p.tokens for p in data.pruned)
+    listed = (
+        f" The table lists the first {len(data.pruned):,} (at most {MAX_PRUNED_ROWS:,})."
+        if len(data.pruned) < data.pruned_count
+        else ""
+    )
     return (
-        f"<p>{len(data.pruned)} outputs, {total:,} tokens kept out of the context "
-        "(still in the store, shown in full by lcm_expand).</p>"
-        '<table id="pruned"><tr><th>tool</th><th>call</th><th>message</th><th>tokens</th>'
-        f"<th>pruned at</th></tr>{rows}</table>"
+        f"<p>{data.pruned_count:,} outputs, {data.pruned_tokens:,} tokens kept out of the "
+        f"context (still in the store, shown in full by lcm_expand).{listed}</p>"
+        '<table id="pruned-by-tool"><tr><th>tool</th><th>outputs</th><th>tokens</th></tr>'
+        f'{tools}</table><div id="pruned-table"></div>'
     )
 
 
-_CSS = """
-body{font:15px/1.5 system-ui,-apple-system,Segoe UI,sans-serif;margin:0}
-body{background:#f6f7f9;color:#1b1f24}
-header{background:#1b1f24;color:#fff;padding:20px 32px}
-header h1{margin:0;font-size:22px}
-header p{margin:4px 0 0;color:#b8c0cc}
-main{padding:8px 32px 40px;max-width:1100px}
-.cards{display:flex;flex-wrap:wrap;gap:16px;margin:20px 0}
-.card{background:#fff;border-radius:10px;padding:12px 18px;min-width:150px}
-.card,section.panel{box-shadow:0 1px 3px #0002}
-.card b{display:block;font-size:24px}
-section.panel{background:#fff;border-radius:10px;padding:8px 20px 16px;margin:18px 0}
-section.panel{overflow-x:auto}
-h2{font-size:17px;margin:12px 0}
-.grid{stroke:#e3e6eb}
-.tick{font-size:11px;fill:#6b7280}
-.axis,.legend{font-size:12px;fill:#374151}
-.compaction{stroke-dasharray:4 3;stroke-width:1.5}
-.edge{stroke:#b7bcc6;stroke-width:1.2}
-.node{cursor:pointer}
-.node:hover rect,.node:focus rect{opacity:.75}
-table{border-collapse:collapse}
-td,th{padding:4px 10px;text-align:left;border-bottom:1px solid #eef0f3}
-pre{white-space:pre-wrap;background:#f6f7f9;padding:10px;border-radius:6px}
-pre{max-height:320px;overflow:auto}
-.meta{color:#4b5563}
-.hint{color:#6b7280;font-size:13px}
-"""
+def _payload(data: ReportData) -> str:
+    payload: dict[str, Any] = {
+        "maxHits": MAX_SEARCH_HITS,
+        "pruned": [
+            [p.tool_name, p.tool_call_id, p.message_id, p.tokens, p.compacted_at]
+            for p in data.pruned
+        ],
+        "summaries": [
+            [
+                n.id,
+                n.kind,
+                n.level,
+                n.depth,
+                n.source_message_count,
+                n.tokens_before,
+                n.token_count,
+                n.after_message,
+                n.created_at,
+            ]
+            for n in data.nodes
+        ],
+        "messages": [
+            [e.ordinal, e.turn, e.role, e.message_id, e.created_at, e.text, int(e.truncated)]
+            for e in data.index.entries
+        ],
+    }
+    # Inside <script>, "</" would end the block: every "<" is written as an escape.
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
 
-_JS = """
-document.querySelectorAll('#summary-dag .node').forEach(function(g){
-  function show(){document.querySelectorAll('.summary-detail').forEach(function(s){s.hidden=true});
-    var d=document.getElementById('d-'+g.dataset.id); if(d){d.hidden=false;}}
-  g.addEventListener('click',show);
-  g.addEventListener('keydown',function(e){if(e.key==='Enter'){show();}});
-});
-"""
+
+def _index_note(data: ReportData) -> str:
+    index = data.index
+    note = (
+        f"Searches the first {index.per_message:,} characters of each message "
+        f"(the page holds at most {index.budget:,} characters of message text)"
+    )
+    if index.left_out:
+        note += (
+            f"; the {index.left_out:,} earliest messages do not fit that bound and are left "
+            f"out: search holds messages #{index.first_indexed:,} to #{data.message_count:,}. "
+            "`mnesis grep` and `mnesis show` read all of them"
+        )
+    return note + "."
 
 
 def render_html(data: ReportData) -> str:
     """The report page of ``data``."""
     s = data.session
     last = data.turns[-1] if data.turns else None
-    saved = 0 if last is None or not last.history_tokens else (
-        100 * (1 - last.context_tokens / last.history_tokens)
+    saved = (
+        0
+        if last is None or not last.history_tokens
+        else (100 * (1 - last.context_tokens / last.history_tokens))
     )
     cards = [
         ("turns", f"{len(data.turns):,}"),
         ("messages", f"{data.message_count:,}"),
-        ("history tokens", _fmt(last.history_tokens) if last else "0"),
-        ("context tokens now", _fmt(data.context_tokens_now)),
+        ("history tokens", fmt_tokens(last.history_tokens) if last else "0"),
+        ("context tokens now", fmt_tokens(data.context_tokens_now)),
         ("summaries", f"{len(data.nodes):,}"),
         ("context saved", f"{saved:.0f}%"),
     ]
+    if data.backlog_turns:
+        cards.append(("imported backlog", f"{data.backlog_turns:,} turns"))
+    drawn = drawn_nodes(data.nodes)
+    dag_note = (
+        f" The DAG draws the newest {len(drawn):,} of {len(data.nodes):,} summaries."
+        if len(drawn) < len(data.nodes)
+        else ""
+    )
+    backlog_note = (
+        f" Shaded: the first {data.backlog_turns:,} turns were stored over the model's window "
+        "before anything was compacted (an import compacted afterwards): no model saw them "
+        "as one context, so no context line is drawn there."
+        if data.backlog_turns
+        else ""
+    )
+    zoom = (
+        '<p class="hint">The context is small next to the history: here it is alone, '
+        f"on its own axis.</p>{token_chart(data, context_only=True)}"
+        if needs_zoom(data)
+        else ""
+    )
     title = escape(s.title or s.id)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>mnesis report: {title}</title>
-<meta name="viewport" content="width=device-width, initial-scale=1"><style>{_CSS}</style></head>
+<meta name="viewport" content="width=device-width, initial-scale=1"><style>{CSS}</style></head>
 <body><header><h1>mnesis session {escape(s.id)}</h1>
 <p>{escape(s.model)} · agent {escape(s.agent)} · created {_when(s.created_at)}</p></header>
 <main><div class="cards">{"".join(f'<div class="card">{k}<b>{v}</b></div>' for k, v in cards)}</div>
-<section class="panel"><h2>History versus context, per turn</h2>{_token_chart(data)}
+<section class="panel"><h2>History versus context, per turn</h2>{token_chart(data)}{zoom}
 <p class="hint">The grey line is everything stored; the blue line is what the model saw.
-Dashed lines mark the turns during which a compaction landed.</p></section>
+Dashed lines mark the turns during which a compaction landed; the red dashed line is the
+model's window.{backlog_note}</p></section>
+<section class="panel" id="search-panel"><h2>Search the messages</h2>
+<input id="search" type="search" placeholder="words to find (all must match)"
+ aria-label="search the session's messages"><p class="hint">{escape(_index_note(data))}
+Click a match to open it in the transcript.</p><div id="search-results"></div></section>
+<section class="panel" id="transcript-panel"><h2>Transcript</h2>
+<p class="hint">Messages in order, 100 a page (click a row to read all of it);
+orange rows are compaction points: where a summary landed, after which message.</p>
+<div id="transcript"></div></section>
 <section class="panel"><h2>Summary DAG</h2>
 <p class="hint">Leaves (green) summarise messages; condensed summaries (purple) merge summaries.
-Outlined: in the context now. Hover for tokens, click to read a summary and its span.</p>
-{_dag(data.nodes)}{_details(data.nodes)}</section>
+Outlined: in the context now. Hover for tokens, click to read a summary and its span.{dag_note}</p>
+{dag_svg(drawn)}{_details(drawn)}<div id="summary-table"></div></section>
 <section class="panel"><h2>Compactions by level</h2>{_levels(data)}</section>
 <section class="panel"><h2>Pruned tool outputs</h2>{_pruned(data)}</section>
-</main><script>{_JS}</script></body></html>
+</main><script type="application/json" id="report-data">{_payload(data)}</script>
+<script>{SCRIPT}</script></body></html>
 """

@@ -66,6 +66,7 @@ async def ranked_page(
     include_traces: bool,
     context: bool = True,
     graded: bool = True,
+    relevance: bool = True,
 ) -> tuple[list[Ranked], dict[str, int], bool]:
     """Up to ``size`` hits after ``state``: the hits, the next state, whether more exist.
 

@@ -159,8 +159,9 @@ ASSISTANT = [
     "The {c} release checklist is in docs/release.md now.",
     "Split the {c} upload handler into parse and store steps.",
 ]
-# (command, line templates): long tool outputs repeat the shared words, but no line
-# holds every word a question shares with its fact (that line would answer it).
+# (command, line templates): long tool outputs repeat the shared words (every question's
+# words are in most outputs), but a line holds at most one of them besides a component
+# (a line holding them together would answer the question).
 TOOLS = [
     (
         "pytest -q tests/{c}",
@@ -176,18 +177,18 @@ TOOLS = [
         "kubectl logs deploy/{c} --tail 30",
         [
             "WARN {c} upstream slow after 30s, attempt {i}",
-            "INFO cache entries evicted: {i}",
-            "INFO worker pool threads busy: {i}",
-            "WARN queue consumer lag {i} messages",
-            "INFO API listening on port 80{i}",
+            "INFO cache evicted {i} keys",
+            "INFO {i} threads busy",
+            "WARN queue lag {i} messages",
+            "INFO listening on port 80{i}",
         ],
     ),
     (
         "cat config/{c}.yaml",
         [
-            "staging_password_ref: vault/{i}",
+            "password_ref: vault/{i}",
             "upload_dir: /var/{c}/uploads/{i}",
-            "audit_logs_path: /var/log/{c}/{i}",
+            "audit_path: /var/audit/{c}/{i}",
             "release_prefix: release/{c}-{i}",
             "upstream_url: https://{c}-{i}.internal",
         ],

@@ -35,12 +35,19 @@ __all__ = ["POOL", "Ranked", "SearchPool", "ranked_page"]
 SearchPool = Literal["messages", "summaries"]
 """What a search reads: the stored messages or the summaries."""
 POOL = 40
-"""Candidates that graded coordination re-ranks (more when paging further)."""
+"""Candidates of the positional walk (more when paging further)."""
+RELEVANCE_POOL = 160
+"""Candidates of the relevance search (see ``SearchQuery.relevance``)."""
+RELEVANCE_GROUP_LIMIT = 24
+"""Candidates per combination of terms (and per column) of the relevance search."""
+LATEST_BONUS = 0.04
+"""Most a candidate gains by being the newest, when the question asks for the latest
+state: the newer of two statements of the same fact ranks first."""
 _GROUP_LIMIT = 20
 """Candidates per combination of terms of a coordination level."""
 _QUESTIONS = 10
 _ROLE_PRIOR = {"user": 0.05, "assistant": 0.0}
-_TOOL_PRIOR = -0.1
+_TOOL_PRIOR = -0.03
 
 
 @dataclass(slots=True)
@@ -90,6 +97,21 @@ async def ranked_page(
         descending=True,
     )
     searches = [store.search_text(query=query, scope=p, where=where, limit=needed) for p in pools]
+    if relevance and optional and "messages" in pools:
+        by_relevance = SearchQuery(
+            all_of=tuple(required),
+            any_of=tuple(optional),
+            relevance=True,
+            group_limit=RELEVANCE_GROUP_LIMIT,
+        )
+        searches.append(
+            store.search_text(
+                query=by_relevance,
+                scope="messages",
+                where=where,
+                limit=max(RELEVANCE_POOL, needed),
+            )
+        )
     found, excluded = await asyncio.gather(asyncio.gather(*searches), _settled(exclude_ids))
     for hits in found:
         for hit in hits:
@@ -105,6 +127,7 @@ async def ranked_page(
         parsed.highlights,
         graded,
         offset + size + 1,
+        latest=parsed.latest,
     )
     page = ranked[offset : offset + size]
     more = len(ranked) > offset + size
@@ -140,28 +163,56 @@ def _admissible(hit: SearchHit, exclude_ids: set[str], include_traces: bool) -> 
 
 
 def _rerank(
-    hits: list[SearchHit], matcher: TermMatcher, highlights: list[str], graded: bool, needed: int
+    hits: list[SearchHit],
+    matcher: TermMatcher,
+    highlights: list[str],
+    graded: bool,
+    needed: int,
+    *,
+    latest: bool = False,
 ) -> list[Ranked]:
-    """The best ``needed`` distinct hits, each with the near-duplicates it stands for."""
-    coverages = [matcher.coverage(hit.text, hit.context) for hit in hits]
-    if graded:
-        matcher.grade(coverages)
+    """The best ``needed`` distinct hits, each with the near-duplicates it stands for.
+
+    A message is scored once, over the parts the pool holds: a term counts as much as
+    its best part gives it, and the hit is the part holding the most of the query in
+    its own text (the tool output that says ``3 failed``, not the text part beside it
+    that matched only through its neighbour context)."""
+    coverages = [matcher.coverage(h.text, h.context, by_line=h.tool_name is not None) for h in hits]
+    weights = matcher.weights(coverages) if graded else [1.0] * len(matcher.labels)
+    matcher.best_lines(coverages, weights)
+    messages: dict[tuple[str, str], list[int]] = {}
+    for index, hit in enumerate(hits):
+        messages.setdefault((hit.kind, hit.id), []).append(index)
+    merged: list[tuple[SearchHit, Coverage]] = []
+    for indexes in messages.values():
+        best = max(
+            indexes,
+            key=lambda i: (
+                _own_score(coverages[i], weights, matcher.labels),
+                hits[i].tool_name is None,
+            ),
+        )
+        coverage = coverages[best]
+        if len(indexes) > 1:
+            coverage = _merged(coverage, [coverages[i] for i in indexes if i != best])
+        matcher.score(coverage, weights)
+        merged.append((hits[best], coverage))
+    newest = sorted({h.created_at for h, _ in merged})
+    recency = {at: i / max(1, len(newest) - 1) for i, at in enumerate(newest)}
     scored: list[Ranked] = []
-    for hit, coverage in zip(hits, coverages, strict=True):
+    for hit, coverage in merged:
         prior = _TOOL_PRIOR if hit.tool_name else _ROLE_PRIOR.get(hit.role or "", 0.0)
         score = coverage.score + prior
+        if latest:
+            score += LATEST_BONUS * recency[hit.created_at]
         scored.append(Ranked(hit, coverage, score, ""))
     scored.sort(key=lambda r: (-r.score, r.hit.rank, -r.hit.created_at, r.hit.key))
     out: list[Ranked] = []
     groups = NearDuplicates()
     leaders: dict[int, Ranked] = {}
-    seen: set[tuple[str, str]] = set()
     for index, item in enumerate(scored):
-        key = (item.hit.kind, item.hit.id)
-        if key in seen:
-            continue
-        seen.add(key)
-        item.snippet = snippet(item.hit.text, highlights)
+        at = item.coverage.best_at
+        item.snippet = snippet(item.hit.text, [] if at >= 0 else highlights, start=at)
         # Texts that differ in which query terms they hold are never duplicates.
         group = "\n".join(item.coverage.own)
         leader = groups.leader_of(item.snippet, index, group, new=len(out) < needed)
@@ -173,3 +224,33 @@ def _rerank(
         leaders[index] = item
         out.append(item)
     return out
+
+
+def _own_score(coverage: Coverage, weights: list[float], labels: list[str]) -> float:
+    """What a part's own text covers (its shares without the neighbour context's)."""
+    return sum(
+        w * s
+        for w, s, label in zip(weights, coverage.shares, labels, strict=True)
+        if label in coverage.own
+    )
+
+
+def _merged(best: Coverage, others: list[Coverage]) -> Coverage:
+    """``best`` with every term the message's other parts hold counted as they count
+    it (each term at its best share); the score is set again by ``grade``."""
+    shares = list(best.shares)
+    own = list(best.own)
+    context = list(best.context)
+    for other in others:
+        for index, share in enumerate(other.shares):
+            shares[index] = max(shares[index], share)
+        own += [t for t in other.own if t not in own]
+        context += [t for t in other.context if t not in context]
+    context = [t for t in context if t not in own]
+    return Coverage(
+        own=own,
+        context=context,
+        neighbour=best.neighbour or next((o.neighbour for o in others if o.neighbour), None),
+        shares=shares,
+        best_at=best.best_at,
+    )

@@ -96,9 +96,16 @@ async def ranked_page(
         group_limit=_GROUP_LIMIT,
         descending=True,
     )
-    searches = [store.search_text(query=query, scope=p, where=where, limit=needed) for p in pools]
-    if relevance and optional and "messages" in pools:
-        by_relevance = SearchQuery(
+    by_relevance = relevance and bool(optional)
+    # Messages by relevance; summaries (few) and queries of quoted phrases alone by
+    # the coordination levels' newest matches.
+    searches = [
+        store.search_text(query=query, scope=p, where=where, limit=needed)
+        for p in pools
+        if not (by_relevance and p == "messages")
+    ]
+    if by_relevance and "messages" in pools:
+        relevant = SearchQuery(
             all_of=tuple(required),
             any_of=tuple(optional),
             relevance=True,
@@ -106,7 +113,7 @@ async def ranked_page(
         )
         searches.append(
             store.search_text(
-                query=by_relevance,
+                query=relevant,
                 scope="messages",
                 where=where,
                 limit=max(RELEVANCE_POOL, needed),

@@ -16,6 +16,7 @@ from mnesis.store.search_query import (
     Term,
     render_query,
 )
+from mnesis.store.search_text import speaker_lines
 from mnesis.store.shared.hit_contexts import (
     SQLITE_HIT_NEIGHBOURS,
     contexts_of,
@@ -141,13 +142,21 @@ class SearchMixin(SQLiteStoreBase, TextSearches):
                 rows = conn.execute(sql, [*head, dumps(page), *args, limit, offset]).fetchall()
                 if len(rows) < limit and len(page) < len(keys):
                     rows = conn.execute(sql, [*head, dumps(keys), *args, limit, offset]).fetchall()
-                if filtered and len(rows) < limit:
-                    # The filters come after the index here: rank every match instead.
+                if filtered and len(rows) < limit and not relevance:
+                    # The filters come after the index here: rank every match instead
+                    # (a relevance search keeps its bound: what passes is the pool).
                     rows = ranked(-1)
             else:
                 rows = ranked(candidates)
-            # A relevance search finds own-text matches: no neighbour context to rebuild.
-            contexts = _contexts(conn, rows) if scope == "messages" and not relevance else {}
+            # A relevance search finds own-text matches: their context is the speaker
+            # and date line only (no neighbours to read).
+            contexts = (
+                speaker_lines(rows)
+                if relevance
+                else _contexts(conn, rows)
+                if scope == "messages"
+                else {}
+            )
             return hits_of(kind, rows, contexts)
 
         return await self.db.read(_read)
@@ -302,10 +311,19 @@ def _relevance_groups(
     )
     out: list[list[str]] = []
     for group in query.relevance_groups(counts, _rows_searched(conn, where)):
-        terms = (*query.all_of, *group)
-        text = render_fts5(SearchQuery(all_of=terms))
+        own, speaker_date = SearchQuery(all_of=(*query.all_of, *group)).own_text_terms()
+        said = (
+            f"context : ({render_fts5(SearchQuery(all_of=speaker_date))})" if speaker_date else ""
+        )
+        if not own:
+            out.append([f"{sessions}({said})"])
+            continue
+        text = f"text_content : ({render_fts5(SearchQuery(all_of=own))})"
         out.append(
-            [f"{sessions}(text_content : ({text}))", f"{sessions}(tool_content : ({_near(terms)}))"]
+            [
+                f"{sessions}({text}{' AND ' + said if said else ''})",
+                f"{sessions}(tool_content : ({_near(own)}))",
+            ]
         )
     return out
 

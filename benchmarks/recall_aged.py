@@ -368,3 +368,12 @@ def score_question(
         return
     for row in (age_band(question.position, total), question.where, "all facts"):
         scores.add(row, ranked, question)
+
+
+def filler(session_id: str, total: int, seed: int = 28) -> list[NewMessage]:
+    """``total`` turns of the session's filler alone (no facts, no distractors)."""
+    corpus = AgedCorpus(total)
+    writer = _Writer(session_id, corpus, random.Random(seed))
+    while len(corpus.messages) < total:
+        writer.filler()
+    return corpus.messages

@@ -657,15 +657,16 @@ async def aged(path: str, total: int, only: list[str] | None) -> None:
             continue
         scores = results[name] = recall_aged.AgedScores()
         for question in questions:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             ranked = await rank(question.text)
             scores.millis.append((time.perf_counter() - started) * 1000)
+            scores.cpu_millis.append((time.process_time() - cpu) * 1000)
             recall_aged.score_question(scores, ranked, question, total)
     await session.close()
     await pool.close_all()
     print(f"\n## {total:,} turns, {len(questions)} questions, {segments(path)} index segments\n")
-    print("| ranking | " + " | ".join(recall_aged.ROWS) + " | p50 ms | p95 ms |")
-    print("|---|" + "---|" * (len(recall_aged.ROWS) + 2))
+    print("| ranking | " + " | ".join(recall_aged.ROWS) + " | p50 ms | p95 ms | CPU p50 ms |")
+    print("|---|" + "---|" * (len(recall_aged.ROWS) + 3))
     for name, s in results.items():
         cells = []
         for row in recall_aged.ROWS:
@@ -674,6 +675,7 @@ async def aged(path: str, total: int, only: list[str] | None) -> None:
                 "/".join(f"{statistics.mean(cell[k]):.2f}" for k in (1, 5, 10)) if cell else ""
             )
         cells += [f"{_pct(s.millis, q):.1f}" for q in (0.5, 0.95)]
+        cells.append(f"{_pct(s.cpu_millis, 0.5):.1f}")
         print(f"| {name} | " + " | ".join(cells) + " |")
     print("\ncells: recall@1/@5/@10; update: the new value in the top k and above the old one")
 

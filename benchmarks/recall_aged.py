@@ -343,6 +343,7 @@ class AgedScores:
 
     cells: dict[str, dict[int, list[float]]] = field(default_factory=dict)
     millis: list[float] = field(default_factory=list)
+    cpu_millis: list[float] = field(default_factory=list)
 
     def add(self, row: str, ranked: list[str], question: AgedQuestion) -> None:
         """Score ``ranked`` (message IDs, best first) for ``question`` in ``row``."""

@@ -36,13 +36,15 @@ SearchPool = Literal["messages", "summaries"]
 """What a search reads: the stored messages or the summaries."""
 POOL = 40
 """Candidates of the positional walk (more when paging further)."""
-RELEVANCE_POOL = 160
+RELEVANCE_POOL = 64
 """Candidates of the relevance search (see ``SearchQuery.relevance``)."""
-RELEVANCE_GROUP_LIMIT = 24
+RELEVANCE_GROUP_LIMIT = 12
 """Candidates per combination of terms (and per column) of the relevance search."""
 LATEST_BONUS = 0.04
 """Most a candidate gains by being the newest, when the question asks for the latest
 state: the newer of two statements of the same fact ranks first."""
+_DUPLICATES_SCANNED = 120
+"""Hits scanned for the page and the near-duplicates its hits stand for."""
 _GROUP_LIMIT = 20
 """Candidates per combination of terms of a coordination level."""
 _QUESTIONS = 10
@@ -109,7 +111,7 @@ async def ranked_page(
             all_of=tuple(required),
             any_of=tuple(optional),
             relevance=True,
-            group_limit=RELEVANCE_GROUP_LIMIT,
+            group_limit=max(RELEVANCE_GROUP_LIMIT, offset + size + 1),
         )
         searches.append(
             store.search_text(
@@ -217,7 +219,8 @@ def _rerank(
     out: list[Ranked] = []
     groups = NearDuplicates()
     leaders: dict[int, Ranked] = {}
-    for index, item in enumerate(scored):
+    # Near-duplicates are looked for among the best few hundred hits only.
+    for index, item in enumerate(scored[: max(_DUPLICATES_SCANNED, 4 * needed)]):
         at = item.coverage.best_at
         item.snippet = snippet(item.hit.text, [] if at >= 0 else highlights, start=at)
         # Texts that differ in which query terms they hold are never duplicates.

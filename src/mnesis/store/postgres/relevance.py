@@ -40,11 +40,11 @@ class _Plan:
         self.head: list[Any] = [where.under_summary] if lineage else []
         self.cte = DOWN_CTE if lineage else ""
 
-    def matches(self, condition: str, limit: int) -> str:
+    def matches(self, condition: str, limit: int, direction: str = "DESC") -> str:
         return (
             "(SELECT p.key FROM message_parts p JOIN messages m ON m.id = p.message_id "
             f"WHERE {condition} AND NOT m.is_summary {self.clauses} "
-            f"ORDER BY p.key + 0 DESC LIMIT {int(limit)})"
+            f"ORDER BY p.key + 0 {direction} LIMIT {int(limit)})"
         )
 
 
@@ -69,20 +69,41 @@ async def relevance_keys(
     limit = query.group_limit or enough
     keys: dict[int, None] = {}
     for start in range(0, len(groups), _BATCH):
-        parts: list[str] = []
-        args: list[Any] = []
-        for group in groups[start : start + _BATCH]:
-            for condition, condition_args in _conditions((*query.all_of, *group)):
-                parts.append(
-                    f"SELECT {len(parts)} AS g, k.key FROM {plan.matches(condition, limit)} k"
-                )
-                args += [*condition_args, *plan.args]
-        sql = f"{plan.cte} SELECT g, key FROM ({' UNION ALL '.join(parts)}) u ORDER BY g"
-        for _, key in await fetch(conn, sql, [*plan.head, *args]):
-            keys.setdefault(key, None)
+        conditions = [
+            c
+            for group in groups[start : start + _BATCH]
+            for c in _conditions((*query.all_of, *group))
+        ]
+        newest = await _limited(conn, plan, conditions, "DESC", limit + 1)
+        crowded = [c for c, found in zip(conditions, newest, strict=True) if len(found) > limit]
+        oldest = await _limited(conn, plan, crowded, "ASC", max(1, limit // 2))
+        for found in newest:
+            keys.update(dict.fromkeys(found[:limit]))
+        for found in oldest:
+            keys.update(dict.fromkeys(found))
         if len(keys) >= enough:
             break
     return list(keys)
+
+
+async def _limited(
+    conn: Conn, plan: _Plan, conditions: list[tuple[str, list[str]]], direction: str, limit: int
+) -> list[list[int]]:
+    """Each condition's first ``limit`` keys in ``direction``, in one statement."""
+    if not conditions:
+        return []
+    parts = [
+        f"SELECT {index} AS g, k.key FROM {plan.matches(c, limit, direction)} k"
+        for index, (c, _) in enumerate(conditions)
+    ]
+    args = [a for _, condition_args in conditions for a in (*condition_args, *plan.args)]
+    out: list[list[int]] = [[] for _ in conditions]
+    sql = f"{plan.cte} SELECT g, key FROM ({' UNION ALL '.join(parts)}) u"
+    for index, key in await fetch(conn, sql, [*plan.head, *args]):
+        out[index].append(key)
+    for keys in out:
+        keys.sort(reverse=direction == "DESC")
+    return out
 
 
 def _own() -> str:

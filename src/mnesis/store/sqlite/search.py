@@ -84,7 +84,11 @@ class SearchMixin(SQLiteStoreBase, TextSearches):
                 tokens = " OR ".join(
                     '"' + sid[5:].replace('"', '""') + '"' for sid in where.session_ids
                 )
-                if query.newest_first or _sessions_are_a_small_share(conn, where.session_ids):
+                if (
+                    query.newest_first
+                    or query.relevance
+                    or _sessions_are_a_small_share(conn, where.session_ids)
+                ):
                     # Intersect posting lists: cheap when the sessions are a small part
                     # of the index, or when the index stops at the first matches.
                     sessions = f"session_id : ({tokens}) AND "

@@ -48,14 +48,21 @@ def capped_counts(
 def relevance_keys(
     conn: sqlite3.Connection, table: str, groups: list[list[str]], group_limit: int, enough: int
 ) -> list[int]:
-    """The rowids of each group's matches (its expressions in turn, ``group_limit``
-    newest of each), group by group in the order given, until ``enough`` rowids:
-    one statement per ``_BATCH`` groups."""
+    """The rowids of each group's matches (for each of its expressions, the newest
+    ``group_limit`` and, when it has more, the oldest ``group_limit // 2``: where
+    what later turns repeat was first said), group by group in the order given,
+    until ``enough`` rowids: two statements per ``_BATCH`` groups."""
     keys: dict[int, None] = {}
     for start in range(0, len(groups), _BATCH):
-        batch = groups[start : start + _BATCH]
-        queries = [(e, "DESC", group_limit) for group in batch for e in group]
-        for rows in _union_of_limited(conn, table, queries):
+        batch = [e for group in groups[start : start + _BATCH] for e in group]
+        newest = _union_of_limited(conn, table, [(e, "DESC", group_limit + 1) for e in batch])
+        crowded = [e for e, rows in zip(batch, newest, strict=True) if len(rows) > group_limit]
+        oldest = _union_of_limited(
+            conn, table, [(e, "ASC", max(1, group_limit // 2)) for e in crowded]
+        )
+        for rows in newest:
+            keys.update(dict.fromkeys(rows[:group_limit]))
+        for rows in oldest:
             keys.update(dict.fromkeys(rows))
         if len(keys) >= enough:
             break

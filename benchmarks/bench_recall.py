@@ -631,7 +631,7 @@ def aged_rankers(session: MnesisSession) -> dict[str, Ranker]:
     return {"previous": previous, "grep": shipped}
 
 
-async def aged(path: str, total: int, only: list[str] | None) -> None:
+async def aged(path: str, total: int, only: list[str] | None, merge: bool = False) -> None:
     """Issue 28's benchmark at ``total`` turns (database reused from ``path``)."""
     pool = StorePool()
     config = MnesisConfig(compaction=CompactionConfig(auto=False))
@@ -651,6 +651,10 @@ async def aged(path: str, total: int, only: list[str] | None) -> None:
             path,
             {"session_id": session.id, "questions": [q.__dict__ for q in questions]},
         )
+    if merge:
+        await session.close()
+        _merge(path)
+        session = await MnesisSession.load(session.id, config, db_path=path, pool=pool)
     results: dict[str, recall_aged.AgedScores] = {}
     for name, rank in aged_rankers(session).items():
         if only and name not in only:
@@ -712,7 +716,8 @@ async def main() -> None:
         sizes = [2_000, 10_000] if args.sizes == parser.get_default("sizes") else sizes
         with tempfile.TemporaryDirectory() as tmp:
             for total in sizes:
-                await aged(os.path.join(args.keep or tmp, f"aged-{total}.db"), total, args.only)
+                path = os.path.join(args.keep or tmp, f"aged-{total}.db")
+                await aged(path, total, args.only, args.merge_index)
         return
     with tempfile.TemporaryDirectory() as tmp:
         for total in sizes:

@@ -36,7 +36,7 @@ SearchPool = Literal["messages", "summaries"]
 """What a search reads: the stored messages or the summaries."""
 POOL = 40
 """Candidates of the positional walk (more when paging further)."""
-RELEVANCE_POOL = 64
+RELEVANCE_POOL = 32
 """Candidates of the relevance search (see ``SearchQuery.relevance``)."""
 RELEVANCE_GROUP_LIMIT = 12
 """Candidates per combination of terms (and per column) of the relevance search."""

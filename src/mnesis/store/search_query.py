@@ -150,7 +150,8 @@ class SearchQuery:
         first: by the sum of their terms' weights, ``log(1 + total / count)`` (a
         term's matching rows, ``counts[i]``, capped; ``total``: rows searched), then by
         size; a term no row holds is left out. At most ``RELEVANCE_GROUPS``, every
-        term alone among them (so a rare term's matches are never crowded out)."""
+        rare term alone among them (so its matches are never crowded out); a common
+        term (``TERM_COUNT_CAP`` rows or more) alone only in a one-term query."""
         weights = {
             term: math.log(1 + max(total, count) / count)
             for term, count in zip(self.any_of, counts, strict=True)
@@ -163,7 +164,12 @@ class SearchQuery:
                 continue
             combos.extend(itertools.combinations(terms, size))
         combos.sort(key=lambda g: (-sum(weights[t] for t in g), -len(g)))
-        singles = [g for g in combos if len(g) == 1]
+        # A common term alone is a crowd in position order (and a long walk of its
+        # postings): asked only when no combination of two terms can match.
+        counted = dict(zip(self.any_of, counts, strict=True))
+        singles = [
+            g for g in combos if len(g) == 1 and (counted[g[0]] < TERM_COUNT_CAP or len(terms) < 2)
+        ]
         best = [g for g in combos if len(g) > 1][: RELEVANCE_GROUPS - len(singles)]
         return sorted([*best, *singles], key=combos.index)
 

@@ -26,7 +26,7 @@ from mnesis.store.search_query import TERM_COUNT_CAP, SearchQuery, Term
 
 __all__ = ["relevance_keys"]
 
-_BATCH = 6
+_BATCH = 4
 """Groups asked per statement."""
 _MATCH = "@@ to_tsquery('english', %s)"
 

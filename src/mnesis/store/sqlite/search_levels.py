@@ -69,7 +69,7 @@ def relevance_keys(
     return list(keys)
 
 
-_BATCH = 6
+_BATCH = 4
 """Groups of a ``relevance`` search asked per statement."""
 
 

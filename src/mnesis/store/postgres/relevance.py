@@ -75,12 +75,14 @@ async def relevance_keys(
             for c in _conditions((*query.all_of, *group))
         ]
         newest = await _limited(conn, plan, conditions, "DESC", limit + 1)
-        crowded = [c for c, found in zip(conditions, newest, strict=True) if len(found) > limit]
-        oldest = await _limited(conn, plan, crowded, "ASC", max(1, limit // 2))
-        for found in newest:
-            keys.update(dict.fromkeys(found[:limit]))
-        for found in oldest:
-            keys.update(dict.fromkeys(found))
+        crowded = [i for i, found in enumerate(newest) if len(found) > limit]
+        oldest = await _limited(
+            conn, plan, [conditions[i] for i in crowded], "ASC", max(1, limit // 2)
+        )
+        olds = dict(zip(crowded, oldest, strict=True))
+        # Group by group (its newest matches, then its oldest), best group first.
+        for index, found in enumerate(newest):
+            keys.update(dict.fromkeys(found[:limit] + olds.get(index, [])))
         if len(keys) >= enough:
             break
     return list(keys)

@@ -56,14 +56,14 @@ def relevance_keys(
     for start in range(0, len(groups), _BATCH):
         batch = [e for group in groups[start : start + _BATCH] for e in group]
         newest = _union_of_limited(conn, table, [(e, "DESC", group_limit + 1) for e in batch])
-        crowded = [e for e, rows in zip(batch, newest, strict=True) if len(rows) > group_limit]
+        crowded = [i for i, rows in enumerate(newest) if len(rows) > group_limit]
         oldest = _union_of_limited(
-            conn, table, [(e, "ASC", max(1, group_limit // 2)) for e in crowded]
+            conn, table, [(batch[i], "ASC", max(1, group_limit // 2)) for i in crowded]
         )
-        for rows in newest:
-            keys.update(dict.fromkeys(rows[:group_limit]))
-        for rows in oldest:
-            keys.update(dict.fromkeys(rows))
+        olds = dict(zip(crowded, oldest, strict=True))
+        # Group by group (its newest matches, then its oldest), best group first.
+        for index, rows in enumerate(newest):
+            keys.update(dict.fromkeys(rows[:group_limit] + olds.get(index, [])))
         if len(keys) >= enough:
             break
     return list(keys)

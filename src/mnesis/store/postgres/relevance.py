@@ -54,14 +54,18 @@ async def relevance_keys(
     """The keys of a ``relevance`` query's candidates, best group first."""
     plan = _Plan(where)
     terms = query.any_of
+    # Counted over text and context together, in the searched sessions only (a weight,
+    # not a result): the GIN index answers without reading a vector.
+    sessions, session_args = _sessions(where)
     counts_sql = ", ".join(
-        f"(SELECT count(*) FROM {plan.matches(_own(), TERM_COUNT_CAP)} c)" for _ in terms
+        f"(SELECT count(*) FROM (SELECT 1 FROM message_parts p WHERE {PART_TSV} {_MATCH}"
+        f"{sessions} LIMIT {TERM_COUNT_CAP}) c)"
+        for _ in terms
     )
     params: list[Any] = []
     for term in terms:
-        tsquery = render_tsquery(SearchQuery(all_of=(term,)))
-        params += [tsquery, tsquery, *plan.args]
-    row = await fetch_one(conn, f"{plan.cte} SELECT {counts_sql}", [*plan.head, *params])
+        params += [render_tsquery(SearchQuery(all_of=(term,))), *session_args]
+    row = await fetch_one(conn, f"SELECT {counts_sql}", params)
     assert row is not None
     counts = [int(c) for c in row]
     total = await _rows_searched(conn, where)
@@ -108,8 +112,11 @@ async def _limited(
     return out
 
 
-def _own() -> str:
-    return f"{PART_TSV} {_MATCH} AND p.search_tsv {_MATCH}"
+def _sessions(where: SearchFilter) -> tuple[str, list[Any]]:
+    ids = where.session_ids
+    if ids is None:
+        return "", []
+    return " AND p.session_id = ANY(%s)", [list(ids)]
 
 
 def _conditions(terms: tuple[Term, ...]) -> list[tuple[str, list[str]]]:

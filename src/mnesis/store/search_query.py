@@ -33,7 +33,7 @@ __all__ = [
 MAX_GROUPS = 12
 """Most term combinations a coordination level of a ``descending`` query may take."""
 
-RELEVANCE_GROUPS = 16
+RELEVANCE_GROUPS = 28
 """Most term combinations a ``relevance`` query asks the index for."""
 TERM_COUNT_CAP = 2_000
 """Postings a ``relevance`` query reads per term to weigh it: a term held by more

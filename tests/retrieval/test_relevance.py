@@ -56,7 +56,7 @@ async def _generated(db_path: str, pool: StorePool, turns: int) -> tuple[MnesisS
 
 
 async def test_the_issues_two_misses_are_found_first(db_path: str, pool: StorePool) -> None:
-    session, planted = await _generated(db_path, pool, 1_500)
+    session, planted = await _generated(db_path, pool, 1_000)
     for question, fact_id in zip(PLANTED, planted, strict=True):
         found = await session.grep(question, scope="messages", limit=5)
         assert found.matches[0].id == fact_id, [m.snippet for m in found.matches]

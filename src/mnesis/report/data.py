@@ -119,7 +119,8 @@ async def collect(store: ImmutableStore, session_id: str) -> ReportData:
     snapshot = await store.integrity_snapshot(session_id)
     summaries = await store.get_summaries([s[0] for s in snapshot.summaries])
     tokens = {
-        m.id: estimator.estimate(full_message_text(m)) + MESSAGE_OVERHEAD_TOKENS for m in messages
+        m.id: estimator.estimate(full_message_text(m)) + MESSAGE_OVERHEAD_TOKENS
+        for m in messages
     }
     sources: dict[str, list[str]] = {}
     for summary_id, message_id in snapshot.summary_messages:

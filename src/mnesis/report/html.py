@@ -60,7 +60,9 @@ def _token_chart(data: ReportData) -> str:
             f'<text x="{x(i):.1f}" y="{_H - _PAD + 16}" class="tick" text-anchor="middle">'
             f"{turns[i].turn}</text>"
         )
-    parts.append(f'<text x="{_W / 2}" y="{_H - 8}" class="axis" text-anchor="middle">turn</text>')
+    parts.append(
+        f'<text x="{_W / 2}" y="{_H - 8}" class="axis" text-anchor="middle">turn</text>'
+    )
     for i, t in enumerate(turns):
         if t.compacted:
             parts.append(
@@ -242,10 +244,8 @@ def render_html(data: ReportData) -> str:
     """The report page of ``data``."""
     s = data.session
     last = data.turns[-1] if data.turns else None
-    saved = (
-        0
-        if last is None or not last.history_tokens
-        else (100 * (1 - last.context_tokens / last.history_tokens))
+    saved = 0 if last is None or not last.history_tokens else (
+        100 * (1 - last.context_tokens / last.history_tokens)
     )
     cards = [
         ("turns", f"{len(data.turns):,}"),

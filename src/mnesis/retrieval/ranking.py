@@ -1,16 +1,19 @@
 """Ranked full-text paging: a bounded candidate pool, re-ranked by coverage.
 
-The index does not rank here: BM25 (``ts_rank_cd``) scores every match of a query,
-and on common words that is most of the history. Instead one store call walks the
-coordination levels (every term, all but one, ..., any term; see
-``SearchQuery.descending``) and returns, per combination of terms, its newest
-matches (with its own-text and oldest matches when it has many), until the pool
-holds ``POOL`` candidates. The replies of the candidate turns that ask a question
-join it (an answer seldom repeats its question's words). Python then scores each
-candidate by graded coordination: the share of the query's terms it covers, in its
-own text or, at a discount, in its neighbour context, each term weighted by its
-rarity in the pool. Retrieval traces and the unanswered question are dropped,
-near-identical hits collapse into one.
+The pool is chosen by relevance, never by position (issue 28): one store call
+(``SearchQuery.relevance``) weighs each term by how many rows hold it (counting
+stops at a cap), takes the combinations of terms best first by their weights and
+gives each one's own-text matches, in conversation text and, terms near each other,
+in tool output, each under a ``LIMIT``, until ``RELEVANCE_POOL`` candidates.
+Summaries (and queries of quoted phrases alone) use the coordination levels' newest
+matches per combination instead. The replies of the candidate turns that ask a
+question join the pool (an answer seldom repeats its question's words). Python then
+scores each message by graded coordination: the share of the query's terms its parts
+cover, in their own text (a tool output by its best line) or, at a discount, in the
+neighbour context, each term weighted by its rarity in the pool; the hit is the part
+that matches best. Retrieval traces and the unanswered question are dropped,
+near-identical hits collapse into one; a question about the latest state prefers
+the newer of two statements.
 
 The paging state is the number of (collapsed) hits already returned.
 """

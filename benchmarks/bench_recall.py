@@ -4,6 +4,8 @@
     python -m benchmarks.bench_recall --sizes 10000   # one size
     python -m benchmarks.bench_recall --quick         # 2k messages (as in the tests)
     python -m benchmarks.bench_recall --sizes 1000000 --keep /tmp/recall  # build once, reuse
+    python -m benchmarks.bench_recall --aged          # issue 28: old facts, 2k and 10k turns
+    python -m benchmarks.bench_recall --aged --sizes 2000 10000 100000
 
 A harder benchmark than the planted facts of ``bench_retrieval``: one long session of
 coding-agent and team chat (filler turns that reuse the same names, services and
@@ -28,6 +30,11 @@ question's evidence turns in the top k, averaged) and full-text latency p50/p95:
   graded coordination;
 * ``+context (grep)``: neighbour context (previous turns, speaker, date) indexed
   and used, and the replies of question turns (what ``grep`` ships).
+
+``--aged`` runs the benchmark of issue 28 instead (``benchmarks/recall_aged.py``): facts
+planted uniformly over a coding session, asked in words that are common in it, with
+distractors and updated facts; recall@1/5/10 by the fact's age (third of the
+history), by where it was planted, and for updates (the new value above the old).
 
 ``--keep DIR`` stores each database (and a ``.json`` with its questions) in DIR and
 reuses it on later runs: 1M messages take about 15 minutes to build.
@@ -61,6 +68,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks import recall_aged
 from mnesis import MnesisConfig, MnesisSession, StorePool
 from mnesis.config import CompactionConfig
 from mnesis.models.ids import new_id
@@ -597,6 +605,85 @@ def report(total: int, results: dict[str, Scores], per_turn_ms: float, index_seg
         print(f"| {name} | " + " | ".join(cells) + " |")
 
 
+def aged_rankers(session: MnesisSession) -> dict[str, Ranker]:
+    """The previous candidate pool (newest matches per combination of terms) and
+    ``grep`` as shipped, both on the lexical path."""
+    where = SearchFilter(session_ids=[session.id])
+
+    async def previous(query: str) -> list[str]:
+        page, _, _ = await ranked_page(
+            session.store,
+            parse_query(query),
+            ["messages"],
+            where,
+            10,
+            {},
+            exclude_ids=set(),
+            include_traces=False,
+            relevance=False,
+        )
+        return [r.hit.id for r in page]
+
+    async def shipped(query: str) -> list[str]:
+        found = await session.grep(query, scope="messages", limit=10)
+        return [m.id for m in found.matches]
+
+    return {"previous": previous, "grep": shipped}
+
+
+async def aged(path: str, total: int, only: list[str] | None, merge: bool = False) -> None:
+    """Issue 28's benchmark at ``total`` turns (database reused from ``path``)."""
+    pool = StorePool()
+    config = MnesisConfig(compaction=CompactionConfig(auto=False))
+    saved = _sidecar(path)
+    if saved is not None:
+        session = await MnesisSession.load(saved["session_id"], config, db_path=path, pool=pool)
+        questions = [recall_aged.AgedQuestion(**q) for q in saved["questions"]]
+    else:
+        session = await MnesisSession.create(
+            model="fake/bench", db_path=path, pool=pool, config=config
+        )
+        corpus = recall_aged.build(session.id, total)
+        for index in range(0, len(corpus.messages), 2_000):
+            await session.store.append_messages(corpus.messages[index : index + 2_000])
+        questions = corpus.questions
+        _sidecar(
+            path,
+            {"session_id": session.id, "questions": [q.__dict__ for q in questions]},
+        )
+    if merge:
+        await session.close()
+        _merge(path)
+        session = await MnesisSession.load(session.id, config, db_path=path, pool=pool)
+    results: dict[str, recall_aged.AgedScores] = {}
+    for name, rank in aged_rankers(session).items():
+        if only and name not in only:
+            continue
+        scores = results[name] = recall_aged.AgedScores()
+        for question in questions:
+            started, cpu = time.perf_counter(), time.process_time()
+            ranked = await rank(question.text)
+            scores.millis.append((time.perf_counter() - started) * 1000)
+            scores.cpu_millis.append((time.process_time() - cpu) * 1000)
+            recall_aged.score_question(scores, ranked, question, total)
+    await session.close()
+    await pool.close_all()
+    print(f"\n## {total:,} turns, {len(questions)} questions, {segments(path)} index segments\n")
+    print("| ranking | " + " | ".join(recall_aged.ROWS) + " | p50 ms | p95 ms | CPU p50 ms |")
+    print("|---|" + "---|" * (len(recall_aged.ROWS) + 3))
+    for name, s in results.items():
+        cells = []
+        for row in recall_aged.ROWS:
+            cell = s.cells.get(row)
+            cells.append(
+                "/".join(f"{statistics.mean(cell[k]):.2f}" for k in (1, 5, 10)) if cell else ""
+            )
+        cells += [f"{_pct(s.millis, q):.1f}" for q in (0.5, 0.95)]
+        cells.append(f"{_pct(s.cpu_millis, 0.5):.1f}")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    print("\ncells: recall@1/@5/@10; update: the new value in the top k and above the old one")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000])
@@ -622,8 +709,16 @@ async def main() -> None:
         metavar="DIR",
         help="store the databases in DIR and reuse them on later runs (1M takes long to build)",
     )
+    parser.add_argument("--aged", action="store_true", help="issue 28's benchmark (old facts)")
     args = parser.parse_args()
     sizes = [2_000] if args.quick else args.sizes
+    if args.aged:
+        sizes = [2_000, 10_000] if args.sizes == parser.get_default("sizes") else sizes
+        with tempfile.TemporaryDirectory() as tmp:
+            for total in sizes:
+                path = os.path.join(args.keep or tmp, f"aged-{total}.db")
+                await aged(path, total, args.only, args.merge_index)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         for total in sizes:
             path = os.path.join(args.keep or tmp, f"recall-{total}.db")

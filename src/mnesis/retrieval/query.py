@@ -90,9 +90,45 @@ _IRREGULAR = [
     "wake woke woken",
     "wear wore worn",
 ]
+# Abbreviations and their long forms, matched either way (query-side: the index keeps
+# the words as written).
+_SYNONYMS = [
+    "db database databases",
+    "config configuration configurations",
+    "prod production",
+    "repo repository repositories",
+    "env environment environments",
+    "auth authentication",
+    "deps dependencies",
+    "dep dependency",
+    "pw pwd password passwords",
+    "k8s kubernetes",
+    "dir directory directories",
+    "docs documentation",
+    "perf performance",
+    "creds credentials",
+    "max maximum",
+    "min minimum",
+    "param parameter params parameters",
+    "arg argument args arguments",
+    "req request",
+    "resp response",
+    "pkg package",
+    "lib library",
+    "msg message",
+    "tmp temp temporary",
+    "ms milliseconds",
+    "secs seconds",
+    "mins minutes",
+]
 _FORMS: dict[str, tuple[str, ...]] = {
-    form: tuple(group.split()) for group in _IRREGULAR for form in group.split()
+    form: tuple(group.split()) for group in _IRREGULAR + _SYNONYMS for form in group.split()
 }
+# Words that ask for the latest state ("which port does the API use now?"): the newer
+# of two statements of the same fact ranks first.
+_LATEST = frozenset(
+    "now current currently latest newest nowadays anymore today still recently updated".split()
+)
 _PHRASE_RE = re.compile(r'"([^"]*)"')
 _POSSESSIVE_RE = re.compile(r"(?<=\w)['\u2019]s$", re.IGNORECASE)
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
@@ -109,6 +145,8 @@ class ParsedQuery:
     """Terms of which any may match."""
     highlights: list[str] = field(default_factory=list)
     """Plain strings to look for when cutting a snippet."""
+    latest: bool = False
+    """The question asks for the latest state ("now", "currently", "these days")."""
 
     @property
     def tiers(self) -> list[SearchQuery]:
@@ -145,6 +183,8 @@ def _phrase_for(chunk: str) -> Term | None:
 def parse_query(text: str) -> ParsedQuery:
     """Parse ``text`` into required phrases and optional ranked terms."""
     parsed = ParsedQuery()
+    words = [w.lower() for w in _WORD_RE.findall(text)]
+    parsed.latest = bool(_LATEST.intersection(words)) or "these days" in " ".join(words)
     for phrase in _PHRASE_RE.findall(text):
         quoted = _phrase_for(phrase)
         if quoted:

@@ -1,16 +1,19 @@
 """Ranked full-text paging: a bounded candidate pool, re-ranked by coverage.
 
-The index does not rank here: BM25 (``ts_rank_cd``) scores every match of a query,
-and on common words that is most of the history. Instead one store call walks the
-coordination levels (every term, all but one, ..., any term; see
-``SearchQuery.descending``) and returns, per combination of terms, its newest
-matches (with its own-text and oldest matches when it has many), until the pool
-holds ``POOL`` candidates. The replies of the candidate turns that ask a question
-join it (an answer seldom repeats its question's words). Python then scores each
-candidate by graded coordination: the share of the query's terms it covers, in its
-own text or, at a discount, in its neighbour context, each term weighted by its
-rarity in the pool. Retrieval traces and the unanswered question are dropped,
-near-identical hits collapse into one.
+The pool is chosen by relevance, never by position (issue 28): one store call
+(``SearchQuery.relevance``) weighs each term by how many rows hold it (counting
+stops at a cap), takes the combinations of terms best first by their weights and
+gives each one's own-text matches, in conversation text and, terms near each other,
+in tool output, each under a ``LIMIT``, until ``RELEVANCE_POOL`` candidates.
+Summaries (and queries of quoted phrases alone) use the coordination levels' newest
+matches per combination instead. The replies of the candidate turns that ask a
+question join the pool (an answer seldom repeats its question's words). Python then
+scores each message by graded coordination: the share of the query's terms its parts
+cover, in their own text (a tool output by its best line) or, at a discount, in the
+neighbour context, each term weighted by its rarity in the pool; the hit is the part
+that matches best. Retrieval traces and the unanswered question are dropped,
+near-identical hits collapse into one; a question about the latest state prefers
+the newer of two statements.
 
 The paging state is the number of (collapsed) hits already returned.
 """
@@ -35,12 +38,21 @@ __all__ = ["POOL", "Ranked", "SearchPool", "ranked_page"]
 SearchPool = Literal["messages", "summaries"]
 """What a search reads: the stored messages or the summaries."""
 POOL = 40
-"""Candidates that graded coordination re-ranks (more when paging further)."""
+"""Candidates of the positional walk (more when paging further)."""
+RELEVANCE_POOL = 32
+"""Candidates of the relevance search (see ``SearchQuery.relevance``)."""
+RELEVANCE_GROUP_LIMIT = 12
+"""Candidates per combination of terms (and per column) of the relevance search."""
+LATEST_BONUS = 0.04
+"""Most a candidate gains by being the newest, when the question asks for the latest
+state: the newer of two statements of the same fact ranks first."""
+_DUPLICATES_SCANNED = 120
+"""Hits scanned for the page and the near-duplicates its hits stand for."""
 _GROUP_LIMIT = 20
 """Candidates per combination of terms of a coordination level."""
 _QUESTIONS = 10
 _ROLE_PRIOR = {"user": 0.05, "assistant": 0.0}
-_TOOL_PRIOR = -0.1
+_TOOL_PRIOR = -0.03
 
 
 @dataclass(slots=True)
@@ -66,6 +78,7 @@ async def ranked_page(
     include_traces: bool,
     context: bool = True,
     graded: bool = True,
+    relevance: bool = True,
 ) -> tuple[list[Ranked], dict[str, int], bool]:
     """Up to ``size`` hits after ``state``: the hits, the next state, whether more exist.
 
@@ -88,7 +101,29 @@ async def ranked_page(
         group_limit=_GROUP_LIMIT,
         descending=True,
     )
-    searches = [store.search_text(query=query, scope=p, where=where, limit=needed) for p in pools]
+    by_relevance = relevance and bool(optional)
+    # Messages by relevance; summaries (few) and queries of quoted phrases alone by
+    # the coordination levels' newest matches.
+    searches = [
+        store.search_text(query=query, scope=p, where=where, limit=needed)
+        for p in pools
+        if not (by_relevance and p == "messages")
+    ]
+    if by_relevance and "messages" in pools:
+        relevant = SearchQuery(
+            all_of=tuple(required),
+            any_of=tuple(optional),
+            relevance=True,
+            group_limit=max(RELEVANCE_GROUP_LIMIT, offset + size + 1),
+        )
+        searches.append(
+            store.search_text(
+                query=relevant,
+                scope="messages",
+                where=where,
+                limit=max(RELEVANCE_POOL, needed),
+            )
+        )
     found, excluded = await asyncio.gather(asyncio.gather(*searches), _settled(exclude_ids))
     for hits in found:
         for hit in hits:
@@ -104,6 +139,7 @@ async def ranked_page(
         parsed.highlights,
         graded,
         offset + size + 1,
+        latest=parsed.latest,
     )
     page = ranked[offset : offset + size]
     more = len(ranked) > offset + size
@@ -139,28 +175,57 @@ def _admissible(hit: SearchHit, exclude_ids: set[str], include_traces: bool) -> 
 
 
 def _rerank(
-    hits: list[SearchHit], matcher: TermMatcher, highlights: list[str], graded: bool, needed: int
+    hits: list[SearchHit],
+    matcher: TermMatcher,
+    highlights: list[str],
+    graded: bool,
+    needed: int,
+    *,
+    latest: bool = False,
 ) -> list[Ranked]:
-    """The best ``needed`` distinct hits, each with the near-duplicates it stands for."""
-    coverages = [matcher.coverage(hit.text, hit.context) for hit in hits]
-    if graded:
-        matcher.grade(coverages)
+    """The best ``needed`` distinct hits, each with the near-duplicates it stands for.
+
+    A message is scored once, over the parts the pool holds: a term counts as much as
+    its best part gives it, and the hit is the part holding the most of the query in
+    its own text (the tool output that says ``3 failed``, not the text part beside it
+    that matched only through its neighbour context)."""
+    coverages = [matcher.coverage(h.text, h.context, by_line=h.tool_name is not None) for h in hits]
+    weights = matcher.weights(coverages) if graded else [1.0] * len(matcher.labels)
+    matcher.best_lines(coverages, weights)
+    messages: dict[tuple[str, str], list[int]] = {}
+    for index, hit in enumerate(hits):
+        messages.setdefault((hit.kind, hit.id), []).append(index)
+    merged: list[tuple[SearchHit, Coverage]] = []
+    for indexes in messages.values():
+        best = max(
+            indexes,
+            key=lambda i: (
+                _own_score(coverages[i], weights, matcher.labels),
+                hits[i].tool_name is None,
+            ),
+        )
+        coverage = coverages[best]
+        if len(indexes) > 1:
+            coverage = _merged(coverage, [coverages[i] for i in indexes if i != best])
+        matcher.score(coverage, weights)
+        merged.append((hits[best], coverage))
+    newest = sorted({h.created_at for h, _ in merged})
+    recency = {at: i / max(1, len(newest) - 1) for i, at in enumerate(newest)}
     scored: list[Ranked] = []
-    for hit, coverage in zip(hits, coverages, strict=True):
+    for hit, coverage in merged:
         prior = _TOOL_PRIOR if hit.tool_name else _ROLE_PRIOR.get(hit.role or "", 0.0)
         score = coverage.score + prior
+        if latest:
+            score += LATEST_BONUS * recency[hit.created_at]
         scored.append(Ranked(hit, coverage, score, ""))
     scored.sort(key=lambda r: (-r.score, r.hit.rank, -r.hit.created_at, r.hit.key))
     out: list[Ranked] = []
     groups = NearDuplicates()
     leaders: dict[int, Ranked] = {}
-    seen: set[tuple[str, str]] = set()
-    for index, item in enumerate(scored):
-        key = (item.hit.kind, item.hit.id)
-        if key in seen:
-            continue
-        seen.add(key)
-        item.snippet = snippet(item.hit.text, highlights)
+    # Near-duplicates are looked for among the best few hundred hits only.
+    for index, item in enumerate(scored[: max(_DUPLICATES_SCANNED, 4 * needed)]):
+        at = item.coverage.best_at
+        item.snippet = snippet(item.hit.text, [] if at >= 0 else highlights, start=at)
         # Texts that differ in which query terms they hold are never duplicates.
         group = "\n".join(item.coverage.own)
         leader = groups.leader_of(item.snippet, index, group, new=len(out) < needed)
@@ -172,3 +237,33 @@ def _rerank(
         leaders[index] = item
         out.append(item)
     return out
+
+
+def _own_score(coverage: Coverage, weights: list[float], labels: list[str]) -> float:
+    """What a part's own text covers (its shares without the neighbour context's)."""
+    return sum(
+        w * s
+        for w, s, label in zip(weights, coverage.shares, labels, strict=True)
+        if label in coverage.own
+    )
+
+
+def _merged(best: Coverage, others: list[Coverage]) -> Coverage:
+    """``best`` with every term the message's other parts hold counted as they count
+    it (each term at its best share); the score is set again by ``grade``."""
+    shares = list(best.shares)
+    own = list(best.own)
+    context = list(best.context)
+    for other in others:
+        for index, share in enumerate(other.shares):
+            shares[index] = max(shares[index], share)
+        own += [t for t in other.own if t not in own]
+        context += [t for t in other.context if t not in context]
+    context = [t for t in context if t not in own]
+    return Coverage(
+        own=own,
+        context=context,
+        neighbour=best.neighbour or next((o.neighbour for o in others if o.neighbour), None),
+        shares=shares,
+        best_at=best.best_at,
+    )

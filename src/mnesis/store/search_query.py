@@ -19,7 +19,9 @@ from mnesis.errors import InvalidArgumentError
 
 __all__ = [
     "MAX_GROUPS",
+    "RELEVANCE_GROUPS",
     "SPEAKER_DATE_WORDS",
+    "TERM_COUNT_CAP",
     "GroupMatches",
     "Phrase",
     "QuerySyntax",
@@ -30,6 +32,12 @@ __all__ = [
 
 MAX_GROUPS = 12
 """Most term combinations a coordination level of a ``descending`` query may take."""
+
+RELEVANCE_GROUPS = 28
+"""Most term combinations a ``relevance`` query asks the index for."""
+TERM_COUNT_CAP = 2_000
+"""Postings a ``relevance`` query reads per term to weigh it: a term held by more
+rows counts as common (its weight is the floor)."""
 
 SPEAKER_DATE_WORDS = frozenset(
     """user assistant system monday tuesday wednesday thursday friday saturday sunday
@@ -106,6 +114,15 @@ class SearchQuery:
     """With ``group_limit``: walk the coordination levels (see :meth:`levels`) from
     every ``any_of`` term down to ``at_least``, best first, and stop after the level
     that brings the matches to ``limit``: graded coordination in one call."""
+    relevance: bool = False
+    """Candidates by relevance, position at most a tie-breaker (see
+    :meth:`relevance_groups`): each term's rows are counted (at most
+    ``TERM_COUNT_CAP`` postings read), the combinations of ``any_of`` terms are
+    taken best first by the sum of their terms' weights (rarer terms weigh more), and
+    each gives its matches in conversation text, then in tool input/output (terms
+    near each other where the index can tell), ``group_limit`` of each, until
+    ``limit`` candidates, without their neighbour context (``SearchHit.context`` is
+    None: they match in their own text). Not with ``newest_first``."""
 
     def __post_init__(self) -> None:
         if not self.all_of and not self.any_of:
@@ -114,12 +131,47 @@ class SearchQuery:
             raise InvalidArgumentError(
                 f"at_least must be between 1 and the number of any_of terms: {self.at_least}"
             )
-        if self.group_limit is not None and (not self.newest_first or self.group_limit < 1):
+        if self.group_limit is not None and (
+            not (self.newest_first or self.relevance) or self.group_limit < 1
+        ):
             raise InvalidArgumentError(
-                f"group_limit needs newest_first and must be at least 1: {self.group_limit}"
+                "group_limit needs newest_first or relevance and must be at least 1: "
+                f"{self.group_limit}"
             )
         if self.descending and self.group_limit is None:
             raise InvalidArgumentError("descending needs group_limit")
+        if self.relevance and (self.newest_first or self.context_only or not self.any_of):
+            raise InvalidArgumentError(
+                "relevance needs any_of terms and excludes newest_first and context_only"
+            )
+
+    def relevance_groups(self, counts: list[int], total: int) -> list[tuple[Term, ...]]:
+        """The combinations of ``any_of`` terms a ``relevance`` query asks for, best
+        first: by the sum of their terms' weights, ``log(1 + total / count)`` (a
+        term's matching rows, ``counts[i]``, capped; ``total``: rows searched), then by
+        size; a term no row holds is left out. At most ``RELEVANCE_GROUPS``, every
+        rare term alone among them (so its matches are never crowded out); a common
+        term (``TERM_COUNT_CAP`` rows or more) alone only in a one-term query."""
+        weights = {
+            term: math.log(1 + max(total, count) / count)
+            for term, count in zip(self.any_of, counts, strict=True)
+            if count > 0
+        }
+        terms = [t for t in self.any_of if t in weights]
+        combos: list[tuple[Term, ...]] = []
+        for size in range(len(terms), 0, -1):
+            if math.comb(len(terms), size) > 4 * RELEVANCE_GROUPS and size > 1:
+                continue
+            combos.extend(itertools.combinations(terms, size))
+        combos.sort(key=lambda g: (-sum(weights[t] for t in g), -len(g)))
+        # A common term alone is a crowd in position order (and a long walk of its
+        # postings): asked only when no combination of two terms can match.
+        counted = dict(zip(self.any_of, counts, strict=True))
+        singles = [
+            g for g in combos if len(g) == 1 and (counted[g[0]] < TERM_COUNT_CAP or len(terms) < 2)
+        ]
+        best = [g for g in combos if len(g) > 1][: RELEVANCE_GROUPS - len(singles)]
+        return sorted([*best, *singles], key=combos.index)
 
     def levels(self) -> list[SearchQuery]:
         """The coordination levels of a ``descending`` query, best first: every

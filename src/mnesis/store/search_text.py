@@ -10,8 +10,12 @@ everything before the separator.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import Any
 
-__all__ = ["CJK_SEPARATOR", "cjk_bigrams", "index_text", "original_text"]
+from mnesis.store.shared.search_context import search_context
+
+__all__ = ["CJK_SEPARATOR", "cjk_bigrams", "index_text", "original_text", "speaker_lines"]
 
 CJK_SEPARATOR = "\n\u2063"
 _CJK_RUN = re.compile(
@@ -44,3 +48,10 @@ def original_text(indexed: str) -> str:
     """Undo :func:`index_text`."""
     cut = indexed.find(CJK_SEPARATOR)
     return indexed if cut < 0 else indexed[:cut]
+
+
+def speaker_lines(rows: Sequence[Sequence[Any]]) -> dict[Any, str | None]:
+    """The first line of each conversation part's neighbour context (speaker and
+    date, ``user 2026-01-06 tuesday january``) among a search page's rows (see
+    ``hit_contexts.hits_of``), computed without reading the neighbours."""
+    return {r[0]: search_context(r[5], r[6], []) for r in rows if r[8] is None and r[5]}

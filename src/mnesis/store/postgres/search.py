@@ -8,9 +8,11 @@ from typing import Any, Literal
 from mnesis.store.base import SearchFilter, SearchHit
 from mnesis.store.postgres.db import Conn
 from mnesis.store.postgres.newest import DEFAULT_WINDOWS, newest_group_keys
+from mnesis.store.postgres.relevance import relevance_keys
 from mnesis.store.postgres.rows import DOWN_CTE, PostgresStoreBase, fetch
 from mnesis.store.postgres.search_sql import PART_TSV, filter_sql, render_tsquery
 from mnesis.store.search_query import SearchQuery
+from mnesis.store.search_text import speaker_lines
 from mnesis.store.shared.hit_contexts import (
     PG_HIT_NEIGHBOURS,
     contexts_of,
@@ -40,7 +42,7 @@ class SearchMixin(PostgresStoreBase, TextSearches):
     async def _search(
         self, query: SearchQuery, scope: TextScope, where: SearchFilter, limit: int, offset: int
     ) -> list[SearchHit]:
-        if query.newest_first:
+        if query.newest_first or (query.relevance and scope == "messages"):
             return await self._newest_of_groups(query, scope, where, limit, offset)
         tsquery = render_tsquery(query)
         params: list[Any] = [RANK_WEIGHTS, tsquery]
@@ -102,9 +104,12 @@ class SearchMixin(PostgresStoreBase, TextSearches):
                 # The planner underrates building ``search_tsv || context_tsv`` for
                 # every row of a scan: the GIN index over it is the cheaper plan.
                 await conn.execute("SET LOCAL enable_seqscan = off")
-                keys = await newest_group_keys(
-                    conn, query, scope, where, limit + offset, self.search_windows
-                )
+                if query.relevance:
+                    keys = await relevance_keys(conn, query, where, limit + offset)
+                else:
+                    keys = await newest_group_keys(
+                        conn, query, scope, where, limit + offset, self.search_windows
+                    )
                 return await _rows(conn, keys)
 
         async def _rows(conn: Conn, keys: list[int]) -> list[SearchHit]:
@@ -125,6 +130,9 @@ class SearchMixin(PostgresStoreBase, TextSearches):
                 )
                 kind = "summary"
             rows = await fetch(conn, sql, [keys, limit, offset])
+            if query.relevance:
+                # Own-text matches: their context is the speaker/date line only.
+                return hits_of(kind, rows, speaker_lines(rows))
             return hits_of(kind, rows, await _contexts(conn, rows))
 
         return await self.db.read(_search)

@@ -16,6 +16,7 @@ __all__ = [
     "group_condition",
     "own_text_condition",
     "render_tsquery",
+    "render_weighted",
 ]
 
 PART_TSV = "(p.search_tsv || p.context_tsv)"
@@ -84,3 +85,14 @@ def render_tsquery(query: SearchQuery) -> str:
     """The ``to_tsquery('english', ...)`` text of a query; every phrase is quoted, so no
     word can form an operator."""
     return render_query(query, _tsquery_term, _TSQUERY)
+
+
+def render_weighted(terms: tuple[Term, ...], weight: str) -> str:
+    """Every one of ``terms`` as ``tsquery`` text matching only lexemes of ``weight``
+    (``A``: conversation text, ``D``: tool input/output)."""
+
+    def term(t: Term) -> str:
+        quoted = [f"{_quote(phrase)}:{weight}" for phrase in t.alternatives]
+        return quoted[0] if len(quoted) == 1 else "(" + " | ".join(quoted) + ")"
+
+    return render_query(SearchQuery(all_of=terms), term, _TSQUERY)

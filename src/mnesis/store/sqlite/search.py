@@ -9,7 +9,14 @@ from typing import Any, Literal
 
 from mnesis.store.base import SearchFilter, SearchHit
 from mnesis.store.codec import dumps
-from mnesis.store.search_query import QuerySyntax, SearchQuery, Term, render_query
+from mnesis.store.search_query import (
+    TERM_COUNT_CAP,
+    QuerySyntax,
+    SearchQuery,
+    Term,
+    render_query,
+)
+from mnesis.store.search_text import speaker_lines
 from mnesis.store.shared.hit_contexts import (
     SQLITE_HIT_NEIGHBOURS,
     contexts_of,
@@ -21,7 +28,14 @@ from mnesis.store.shared.search_filter import range_and_lineage
 from mnesis.store.shared.sql import DOWN_CTE
 from mnesis.store.shared.text_search import TextScope, TextSearches
 from mnesis.store.sqlite.rows import SQLiteStoreBase
-from mnesis.store.sqlite.search_levels import Group, absent, newest_of_groups
+from mnesis.store.sqlite.search_levels import (
+    NEAR_TOKENS,
+    Group,
+    absent,
+    capped_counts,
+    newest_of_groups,
+    relevance_keys,
+)
 
 __all__ = ["SearchMixin", "render_fts5"]
 
@@ -70,7 +84,11 @@ class SearchMixin(SQLiteStoreBase, TextSearches):
                 tokens = " OR ".join(
                     '"' + sid[5:].replace('"', '""') + '"' for sid in where.session_ids
                 )
-                if query.newest_first or _sessions_are_a_small_share(conn, where.session_ids):
+                if (
+                    query.newest_first
+                    or query.relevance
+                    or _sessions_are_a_small_share(conn, where.session_ids)
+                ):
                     # Intersect posting lists: cheap when the sessions are a small part
                     # of the index, or when the index stops at the first matches.
                     sessions = f"session_id : ({tokens}) AND "
@@ -91,26 +109,36 @@ class SearchMixin(SQLiteStoreBase, TextSearches):
                 limit,
                 offset,
             )
-            if query.newest_first:
+            relevance = query.relevance and scope == "messages"
+            if query.newest_first or relevance:
                 head = [where.under_summary] if where.under_summary and scope == "messages" else []
                 fts = "message_parts_fts" if scope == "messages" else "summaries_fts"
-                missing = _absent_terms(conn, fts, query.any_of)
-                # Rendered level by level: the walk often stops after the first few.
-                levels = (
-                    [
-                        Group(
-                            f"{sessions}({match_of(q)})",
-                            _own_text_match(q, sessions) if scope == "messages" else None,
-                            frozenset(q.all_of),
-                        )
-                        for q in level.per_group()
-                        if not missing.intersection(q.all_of)
-                    ]
-                    for level in query.levels()
-                )
-                keys = newest_of_groups(
-                    conn, fts, levels, query.group_limit or limit + offset, limit + offset
-                )
+                if relevance:
+                    keys = relevance_keys(
+                        conn,
+                        fts,
+                        _relevance_groups(conn, query, sessions, where),
+                        query.group_limit or limit + offset,
+                        limit + offset,
+                    )
+                else:
+                    missing = _absent_terms(conn, fts, query.any_of)
+                    # Rendered level by level: the walk often stops after the first few.
+                    levels = (
+                        [
+                            Group(
+                                f"{sessions}({match_of(q)})",
+                                _own_text_match(q, sessions) if scope == "messages" else None,
+                                frozenset(q.all_of),
+                            )
+                            for q in level.per_group()
+                            if not missing.intersection(q.all_of)
+                        ]
+                        for level in query.levels()
+                    )
+                    keys = newest_of_groups(
+                        conn, fts, levels, query.group_limit or limit + offset, limit + offset
+                    )
                 filtered = where.since is not None or where.until is not None or head
                 sql = _keys_sql(scope, clauses, bool(head))
                 # Without filters nearly every key passes: join the page's first.
@@ -118,12 +146,22 @@ class SearchMixin(SQLiteStoreBase, TextSearches):
                 rows = conn.execute(sql, [*head, dumps(page), *args, limit, offset]).fetchall()
                 if len(rows) < limit and len(page) < len(keys):
                     rows = conn.execute(sql, [*head, dumps(keys), *args, limit, offset]).fetchall()
-                if filtered and len(rows) < limit:
-                    # The filters come after the index here: rank every match instead.
+                if filtered and len(rows) < limit and not relevance:
+                    # The filters come after the index here: rank every match instead
+                    # (a relevance search keeps its bound: what passes is the pool).
                     rows = ranked(-1)
             else:
                 rows = ranked(candidates)
-            return hits_of(kind, rows, _contexts(conn, rows) if scope == "messages" else {})
+            # A relevance search finds own-text matches: their context is the speaker
+            # and date line only (no neighbours to read).
+            contexts = (
+                speaker_lines(rows)
+                if relevance
+                else _contexts(conn, rows)
+                if scope == "messages"
+                else {}
+            )
+            return hits_of(kind, rows, contexts)
 
         return await self.db.read(_read)
 
@@ -256,6 +294,75 @@ def _own_text_match(group: SearchQuery, sessions: str) -> str | None:
     if speaker_date:
         expression += f" AND ({render_fts5(SearchQuery(all_of=speaker_date))})"
     return f"{sessions}({expression})"
+
+
+_OWN = "{text_content tool_content}"
+_NEAR_ALTERNATIVES = 8
+"""Most spellings (products of a combination's alternatives) written as ``NEAR`` groups."""
+
+
+def _relevance_groups(
+    conn: sqlite3.Connection, query: SearchQuery, sessions: str, where: SearchFilter
+) -> list[list[str]]:
+    """The match expressions of a ``relevance`` query's groups, best first: each
+    group's matches in conversation text, then its terms near each other in a tool
+    input/output (see ``SearchQuery.relevance_groups``)."""
+    counts = capped_counts(
+        conn,
+        "message_parts_fts",
+        [f"{sessions}({_OWN} : ({_fts5_term(t)}))" for t in query.any_of],
+        TERM_COUNT_CAP,
+    )
+    out: list[list[str]] = []
+    for group in query.relevance_groups(counts, _rows_searched(conn, where)):
+        own, speaker_date = SearchQuery(all_of=(*query.all_of, *group)).own_text_terms()
+        said = (
+            f"context : ({render_fts5(SearchQuery(all_of=speaker_date))})" if speaker_date else ""
+        )
+        if not own:
+            out.append([f"{sessions}({said})"])
+            continue
+        text = f"text_content : ({render_fts5(SearchQuery(all_of=own))})"
+        out.append(
+            [
+                f"{sessions}({text}{' AND ' + said if said else ''})",
+                f"{sessions}(tool_content : ({_near(own)}))",
+            ]
+        )
+    return out
+
+
+def _near(terms: tuple[Term, ...]) -> str:
+    """``terms`` within ``NEAR_TOKENS`` of each other (every spelling), or all of them
+    anywhere when there are too many spellings."""
+    spellings: list[tuple[str, ...]] = [()]
+    for term in terms:
+        spellings = [(*s, " ".join(p)) for s in spellings for p in term.alternatives]
+        if len(spellings) > _NEAR_ALTERNATIVES:
+            return render_fts5(SearchQuery(all_of=terms))
+    if len(terms) < 2:
+        return render_fts5(SearchQuery(all_of=terms))
+    groups = [
+        "NEAR(" + " ".join('"' + w.replace('"', '""') + '"' for w in s) + f", {NEAR_TOKENS})"
+        for s in spellings
+    ]
+    return " OR ".join(groups)
+
+
+def _rows_searched(conn: sqlite3.Connection, where: SearchFilter) -> int:
+    """About how many parts a search reads (the rowid span of its sessions' parts)."""
+    ids = where.session_ids
+    if ids is None or len(ids) > 50:
+        return int(conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM message_parts").fetchone()[0])
+    total = 0
+    for sid in ids:
+        low, high = conn.execute(
+            "SELECT (SELECT MIN(rowid) FROM message_parts WHERE session_id = ?1), "
+            "(SELECT MAX(rowid) FROM message_parts WHERE session_id = ?1)",
+            (sid,),
+        ).fetchone()
+        total += 0 if low is None else high - low + 1
+    return total
 
 
 def _absent_terms(conn: sqlite3.Connection, table: str, terms: Sequence[Term]) -> set[Term]:

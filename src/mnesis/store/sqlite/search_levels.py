@@ -17,11 +17,60 @@ from dataclasses import dataclass
 
 from mnesis.store.search_query import GroupMatches, Term
 
-__all__ = ["UNION_TERMS", "Group", "absent", "newest_of_groups"]
+__all__ = ["NEAR_TOKENS", "UNION_TERMS", "Group", "absent", "capped_counts", "newest_of_groups"]
 
 
 UNION_TERMS = 100
 """Most subqueries per statement (SQLite allows 500 terms in a compound ``SELECT``)."""
+NEAR_TOKENS = 12
+"""How close a combination's terms must be in a tool input/output (FTS5 ``NEAR``): a
+long log holds every common word somewhere, the line that answers holds them together."""
+
+
+def capped_counts(
+    conn: sqlite3.Connection, table: str, expressions: list[str], cap: int
+) -> list[int]:
+    """How many rows match each FTS5 expression, counting at most ``cap`` (the index
+    stops reading postings there); one statement per ``UNION_TERMS``."""
+    counts = [0] * len(expressions)
+    for start in range(0, len(expressions), UNION_TERMS):
+        chunk = expressions[start : start + UNION_TERMS]
+        sql = " UNION ALL ".join(
+            f"SELECT {start + index}, (SELECT count(*) FROM (SELECT 1 FROM {table} "
+            f"WHERE {table} MATCH ? LIMIT {int(cap)}))"
+            for index in range(len(chunk))
+        )
+        for index, count in conn.execute(sql, chunk):
+            counts[index] = count
+    return counts
+
+
+def relevance_keys(
+    conn: sqlite3.Connection, table: str, groups: list[list[str]], group_limit: int, enough: int
+) -> list[int]:
+    """The rowids of each group's matches (for each of its expressions, the newest
+    ``group_limit`` and, when it has more, the oldest ``group_limit // 2``: where
+    what later turns repeat was first said), group by group in the order given,
+    until ``enough`` rowids: two statements per ``_BATCH`` groups."""
+    keys: dict[int, None] = {}
+    for start in range(0, len(groups), _BATCH):
+        batch = [e for group in groups[start : start + _BATCH] for e in group]
+        newest = _union_of_limited(conn, table, [(e, "DESC", group_limit + 1) for e in batch])
+        crowded = [i for i, rows in enumerate(newest) if len(rows) > group_limit]
+        oldest = _union_of_limited(
+            conn, table, [(batch[i], "ASC", max(1, group_limit // 2)) for i in crowded]
+        )
+        olds = dict(zip(crowded, oldest, strict=True))
+        # Group by group (its newest matches, then its oldest), best group first.
+        for index, rows in enumerate(newest):
+            keys.update(dict.fromkeys(rows[:group_limit] + olds.get(index, [])))
+        if len(keys) >= enough:
+            break
+    return list(keys)
+
+
+_BATCH = 4
+"""Groups of a ``relevance`` search asked per statement."""
 
 
 def absent(conn: sqlite3.Connection, table: str, expressions: list[str]) -> set[int]:

@@ -222,6 +222,27 @@ class MnesisConfig(_Config):
                     raise ValueError(f"{key} must be positive, got {number}")
         return value
 
+    def with_window(
+        self, context_limit: int | None = None, max_output_tokens: int | None = None
+    ) -> MnesisConfig:
+        """A copy whose ``model_overrides`` state the model's window (the way to give a
+        local model's real window); ``None`` keeps what is there. Compaction settings the
+        copy leaves unset scale with that window."""
+        window = {"context_limit": context_limit, "max_output_tokens": max_output_tokens}
+        given = {key: value for key, value in window.items() if value is not None}
+        for key, value in given.items():
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise MnesisConfigError(f"model_overrides.{key}", value, "expected an integer")
+        copy = self.model_copy(deep=True)
+        if given:
+            copy.model_overrides = {**(self.model_overrides or {}), **given}
+        return copy
+
+    def stored_form(self) -> dict[str, Any]:
+        """The JSON a session row keeps: the settings that were given, not the defaults
+        (so a reopened session still derives the unset ones from its window)."""
+        return self.model_dump(mode="json", exclude={"store"}, exclude_unset=True)
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> MnesisConfig:
         """Build a config from defaults, then ``LCM_*``/``MNESIS_*`` variables, then kwargs.

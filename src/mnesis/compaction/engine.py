@@ -44,10 +44,7 @@ from mnesis.compaction.commit import SummaryWriter
 from mnesis.compaction.ladder import default_ladder
 from mnesis.compaction.lease import CompactionLease
 from mnesis.compaction.passes import CompactionPasses
-from mnesis.compaction.planner import (
-    CONDENSE_FAN_IN,
-    drain_target,
-)
+from mnesis.compaction.planner import CONDENSE_FAN_IN
 from mnesis.compaction.pruner import ToolOutputPruner
 from mnesis.compaction.scheduler import CompactionScheduler
 from mnesis.compaction.summariser import Summariser
@@ -60,6 +57,7 @@ from mnesis.models.ids import new_id
 from mnesis.models.message import CompactionResult
 from mnesis.models.model_info import ModelInfo
 from mnesis.models.tokens import TokenUsage
+from mnesis.models.window import WindowSettings
 from mnesis.store.dag import SummaryDAGStore
 from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import TokenEstimator
@@ -119,6 +117,10 @@ class CompactionEngine:
     def _budget(self, model: ModelInfo) -> ContextBudget:
         return ContextBudget.compute(model, self.config)
 
+    def settings(self, model: ModelInfo) -> WindowSettings:
+        """The compaction settings in force for ``model``'s window (explicit ones win)."""
+        return WindowSettings.derive(model.context_limit, self.config.compaction)
+
     @staticmethod
     def _tokens(tokens: int | TokenUsage) -> int:
         return tokens.effective_total() if isinstance(tokens, TokenUsage) else int(tokens)
@@ -133,7 +135,7 @@ class CompactionEngine:
         """True if the context is above the soft threshold, whatever ``compaction.auto``
         says (for callers asked to compact explicitly, such as a worker's job)."""
         usable = self._budget(model).usable
-        return self._tokens(tokens) > usable * self.config.compaction.soft_threshold_fraction
+        return self._tokens(tokens) > self.settings(model).soft_limit(usable)
 
     def is_hard_overflow(self, tokens: int | TokenUsage, model: ModelInfo) -> bool:
         """True if the context does not fit the usable budget."""
@@ -252,15 +254,16 @@ class CompactionEngine:
         cfg = self.config.compaction
         model = ModelInfo.from_model_string(self.session_model, self.config.model_overrides)
         budget = self._budget(model)
-        target = drain_target(budget.usable, cfg.soft_threshold_fraction)
+        settings = self.settings(model)
+        target = settings.drain_target(budget.usable)
         self._breaker.max_failures = cfg.max_consecutive_model_failures
         self._breaker.cooldown_seconds = cfg.failure_cooldown_seconds
         ladder = self._ladder(model_override)
         items = await self.store.get_context_items(session_id)
         result.tokens_before = sum(i.tokens for i in items)
         if cfg.prune:
-            await self._prune(session_id, result)
-        soft_limit = budget.usable * cfg.soft_threshold_fraction
+            await self._prune(session_id, result, settings)
+        soft_limit = settings.soft_limit(budget.usable)
         for round_index in range(cfg.max_compaction_rounds):
             if abort is not None and abort.is_set():
                 break
@@ -272,12 +275,20 @@ class CompactionEngine:
             if cfg.condensation_enabled and not manual and (over or result.rounds):
                 # A full carry first: keeps the DAG balanced whether or not room is needed.
                 progressed = await self._passes.condense(
-                    session_id, items, result, ladder, fan_in=self.condense_fan_in
+                    session_id, items, result, ladder, settings, fan_in=self.condense_fan_in
                 )
             if not progressed and over:
                 rounds_left = cfg.max_compaction_rounds - round_index
                 progressed = await self._passes.leaf(
-                    session_id, items, total - target, rounds_left, budget, result, ladder, manual
+                    session_id,
+                    items,
+                    total - target,
+                    rounds_left,
+                    budget,
+                    settings,
+                    result,
+                    ladder,
+                    manual,
                 )
                 if (
                     not progressed
@@ -290,6 +301,7 @@ class CompactionEngine:
                         items,
                         result,
                         ladder,
+                        settings,
                         fan_in=self.condense_fan_in,
                         pressure=True,
                     )
@@ -298,8 +310,10 @@ class CompactionEngine:
             result.rounds += 1
         result.tokens_after = await self.store.context_token_total(session_id)
 
-    async def _prune(self, session_id: str, result: CompactionResult) -> None:
-        pruned = await self._pruner.prune(session_id)
+    async def _prune(
+        self, session_id: str, result: CompactionResult, settings: WindowSettings
+    ) -> None:
+        pruned = await self._pruner.prune(session_id, settings=settings)
         if not pruned.pruned_count:
             return
         result.pruned_tool_outputs = pruned.pruned_count

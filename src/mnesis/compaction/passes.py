@@ -20,6 +20,7 @@ from mnesis.compaction.summariser import ExtractiveSummariser, Summariser
 from mnesis.config import MnesisConfig
 from mnesis.context.builder import ContextBudget
 from mnesis.models.message import CompactionResult, MessageWithParts
+from mnesis.models.window import WindowSettings
 from mnesis.store.base import ContextItem
 from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import TokenEstimator
@@ -46,30 +47,32 @@ class CompactionPasses:
         excess: int,
         rounds_left: int,
         budget: ContextBudget,
+        settings: WindowSettings,
         result: CompactionResult,
         ladder: Sequence[Summariser],
         manual: bool = False,
     ) -> bool:
-        cfg = self.config.compaction
         window = ladder[0].input_window if ladder else _LAST_RESORT.input_window
+        tail = (settings.fresh_tail_count, settings.fresh_tail_tokens)
         if manual:
             # An explicit request under the threshold: everything before the fresh tail.
-            span = leaf_span(items, int(window * INPUT_WINDOW_SHARE), cfg.fresh_tail_count)
+            span = leaf_span(items, int(window * INPUT_WINDOW_SHARE), *tail)
         else:
             span = plan_leaf_span(
                 items,
                 excess=excess,
                 rounds_left=rounds_left,
                 input_window=window,
-                fresh_tail_count=cfg.fresh_tail_count,
-                leaf_target_tokens=cfg.leaf_target_tokens,
+                fresh_tail_count=tail[0],
+                leaf_target_tokens=settings.leaf_target_tokens,
+                fresh_tail_tokens=tail[1],
             )
         if not span:
             return False
         messages = await self.store.get_messages_by_ids([i.item_id for i in span])
         if not messages:
             return False
-        candidate = await self._summarise(messages, budget, ladder)
+        candidate = await self._summarise(messages, budget, settings, ladder)
         covered = messages[: candidate.messages_covered]
         covered_ids = {m.id for m in covered}
         summary_id, marker_id = await self.writer.commit_leaf(
@@ -89,11 +92,12 @@ class CompactionPasses:
         self,
         messages: list[MessageWithParts],
         budget: ContextBudget,
+        settings: WindowSettings,
         ladder: Sequence[Summariser],
     ) -> SummaryCandidate:
         cfg = self.config.compaction
         target = SummaryTarget(
-            cfg.leaf_target_tokens, cfg.file_ids_footer_cap, self.estimator, budget.usable
+            settings.leaf_target_tokens, cfg.file_ids_footer_cap, self.estimator, budget.usable
         )
         candidate = await climb(ladder, lambda rung: rung.summarise(messages, target), self.breaker)
         if candidate is None or not 0 < candidate.messages_covered <= len(messages):
@@ -106,6 +110,7 @@ class CompactionPasses:
         items: list[ContextItem],
         result: CompactionResult,
         ladder: Sequence[Summariser],
+        settings: WindowSettings,
         *,
         fan_in: int,
         pressure: bool = False,
@@ -121,7 +126,9 @@ class CompactionPasses:
         children = await self.store.get_summaries([i.item_id for i in run])
         if len(children) != len(run):
             return False
-        target = SummaryTarget(cfg.condensed_target_tokens, cfg.file_ids_footer_cap, self.estimator)
+        target = SummaryTarget(
+            settings.condensed_target_tokens, cfg.file_ids_footer_cap, self.estimator
+        )
         candidate = await climb(ladder, lambda rung: rung.condense(children, target), self.breaker)
         if candidate is None:
             candidate = _LAST_RESORT.condense_now(children, target)

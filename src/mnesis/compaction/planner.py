@@ -55,11 +55,15 @@ def drain_target(usable: int, soft_threshold_fraction: float) -> int:
     return int(usable * soft_threshold_fraction * DRAIN_FRACTION)
 
 
-def tail_start(items: Sequence[ContextItem], fresh_tail_count: int) -> int:
+def tail_start(
+    items: Sequence[ContextItem], fresh_tail_count: int, max_tokens: int | None = None
+) -> int:
     """First position of the protected fresh tail.
 
     The tail starts at the second-to-last user message (the last exchange stays
-    whole), or earlier so that it holds the last ``fresh_tail_count`` messages.
+    whole), or earlier so that it holds the last ``fresh_tail_count`` messages. With
+    ``max_tokens``, a tail larger than that starts later instead, at the first message
+    (not a tool result) from which it fits, but never after the last user message.
     """
     messages = [i for i in items if i.item_type == "message"]
     if not messages:
@@ -68,7 +72,18 @@ def tail_start(items: Sequence[ContextItem], fresh_tail_count: int) -> int:
     start = users[-2] if len(users) >= 2 else (users[0] if users else messages[0].position)
     if fresh_tail_count:
         start = min(start, messages[max(0, len(messages) - fresh_tail_count)].position)
-    return start
+    if max_tokens is None:
+        return start
+    latest = users[-1] if users else messages[-1].position
+    size = sum(i.tokens for i in items if i.position >= start)
+    tail = [i for i in messages if start <= i.position < latest]
+    for index, item in enumerate(tail):
+        if size <= max_tokens:
+            break
+        size -= item.tokens
+        start = tail[index + 1].position if index + 1 < len(tail) else latest
+    # A tool result stays with the call before it: the tail starts at the next other message.
+    return next((i.position for i in messages if i.position >= start and i.role != "tool"), latest)
 
 
 def leaf_span_tokens(excess: int, rounds_left: int, input_window: int) -> int:
@@ -83,14 +98,17 @@ def leaf_span_tokens(excess: int, rounds_left: int, input_window: int) -> int:
 
 
 def leaf_span(
-    items: Sequence[ContextItem], want_tokens: int, fresh_tail_count: int
+    items: Sequence[ContextItem],
+    want_tokens: int,
+    fresh_tail_count: int,
+    fresh_tail_tokens: int | None = None,
 ) -> list[ContextItem]:
     """The first run of raw messages before the tail, up to about ``want_tokens``.
 
     Summaries before the run are skipped; a summary after it ends it. A tool
     result is never split from the messages before it, even past ``want_tokens``.
     """
-    tail = tail_start(items, fresh_tail_count)
+    tail = tail_start(items, fresh_tail_count, fresh_tail_tokens)
     span: list[ContextItem] = []
     used = 0
     for item in items:
@@ -115,13 +133,14 @@ def plan_leaf_span(
     input_window: int,
     fresh_tail_count: int,
     leaf_target_tokens: int,
+    fresh_tail_tokens: int | None = None,
 ) -> list[ContextItem]:
     """The leaf span of this round, or ``[]`` if none is worth summarising.
 
     A span no larger than 1.2 x the leaf target is not worth a summary.
     """
     want = leaf_span_tokens(excess, rounds_left, input_window)
-    span = leaf_span(items, want, fresh_tail_count)
+    span = leaf_span(items, want, fresh_tail_count, fresh_tail_tokens)
     if not span or sum(i.tokens for i in span) <= leaf_target_tokens * 1.2:
         return []
     return span

@@ -47,6 +47,7 @@ from mnesis.compaction.passes import CompactionPasses
 from mnesis.compaction.planner import CONDENSE_FAN_IN
 from mnesis.compaction.pruner import ToolOutputPruner
 from mnesis.compaction.scheduler import CompactionScheduler
+from mnesis.compaction.stop import RunEnd, conclude, stop_without_running
 from mnesis.compaction.summariser import Summariser
 from mnesis.config import MnesisConfig
 from mnesis.context.builder import ContextBudget
@@ -215,10 +216,12 @@ class CompactionEngine:
                 if raise_conflict:
                     raise
                 result.error = str(exc)
+                stop_without_running(result, "lock_held", str(exc))
                 return self._done(result, started, publish=False)
             except Exception as exc:
                 logger.exception("compaction of %s failed", session_id)
                 result.error = f"{type(exc).__name__}: {exc}"
+                stop_without_running(result, "failed", result.error)
                 result.elapsed_ms = (time.perf_counter() - started) * 1000
                 self.last_result = result
                 self.bus.publish(
@@ -264,8 +267,10 @@ class CompactionEngine:
         if cfg.prune:
             await self._prune(session_id, result, settings)
         soft_limit = settings.soft_limit(budget.usable)
+        exhausted = aborted = False
         for round_index in range(cfg.max_compaction_rounds):
             if abort is not None and abort.is_set():
+                aborted = True
                 break
             items = await self.store.get_context_items(session_id)
             total = sum(i.tokens for i in items)
@@ -308,7 +313,20 @@ class CompactionEngine:
             if not progressed:
                 break
             result.rounds += 1
-        result.tokens_after = await self.store.context_token_total(session_id)
+        else:
+            exhausted = True
+        items = await self.store.get_context_items(session_id)
+        result.tokens_after = sum(i.tokens for i in items)
+        uses_model = any(rung.uses_model for rung in ladder)
+        end = RunEnd(
+            target=target,
+            rounds_cap=cfg.max_compaction_rounds,
+            exhausted=exhausted,
+            aborted=aborted,
+            forced=force,
+            cooldown_seconds_left=self._breaker.seconds_left() if uses_model else 0.0,
+        )
+        conclude(result, items, settings, end)
 
     async def _prune(
         self, session_id: str, result: CompactionResult, settings: WindowSettings

@@ -86,6 +86,10 @@ class CompactionConfig(_Config):
     compaction_model: str | None = None
     """Model used for summaries; ``None`` uses the session's model, ``"extractive"``
     the offline extractive summariser."""
+    compaction_context_limit: int | None = Field(default=None, ge=1_024)
+    """The compaction model's window (tokens). ``None``: the session's window (with
+    ``model_overrides``) when the compaction model is the session's model, else the
+    model table's. Every summariser prompt, instructions and answer included, fits it."""
     level2_enabled: bool = True
     compaction_prompt: str | None = None
     """Level 1 prompt override (``{target_tokens}`` is filled in)."""

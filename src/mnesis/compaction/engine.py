@@ -351,7 +351,18 @@ class CompactionEngine:
             return list(self.summarisers)
         cfg = self.config.compaction
         model = model_override or cfg.compaction_model or self.session_model
-        return default_ladder(model, cfg, self._llm_call)
+        return default_ladder(
+            model, cfg, self._llm_call, input_window=self.summariser_window(model)
+        )
+
+    def summariser_window(self, model: str) -> int:
+        """The window of compaction ``model``: ``compaction_context_limit`` if set, else the
+        session's (``model_overrides`` included) for the session's model, else the table's."""
+        explicit = self.config.compaction.compaction_context_limit
+        if explicit is not None:
+            return explicit
+        overrides = self.config.model_overrides if model == self.session_model else None
+        return ModelInfo.from_model_string(model, overrides).context_limit
 
     async def _llm_call(self, model: str, messages: list[dict[str, Any]], max_tokens: int) -> str:
         client = self._client_for(model)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import math
 import re
 import tempfile
@@ -201,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kinds", default=",".join(KINDS))
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    logging.getLogger("mnesis").setLevel(logging.ERROR)  # stop reasons are in the table
     windows = [int(w) for w in args.windows.split(",") if w]
     kinds = [k for k in args.kinds.split(",") if k]
     runs = asyncio.run(_run_all(args.turns, windows, kinds))

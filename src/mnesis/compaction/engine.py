@@ -320,6 +320,7 @@ class CompactionEngine:
         uses_model = any(rung.uses_model for rung in ladder)
         end = RunEnd(
             target=target,
+            soft_limit=soft_limit,
             rounds_cap=cfg.max_compaction_rounds,
             exhausted=exhausted,
             aborted=aborted,

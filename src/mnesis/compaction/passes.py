@@ -9,7 +9,7 @@ pass plans its span (``planner``), summarises it (``ladder``) and commits it
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mnesis.compaction.breaker import CircuitBreaker
 from mnesis.compaction.candidates import INPUT_WINDOW_SHARE, SummaryCandidate, SummaryTarget
@@ -21,7 +21,7 @@ from mnesis.config import MnesisConfig
 from mnesis.context.builder import ContextBudget
 from mnesis.models.message import CompactionResult, MessageWithParts
 from mnesis.models.window import WindowSettings
-from mnesis.store.base import ContextItem
+from mnesis.store.base import ContextItem, SummaryRecord
 from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import TokenEstimator
 
@@ -39,6 +39,8 @@ class CompactionPasses:
     config: MnesisConfig
     writer: SummaryWriter
     breaker: CircuitBreaker
+    leaf_counts: dict[str, int] = field(default_factory=dict)
+    """Condensed summary ID → the leaf summaries under it (filled as they are asked for)."""
 
     async def leaf(
         self,
@@ -119,8 +121,10 @@ class CompactionPasses:
         summary_ids = [i.item_id for i in items if i.item_type == "summary"]
         if len(summary_ids) < 2:
             return False
-        depths = {s.id: s.depth for s in await self.store.get_summaries(summary_ids)}
-        run = plan_condense(items, depths, fan_in=fan_in, pressure=pressure)
+        records = await self.store.get_summaries(summary_ids)
+        depths = {s.id: s.depth for s in records}
+        leaves = {s.id: await self._leaves(s) for s in records} if pressure else None
+        run = plan_condense(items, depths, fan_in=fan_in, pressure=pressure, leaves=leaves)
         if not run:
             return False
         children = await self.store.get_summaries([i.item_id for i in run])
@@ -139,7 +143,22 @@ class CompactionPasses:
         )
         result.summary_message_id = marker_id
         result.level_used = max(result.level_used, candidate.compaction_level)
+        self.leaf_counts[summary_id] = sum([await self._leaves(c) for c in children])
         result.condensed_count += 1
         result.summary_id = summary_id
         result.summary_token_count = candidate.token_count
         return True
+
+    async def _leaves(self, summary: SummaryRecord) -> int:
+        """How many leaf summaries ``summary`` covers (read through lineage once)."""
+        if summary.kind == "leaf" or summary.depth == 0:
+            return 1
+        known = self.leaf_counts.get(summary.id)
+        if known is not None:
+            return known
+        children = await self.store.get_summaries(
+            await self.store.get_summary_parent_ids(summary.id)
+        )
+        count = sum([await self._leaves(c) for c in children]) or 1
+        self.leaf_counts[summary.id] = count
+        return count

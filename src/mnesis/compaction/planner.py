@@ -193,6 +193,7 @@ def plan_condense(
     *,
     fan_in: int = CONDENSE_FAN_IN,
     pressure: bool = False,
+    leaves: Mapping[str, int] | None = None,
 ) -> list[ContextItem]:
     """The summaries the next condensed pass merges, or ``[]``.
 
@@ -201,6 +202,11 @@ def plan_condense(
     span is left), a shorter run merges too: the shallowest run of at least two
     same-depth summaries, else the two newest adjacent summaries, so the context
     can always shrink. A run is never longer than ``fan_in``.
+
+    With ``leaves`` (summary ID → leaf summaries it covers), a pressure merge keeps the
+    DAG logarithmic instead: it is the shallowest run whose result, at depth ``d``,
+    covers at least ``fan_in ** (d - 1)`` leaves (so the depth never exceeds
+    ``ceil(log_fan_in(leaves)) + 1``), or none.
     """
     fan_in = max(2, fan_in)
     groups = same_depth_groups(items, depths)
@@ -209,6 +215,8 @@ def plan_condense(
             return group[:fan_in]
     if not pressure:
         return []
+    if leaves is not None:
+        return _bounded_run(items, depths, leaves, fan_in)
     pairs = [g for g in groups if len(g) >= 2]
     if pairs:
         shallowest = min(pairs, key=lambda g: (depths[g[0].item_id], -g[0].position))
@@ -222,3 +230,32 @@ def plan_condense(
         else:
             run = []
     return run if len(run) >= 2 else []
+
+
+def _bounded_run(
+    items: Sequence[ContextItem],
+    depths: Mapping[str, int],
+    leaves: Mapping[str, int],
+    fan_in: int,
+) -> list[ContextItem]:
+    """The shallowest (then longest, then newest) run of 2..``fan_in`` adjacent summaries
+    whose merge covers at least ``fan_in ** (depth - 1)`` leaves, or ``[]``."""
+    runs: list[list[ContextItem]] = [[]]
+    for item in items:
+        if item.item_type == "summary" and item.item_id in depths:
+            runs[-1].append(item)
+        elif runs[-1]:
+            runs.append([])
+    best: list[ContextItem] = []
+    best_key: tuple[int, int, int] | None = None
+    for run in runs:
+        for i in range(len(run)):
+            for j in range(i + 2, min(len(run), i + fan_in) + 1):
+                group = run[i:j]
+                depth = max(depths[g.item_id] for g in group) + 1
+                if sum(leaves.get(g.item_id, 1) for g in group) < fan_in ** (depth - 1):
+                    continue
+                key = (depth, -len(group), -group[0].position)
+                if best_key is None or key < best_key:
+                    best, best_key = group, key
+    return best

@@ -23,6 +23,8 @@ class RunEnd:
     """How a run's round loop ended."""
 
     target: int
+    soft_limit: float
+    """The soft threshold: a context under it does not trigger another run."""
     rounds_cap: int
     exhausted: bool
     """Every allowed round committed something (the cap, not the work, ended it)."""
@@ -72,6 +74,13 @@ def conclude(
         detail = (
             f"round cap ({end.rounds_cap}) reached with {result.tokens_left:,} tokens above "
             f"the {end.target:,}-token target"
+        )
+    elif total <= end.soft_limit and tail <= end.target and not end.forced and wrote:
+        reason = "done"
+        detail = (
+            f"context {result.tokens_before:,} → {total:,} tokens, under the soft threshold "
+            f"({end.soft_limit:,.0f}); {result.tokens_left:,} above the {end.target:,}-token "
+            "target, no span outside the fresh tail worth another summary"
         )
     elif end.forced and not wrote and total <= tail:
         reason = "nothing_to_do"

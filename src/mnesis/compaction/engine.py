@@ -41,14 +41,14 @@ from typing import Any
 
 from mnesis.compaction.breaker import CircuitBreaker
 from mnesis.compaction.commit import SummaryWriter
-from mnesis.compaction.ladder import default_ladder
+from mnesis.compaction.ladder import EXTRACTIVE_MODEL, default_ladder
 from mnesis.compaction.lease import CompactionLease
 from mnesis.compaction.passes import CompactionPasses
 from mnesis.compaction.planner import CONDENSE_FAN_IN
 from mnesis.compaction.pruner import ToolOutputPruner
 from mnesis.compaction.scheduler import CompactionScheduler
 from mnesis.compaction.stop import RunEnd, conclude, stop_without_running
-from mnesis.compaction.summariser import Summariser
+from mnesis.compaction.summariser import EXTRACTIVE_WINDOW, Summariser
 from mnesis.config import MnesisConfig
 from mnesis.context.builder import ContextBudget
 from mnesis.errors import CompactionLockedError
@@ -362,6 +362,8 @@ class CompactionEngine:
         explicit = self.config.compaction.compaction_context_limit
         if explicit is not None:
             return explicit
+        if model == EXTRACTIVE_MODEL:
+            return EXTRACTIVE_WINDOW
         overrides = self.config.model_overrides if model == self.session_model else None
         return ModelInfo.from_model_string(model, overrides).context_limit
 

@@ -68,6 +68,7 @@ class CompactionPasses:
                 fresh_tail_count=tail[0],
                 leaf_target_tokens=settings.leaf_target_tokens,
                 fresh_tail_tokens=tail[1],
+                chunk_tokens=settings.leaf_chunk_tokens,
             )
         if not span:
             return False

@@ -86,15 +86,18 @@ def tail_start(
     return next((i.position for i in messages if i.position >= start and i.role != "tool"), latest)
 
 
-def leaf_span_tokens(excess: int, rounds_left: int, input_window: int) -> int:
+def leaf_span_tokens(
+    excess: int, rounds_left: int, input_window: int, chunk_tokens: int = LEAF_CHUNK_TOKENS
+) -> int:
     """How many tokens a leaf span should cover.
 
     The excess over the drain target, spread over the rounds left, but at least
-    :data:`LEAF_CHUNK_TOKENS` and at most the summariser's input share of its window.
+    ``chunk_tokens`` (:data:`LEAF_CHUNK_TOKENS` unless a small window asks for less)
+    and at most the summariser's input share of its window.
     """
     input_cap = int(input_window * INPUT_WINDOW_SHARE)
     share = -(-max(excess, 0) // max(1, rounds_left))
-    return min(input_cap, max(LEAF_CHUNK_TOKENS, share))
+    return min(input_cap, max(chunk_tokens, share))
 
 
 def leaf_span(
@@ -134,12 +137,13 @@ def plan_leaf_span(
     fresh_tail_count: int,
     leaf_target_tokens: int,
     fresh_tail_tokens: int | None = None,
+    chunk_tokens: int = LEAF_CHUNK_TOKENS,
 ) -> list[ContextItem]:
     """The leaf span of this round, or ``[]`` if none is worth summarising.
 
     A span no larger than 1.2 x the leaf target is not worth a summary.
     """
-    want = leaf_span_tokens(excess, rounds_left, input_window)
+    want = leaf_span_tokens(excess, rounds_left, input_window, chunk_tokens)
     span = leaf_span(items, want, fresh_tail_count, fresh_tail_tokens)
     if not span or sum(i.tokens for i in span) <= leaf_target_tokens * 1.2:
         return []

@@ -25,12 +25,17 @@ REFERENCE_WINDOW = 200_000
 DEFAULT_UNKNOWN_WINDOW = 128_000
 """The window assumed for a model string the model table does not know."""
 SMALL_WINDOW = 64_000
-"""Below this window the fresh tail and the summary targets shrink with it."""
+"""Below this window the fresh tail, the leaf chunk and the thresholds change with it."""
+SUMMARY_WINDOW = 32_000
+"""Below this window the summary targets shrink with it (at 32k a context still holds
+the documented 600/900-token summaries, and what they keep)."""
 DRAIN_FRACTION = 0.5
 """A run drains the context to this share of the soft threshold (documented behaviour)."""
 SMALL_DRAIN_FRACTION = 0.35
 """The drain share of the smallest windows: a deeper drain keeps the next compaction
 several turns away when a turn is a large share of the window."""
+LEAF_CHUNK_TOKENS = 12_000
+"""The documented smallest leaf span (``compaction.planner.LEAF_CHUNK_TOKENS``)."""
 SMALL_SOFT_FRACTION = 0.75
 """The soft threshold of the smallest windows (0.6 at 64k and above)."""
 
@@ -60,6 +65,9 @@ class WindowSettings:
     """The fresh tail grows past the last exchange only while it stays under this size."""
     leaf_target_tokens: int
     condensed_target_tokens: int
+    leaf_chunk_tokens: int = 12_000
+    """The smallest span a leaf pass asks for: 12,000 tokens from a 64k window up, less
+    below (a run then drains to about its target instead of far below it)."""
 
     @classmethod
     def derive(cls, context_limit: int, config: CompactionConfig) -> WindowSettings:
@@ -68,6 +76,7 @@ class WindowSettings:
         explicit = config.model_fields_set
         big = min(1.0, limit / REFERENCE_WINDOW)
         small = min(1.0, limit / SMALL_WINDOW)
+        tiny = min(1.0, limit / SUMMARY_WINDOW)
 
         def pick(name: str, derived: int | float) -> int | float:
             value: int | float = getattr(config, name)
@@ -78,7 +87,7 @@ class WindowSettings:
             config.soft_threshold_fraction
             + (SMALL_SOFT_FRACTION - config.soft_threshold_fraction) * (1.0 - small),
         )
-        leaf = int(pick("leaf_target_tokens", _scaled(config.leaf_target_tokens, small, 200)))
+        leaf = int(pick("leaf_target_tokens", _scaled(config.leaf_target_tokens, tiny, 200)))
         return cls(
             context_limit=limit,
             compaction_output_budget=int(
@@ -97,10 +106,11 @@ class WindowSettings:
             ),
             fresh_tail_tokens=max(1_000, limit // 8),
             leaf_target_tokens=leaf,
+            leaf_chunk_tokens=_scaled(LEAF_CHUNK_TOKENS, small, 1_000),
             condensed_target_tokens=int(
                 pick(
                     "condensed_target_tokens",
-                    _scaled(config.condensed_target_tokens, small, max(leaf, 300)),
+                    _scaled(config.condensed_target_tokens, tiny, max(leaf, 300)),
                 )
             ),
         )

@@ -11,8 +11,10 @@ async function: deterministic answers, and it records the size of every prompt).
 Columns: compaction runs that changed the context per 100 turns, summariser (model) calls
 per 100 turns, leaves and the maximum condensation depth against the bound
 ``ceil(log_fanin(leaves)) + 1``, the largest prompt the summariser received against the
-window, the largest context seen after a turn against the usable budget, and the stop
-reasons of the runs.
+window, the largest context seen after a turn against the usable budget, the share of
+turn-opening request tokens an Anthropic-style prompt cache serves (the context rendered
+with ``cache_control`` after every turn, ``bench_prompt_cache.CacheSim``), the most
+compaction runs around one turn, and the stop reasons of the runs.
 
 Run: ``python benchmarks/bench_windows.py [--turns N] [--windows 16000,32000]
 [--kinds chat,tool] [--json]`` (default: 400 turns each, about two minutes).
@@ -31,6 +33,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from benchmarks.bench_prompt_cache import CacheSim
 from mnesis import MnesisSession
 from mnesis.config import MnesisConfig
 from mnesis.events.bus import MnesisEvent
@@ -99,6 +102,11 @@ class WindowRun:
     max_context_tokens: int = 0
     usable: int = 0
     stop_reasons: dict[str, int] = field(default_factory=dict)
+    cache_reuse: float = 0.0
+    """Share of the turn-opening requests' tokens an Anthropic-style prompt cache serves
+    (``cache_control`` breakpoints; ``bench_prompt_cache.CacheSim``)."""
+    max_runs_per_turn: int = 0
+    """The most compaction runs that changed the context around one turn."""
 
     def per_100(self, count: int) -> float:
         """``count`` per 100 turns."""
@@ -106,7 +114,14 @@ class WindowRun:
 
 
 async def run_window(
-    window: int, kind: str, turns: int, directory: str, *, seed: int = 5, fan_in: int = 4
+    window: int,
+    kind: str,
+    turns: int,
+    directory: str,
+    *,
+    seed: int = 5,
+    fan_in: int = 4,
+    measure_cache: bool = True,
 ) -> WindowRun:
     """Replay ``turns`` turns of ``kind`` into a ``window``-token session and measure."""
     spec = ConversationSpec(f"{kind}-{window}", seed=seed, turns=turns, tool_turn_share=1.0)
@@ -132,10 +147,18 @@ async def run_window(
 
     session.subscribe(MnesisEvent.COMPACTION_COMPLETED, on_completed)
     engine = session.compaction_engine
+    cache = CacheSim()
+    estimator = TokenEstimator(session.model_info.encoding)
     for turn in conversation.turns:
+        before = run.compactions
         await session.record(list(turn.user), assistant_parts(turn, kind))
         await engine.wait_for_pending()
+        run.max_runs_per_turn = max(run.max_runs_per_turn, run.compactions - before)
         run.max_context_tokens = max(run.max_context_tokens, session.context_tokens)
+        if measure_cache:
+            body = await session.context_for_next_turn(format="anthropic", cache_control=True)
+            cache.request(body, estimator)
+    run.cache_reuse = cache.cached / cache.total if cache.total else 0.0
     snapshot = await session.store.integrity_snapshot(session.id)
     summaries = await session.store.get_summaries([s[0] for s in snapshot.summaries])
     run.leaves = sum(1 for s in summaries if s.kind == "leaf")
@@ -171,16 +194,18 @@ def depth_bound(leaves: int, fan_in: int) -> int:
 def _table(runs: list[WindowRun]) -> str:
     head = (
         "| window | turns | compactions /100 turns | summariser calls /100 turns | leaves | "
-        "max depth (bound) | largest prompt / window | largest context / usable | stop reasons |"
+        "max depth (bound) | largest prompt / window | largest context / usable | "
+        "cache reuse | runs per turn (max) | stop reasons |"
     )
-    rows = [head, "|" + "---|" * 9]
+    rows = [head, "|" + "---|" * 11]
     for r in runs:
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(r.stop_reasons.items()))
         rows.append(
             f"| {r.window // 1000}k {r.kind} | {r.turns} | {r.per_100(r.compactions):.1f} | "
             f"{r.per_100(r.summariser_calls):.1f} | {r.leaves} | {r.max_depth} "
             f"({r.depth_bound}) | {r.max_prompt_tokens:,} / {r.window:,} | "
-            f"{r.max_context_tokens:,} / {r.usable:,} | {reasons} |"
+            f"{r.max_context_tokens:,} / {r.usable:,} | {r.cache_reuse:.1%} | "
+            f"{r.max_runs_per_turn} | {reasons} |"
         )
     return "\n".join(rows)
 

@@ -34,6 +34,7 @@ background task (``scheduler``), span planning (``planner``) and the commit
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -44,7 +45,7 @@ from mnesis.compaction.commit import SummaryWriter
 from mnesis.compaction.ladder import EXTRACTIVE_MODEL, default_ladder
 from mnesis.compaction.lease import CompactionLease
 from mnesis.compaction.passes import CompactionPasses
-from mnesis.compaction.planner import CONDENSE_FAN_IN
+from mnesis.compaction.planner import CONDENSE_FAN_IN, LEAF_CHUNK_TOKENS
 from mnesis.compaction.pruner import ToolOutputPruner
 from mnesis.compaction.scheduler import CompactionScheduler
 from mnesis.compaction.stop import RunEnd, conclude, stop_without_running
@@ -259,6 +260,11 @@ class CompactionEngine:
         budget = self._budget(model)
         settings = self.settings(model)
         target = settings.drain_target(budget.usable)
+        # One leaf per triggered run: the chunk covers the gap from the soft threshold
+        # down to the target (never more than the documented chunk).
+        gap = int(settings.soft_limit(budget.usable)) - target
+        chunk = min(LEAF_CHUNK_TOKENS, max(settings.leaf_chunk_tokens, gap))
+        settings = dataclasses.replace(settings, leaf_chunk_tokens=chunk)
         self._breaker.max_failures = cfg.max_consecutive_model_failures
         self._breaker.cooldown_seconds = cfg.failure_cooldown_seconds
         ladder = self._ladder(model_override)

@@ -86,6 +86,10 @@ class CompactionConfig(_Config):
     compaction_model: str | None = None
     """Model used for summaries; ``None`` uses the session's model, ``"extractive"``
     the offline extractive summariser."""
+    compaction_context_limit: int | None = Field(default=None, ge=1_024)
+    """The compaction model's window (tokens). ``None``: the session's window (with
+    ``model_overrides``) when the compaction model is the session's model, else the
+    model table's. Every summariser prompt, instructions and answer included, fits it."""
     level2_enabled: bool = True
     compaction_prompt: str | None = None
     """Level 1 prompt override (``{target_tokens}`` is filled in)."""
@@ -221,6 +225,27 @@ class MnesisConfig(_Config):
                 if number < (1 if key == "context_limit" else 0):
                     raise ValueError(f"{key} must be positive, got {number}")
         return value
+
+    def with_window(
+        self, context_limit: int | None = None, max_output_tokens: int | None = None
+    ) -> MnesisConfig:
+        """A copy whose ``model_overrides`` state the model's window (the way to give a
+        local model's real window); ``None`` keeps what is there. Compaction settings the
+        copy leaves unset scale with that window."""
+        window = {"context_limit": context_limit, "max_output_tokens": max_output_tokens}
+        given = {key: value for key, value in window.items() if value is not None}
+        for key, value in given.items():
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise MnesisConfigError(f"model_overrides.{key}", value, "expected an integer")
+        copy = self.model_copy(deep=True)
+        if given:
+            copy.model_overrides = {**(self.model_overrides or {}), **given}
+        return copy
+
+    def stored_form(self) -> dict[str, Any]:
+        """The JSON a session row keeps: the settings that were given, not the defaults
+        (so a reopened session still derives the unset ones from its window)."""
+        return self.model_dump(mode="json", exclude={"store"}, exclude_unset=True)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> MnesisConfig:

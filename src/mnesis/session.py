@@ -89,8 +89,16 @@ class MnesisSession(SessionView):
         pool: StorePool | None = None,
         llm: ClientLike | None = None,
         event_bus: EventBus | None = None,
+        context_limit: int | None = None,
+        max_output_tokens: int | None = None,
     ) -> MnesisSession:
         """Create and persist a new session.
+
+        ``context_limit`` / ``max_output_tokens`` state the model's window (tokens): give
+        them for a local or unknown model (otherwise 128k is assumed, with a warning);
+        they go into ``config.model_overrides`` and are kept with the session. Compaction
+        settings you leave unset (buffer, thresholds, prune windows, fresh tail, summary
+        targets) scale with that window; settings you set are used as given.
 
         ``llm`` is any :class:`~mnesis.llm.LLMClient` or a plain async function
         ``(messages) -> str`` (used for compaction summaries and ``send``); by default
@@ -110,6 +118,8 @@ class MnesisSession(SessionView):
             db_path=db_path,
             pool=pool,
             llm=llm,
+            context_limit=context_limit,
+            max_output_tokens=max_output_tokens,
         )
         session = cls(stored, client, event_bus)
         session._writes.wrote = True
@@ -144,10 +154,15 @@ class MnesisSession(SessionView):
         pool: StorePool | None = None,
         llm: ClientLike | None = None,
         event_bus: EventBus | None = None,
+        context_limit: int | None = None,
+        max_output_tokens: int | None = None,
     ) -> MnesisSession:
-        """Reopen a stored session (``llm`` as for :meth:`create`); raises
-        :class:`~mnesis.errors.SessionNotFoundError`."""
-        return cls(*await open_stored(session_id, config, db_path, pool, llm), event_bus)
+        """Reopen a stored session (``llm`` and the window as for :meth:`create`; a window
+        given here applies to this run); raises :class:`~mnesis.errors.SessionNotFoundError`."""
+        stored = await open_stored(
+            session_id, config, db_path, pool, llm, context_limit, max_output_tokens
+        )
+        return cls(*stored, event_bus)
 
     async def spawn_child(self, *, agent: str, system_prompt: str) -> MnesisSession:
         """A new session whose ``parent_id`` is this one, on the same store and model."""

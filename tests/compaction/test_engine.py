@@ -413,10 +413,17 @@ def _names(events: list[tuple[Any, dict[str, Any]]]) -> list[Any]:
 async def _gated_session(
     db_path: str, pool: StorePool
 ) -> tuple[MnesisSession, GatedLLM, list[tuple[Any, dict[str, Any]]]]:
-    """A small-window session on a :class:`GatedLLM`, and the list its events go to."""
+    """A small-window session on a :class:`GatedLLM`, and the list its events go to.
+
+    Pruning is off: at this window it alone can drain the context, and these tests need
+    a compaction that waits for the (gated) model."""
     llm = GatedLLM()
     session = await MnesisSession.create(
-        model="fake/model", db_path=db_path, pool=pool, llm=llm, config=small_window_config()
+        model="fake/model",
+        db_path=db_path,
+        pool=pool,
+        llm=llm,
+        config=small_window_config(prune=False),
     )
     events: list[tuple[Any, dict[str, Any]]] = []
     session.subscribe(None, lambda event, payload: events.append((event, payload)))

@@ -448,12 +448,16 @@ class TestExpand:
         with pytest.raises(InvalidArgumentError):
             await session.expand(items[0].item_id, **kwargs)  # type: ignore[arg-type]
 
-    async def test_expanding_a_message_id_is_an_invalid_argument(
+    async def test_expanding_a_message_id_opens_the_leaf_that_covers_it(
         self, filled: tuple[MnesisSession, dict[str, str]]
     ) -> None:
         session, planted = filled
+        message_id = planted[FACTS[0][0]]
+        result = await session.expand(message_id)  # issue 33: a message ID is accepted
+        assert result.message_id == message_id
+        assert message_id in [m.id for m in result.messages]
         with pytest.raises(InvalidArgumentError):
-            await session.expand(planted[FACTS[0][0]])
+            await session.expand("file_0123456789abcdef")
 
 
 class TestAgentTools:

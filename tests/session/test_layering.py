@@ -94,7 +94,8 @@ class TestASubAgentIsHeldToItsGrant:
             for index in range(40):
                 log = f"host {index} deploy log line\n" * 60
                 await session.record(f"the deploy key of host {index} is k{index}", log)
-            assert (await session.compact()).summary_message_id is not None
+            # Automatic compaction may already have summarised everything outside the tail.
+            assert (await session.compact()).stop_reason in ("done", "nothing_to_do")
             summary_id = (await session.grep("deploy key", scope="summaries")).matches[0].id
             nested = {"prompt": "again?", "summary_ids": [summary_id]}
             llm.script(

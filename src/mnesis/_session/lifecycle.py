@@ -29,10 +29,12 @@ async def open_new(
     db_path: str | None,
     pool: StorePool | None,
     llm: ClientLike | None,
+    context_limit: int | None = None,
+    max_output_tokens: int | None = None,
 ) -> tuple[StoredSession, LLMClient]:
     """Check the arguments, resolve the model client and insert the new session row."""
     check_new_session(model, agent, system_prompt, parent_id)
-    cfg = resolve_config(config, db_path)
+    cfg = resolve_config(config, db_path).with_window(context_limit, max_output_tokens)
     client = resolve_client(model, llm)
     stored = await create_stored(
         model=model,
@@ -52,9 +54,14 @@ async def open_stored(
     db_path: str | None,
     pool: StorePool | None,
     llm: ClientLike | None,
+    context_limit: int | None = None,
+    max_output_tokens: int | None = None,
 ) -> tuple[StoredSession, LLMClient]:
-    """Read a stored session back and resolve the client of its model."""
+    """Read a stored session back and resolve the client of its model; a given window
+    (``context_limit`` / ``max_output_tokens``) replaces the stored one for this run."""
+    MnesisConfig().with_window(context_limit, max_output_tokens)  # bad values: raise first
     stored = await load_stored(session_id, config, db_path, pool)
+    stored.config = stored.config.with_window(context_limit, max_output_tokens)
     return stored, resolve_client(stored.record.model, llm)
 
 

@@ -55,7 +55,7 @@ async def create_stored(
         system_prompt=system_prompt,
         created_at=now,
         updated_at=now,
-        config=config.model_dump(mode="json", exclude={"store"}),
+        config=config.stored_form(),
     )
     try:
         await store.create_session(record)

@@ -76,7 +76,7 @@ def compact_command(
             session_model=record.model,
         )
         before = await store.context_token_total(session_id)
-        totals = {"rounds": 0, "messages": 0, "pruned_tool_outputs": 0, "runs": 0}
+        totals: dict[str, Any] = {"rounds": 0, "messages": 0, "pruned_tool_outputs": 0, "runs": 0}
         goal = until_under if until_under is not None else 0
         with progress_bar("compacting", float(before)) as advance:
             for _ in range(_MAX_RUNS):
@@ -87,6 +87,8 @@ def compact_command(
                 totals["rounds"] += result.rounds
                 totals["messages"] += result.compacted_message_count
                 totals["pruned_tool_outputs"] += result.pruned_tool_outputs
+                totals["stop_reason"] = result.stop_reason
+                totals["stop_detail"] = result.stop_detail
                 advance(float(before - result.tokens_after))
                 progressed = result.rounds or result.pruned_tool_outputs
                 if until_under is None or result.tokens_after < goal or not progressed:
@@ -105,6 +107,7 @@ def compact_command(
         f"({summary['rounds']} compaction rounds, {summary['messages']:,} messages summarised, "
         f"{summary['pruned_tool_outputs']:,} tool outputs pruned)."
     )
+    console.print(f"Stopped: {summary['stop_reason']} ({escape(str(summary['stop_detail']))}).")
     if until_under is not None and summary["tokens_after"] >= until_under:
         console.print(
             f"[yellow]Could not get under {format_tokens(until_under)} tokens: the newest "

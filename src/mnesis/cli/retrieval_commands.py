@@ -115,7 +115,7 @@ def grep_command(
         if match.covering_summary_id:
             console.print(
                 f"  [magenta]covered by {match.covering_summary_id}[/] "
-                f"[dim](mnesis expand {match.covering_summary_id})[/]"
+                f"[dim](mnesis expand {match.leaf_summary_id or match.covering_summary_id})[/]"
             )
         elif match.in_context:
             console.print("  [green]in context[/]")

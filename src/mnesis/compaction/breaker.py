@@ -35,6 +35,10 @@ class CircuitBreaker:
         """True unless the breaker is open."""
         return self._clock() >= self._open_until
 
+    def seconds_left(self) -> float:
+        """Seconds until the breaker closes again (0 while it is closed)."""
+        return max(0.0, self._open_until - self._clock())
+
     def record(self, ok: bool) -> None:
         """Count one model outcome; the ``max_failures``-th failure in a row opens the breaker."""
         if ok:

@@ -34,6 +34,7 @@ background task (``scheduler``), span planning (``planner``) and the commit
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -41,16 +42,14 @@ from typing import Any
 
 from mnesis.compaction.breaker import CircuitBreaker
 from mnesis.compaction.commit import SummaryWriter
-from mnesis.compaction.ladder import default_ladder
+from mnesis.compaction.ladder import EXTRACTIVE_MODEL, default_ladder
 from mnesis.compaction.lease import CompactionLease
 from mnesis.compaction.passes import CompactionPasses
-from mnesis.compaction.planner import (
-    CONDENSE_FAN_IN,
-    drain_target,
-)
+from mnesis.compaction.planner import CONDENSE_FAN_IN, LEAF_CHUNK_TOKENS
 from mnesis.compaction.pruner import ToolOutputPruner
 from mnesis.compaction.scheduler import CompactionScheduler
-from mnesis.compaction.summariser import Summariser
+from mnesis.compaction.stop import RunEnd, conclude, stop_without_running
+from mnesis.compaction.summariser import EXTRACTIVE_WINDOW, Summariser
 from mnesis.config import MnesisConfig
 from mnesis.context.builder import ContextBudget
 from mnesis.errors import CompactionLockedError
@@ -60,6 +59,7 @@ from mnesis.models.ids import new_id
 from mnesis.models.message import CompactionResult
 from mnesis.models.model_info import ModelInfo
 from mnesis.models.tokens import TokenUsage
+from mnesis.models.window import WindowSettings
 from mnesis.store.dag import SummaryDAGStore
 from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import TokenEstimator
@@ -119,6 +119,10 @@ class CompactionEngine:
     def _budget(self, model: ModelInfo) -> ContextBudget:
         return ContextBudget.compute(model, self.config)
 
+    def settings(self, model: ModelInfo) -> WindowSettings:
+        """The compaction settings in force for ``model``'s window (explicit ones win)."""
+        return WindowSettings.derive(model.context_limit, self.config.compaction)
+
     @staticmethod
     def _tokens(tokens: int | TokenUsage) -> int:
         return tokens.effective_total() if isinstance(tokens, TokenUsage) else int(tokens)
@@ -133,7 +137,7 @@ class CompactionEngine:
         """True if the context is above the soft threshold, whatever ``compaction.auto``
         says (for callers asked to compact explicitly, such as a worker's job)."""
         usable = self._budget(model).usable
-        return self._tokens(tokens) > usable * self.config.compaction.soft_threshold_fraction
+        return self._tokens(tokens) > self.settings(model).soft_limit(usable)
 
     def is_hard_overflow(self, tokens: int | TokenUsage, model: ModelInfo) -> bool:
         """True if the context does not fit the usable budget."""
@@ -213,10 +217,12 @@ class CompactionEngine:
                 if raise_conflict:
                     raise
                 result.error = str(exc)
+                stop_without_running(result, "lock_held", str(exc))
                 return self._done(result, started, publish=False)
             except Exception as exc:
                 logger.exception("compaction of %s failed", session_id)
                 result.error = f"{type(exc).__name__}: {exc}"
+                stop_without_running(result, "failed", result.error)
                 result.elapsed_ms = (time.perf_counter() - started) * 1000
                 self.last_result = result
                 self.bus.publish(
@@ -252,17 +258,25 @@ class CompactionEngine:
         cfg = self.config.compaction
         model = ModelInfo.from_model_string(self.session_model, self.config.model_overrides)
         budget = self._budget(model)
-        target = drain_target(budget.usable, cfg.soft_threshold_fraction)
+        settings = self.settings(model)
+        target = settings.drain_target(budget.usable)
+        # One leaf per triggered run: the chunk covers the gap from the soft threshold
+        # down to the target (never more than the documented chunk).
+        gap = int(settings.soft_limit(budget.usable)) - target
+        chunk = min(LEAF_CHUNK_TOKENS, max(settings.leaf_chunk_tokens, gap))
+        settings = dataclasses.replace(settings, leaf_chunk_tokens=chunk)
         self._breaker.max_failures = cfg.max_consecutive_model_failures
         self._breaker.cooldown_seconds = cfg.failure_cooldown_seconds
         ladder = self._ladder(model_override)
         items = await self.store.get_context_items(session_id)
         result.tokens_before = sum(i.tokens for i in items)
         if cfg.prune:
-            await self._prune(session_id, result)
-        soft_limit = budget.usable * cfg.soft_threshold_fraction
+            await self._prune(session_id, result, settings)
+        soft_limit = settings.soft_limit(budget.usable)
+        exhausted = aborted = False
         for round_index in range(cfg.max_compaction_rounds):
             if abort is not None and abort.is_set():
+                aborted = True
                 break
             items = await self.store.get_context_items(session_id)
             total = sum(i.tokens for i in items)
@@ -272,12 +286,20 @@ class CompactionEngine:
             if cfg.condensation_enabled and not manual and (over or result.rounds):
                 # A full carry first: keeps the DAG balanced whether or not room is needed.
                 progressed = await self._passes.condense(
-                    session_id, items, result, ladder, fan_in=self.condense_fan_in
+                    session_id, items, result, ladder, settings, fan_in=self.condense_fan_in
                 )
             if not progressed and over:
                 rounds_left = cfg.max_compaction_rounds - round_index
                 progressed = await self._passes.leaf(
-                    session_id, items, total - target, rounds_left, budget, result, ladder, manual
+                    session_id,
+                    items,
+                    total - target,
+                    rounds_left,
+                    budget,
+                    settings,
+                    result,
+                    ladder,
+                    manual,
                 )
                 if (
                     not progressed
@@ -290,16 +312,33 @@ class CompactionEngine:
                         items,
                         result,
                         ladder,
+                        settings,
                         fan_in=self.condense_fan_in,
                         pressure=True,
                     )
             if not progressed:
                 break
             result.rounds += 1
-        result.tokens_after = await self.store.context_token_total(session_id)
+        else:
+            exhausted = True
+        items = await self.store.get_context_items(session_id)
+        result.tokens_after = sum(i.tokens for i in items)
+        uses_model = any(rung.uses_model for rung in ladder)
+        end = RunEnd(
+            target=target,
+            soft_limit=soft_limit,
+            rounds_cap=cfg.max_compaction_rounds,
+            exhausted=exhausted,
+            aborted=aborted,
+            forced=force,
+            cooldown_seconds_left=self._breaker.seconds_left() if uses_model else 0.0,
+        )
+        conclude(result, items, settings, end)
 
-    async def _prune(self, session_id: str, result: CompactionResult) -> None:
-        pruned = await self._pruner.prune(session_id)
+    async def _prune(
+        self, session_id: str, result: CompactionResult, settings: WindowSettings
+    ) -> None:
+        pruned = await self._pruner.prune(session_id, settings=settings)
         if not pruned.pruned_count:
             return
         result.pruned_tool_outputs = pruned.pruned_count
@@ -319,7 +358,20 @@ class CompactionEngine:
             return list(self.summarisers)
         cfg = self.config.compaction
         model = model_override or cfg.compaction_model or self.session_model
-        return default_ladder(model, cfg, self._llm_call)
+        return default_ladder(
+            model, cfg, self._llm_call, input_window=self.summariser_window(model)
+        )
+
+    def summariser_window(self, model: str) -> int:
+        """The window of compaction ``model``: ``compaction_context_limit`` if set, else the
+        session's (``model_overrides`` included) for the session's model, else the table's."""
+        explicit = self.config.compaction.compaction_context_limit
+        if explicit is not None:
+            return explicit
+        if model == EXTRACTIVE_MODEL:
+            return EXTRACTIVE_WINDOW
+        overrides = self.config.model_overrides if model == self.session_model else None
+        return ModelInfo.from_model_string(model, overrides).context_limit
 
     async def _llm_call(self, model: str, messages: list[dict[str, Any]], max_tokens: int) -> str:
         client = self._client_for(model)

@@ -75,11 +75,23 @@ def model_level(
     )
 
 
-def default_ladder(model: str, config: CompactionConfig, llm_call: LLMCall) -> list[Summariser]:
-    """The ladder for compaction ``model``: prompts and Level 2 as ``config`` says."""
+def default_ladder(
+    model: str,
+    config: CompactionConfig,
+    llm_call: LLMCall,
+    *,
+    input_window: int | None = None,
+) -> list[Summariser]:
+    """The ladder for compaction ``model``: prompts and Level 2 as ``config`` says.
+
+    ``input_window`` is the model's window (default: ``compaction_context_limit``, else
+    the model table's); every prompt a model rung sends fits it."""
     if model == EXTRACTIVE_MODEL:
         return [ExtractiveSummariser(level=1)]
-    input_window = ModelInfo.from_model_string(model, None).context_limit
+    if input_window is None:
+        input_window = config.compaction_context_limit
+    if input_window is None:
+        input_window = ModelInfo.from_model_string(model, None).context_limit
     ladder: list[Summariser] = [
         model_level(
             1,

@@ -9,7 +9,7 @@ pass plans its span (``planner``), summarises it (``ladder``) and commits it
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mnesis.compaction.breaker import CircuitBreaker
 from mnesis.compaction.candidates import INPUT_WINDOW_SHARE, SummaryCandidate, SummaryTarget
@@ -20,7 +20,8 @@ from mnesis.compaction.summariser import ExtractiveSummariser, Summariser
 from mnesis.config import MnesisConfig
 from mnesis.context.builder import ContextBudget
 from mnesis.models.message import CompactionResult, MessageWithParts
-from mnesis.store.base import ContextItem
+from mnesis.models.window import WindowSettings
+from mnesis.store.base import ContextItem, SummaryRecord
 from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import TokenEstimator
 
@@ -38,6 +39,8 @@ class CompactionPasses:
     config: MnesisConfig
     writer: SummaryWriter
     breaker: CircuitBreaker
+    leaf_counts: dict[str, int] = field(default_factory=dict)
+    """Condensed summary ID → the leaf summaries under it (filled as they are asked for)."""
 
     async def leaf(
         self,
@@ -46,30 +49,33 @@ class CompactionPasses:
         excess: int,
         rounds_left: int,
         budget: ContextBudget,
+        settings: WindowSettings,
         result: CompactionResult,
         ladder: Sequence[Summariser],
         manual: bool = False,
     ) -> bool:
-        cfg = self.config.compaction
         window = ladder[0].input_window if ladder else _LAST_RESORT.input_window
+        tail = (settings.fresh_tail_count, settings.fresh_tail_tokens)
         if manual:
             # An explicit request under the threshold: everything before the fresh tail.
-            span = leaf_span(items, int(window * INPUT_WINDOW_SHARE), cfg.fresh_tail_count)
+            span = leaf_span(items, int(window * INPUT_WINDOW_SHARE), *tail)
         else:
             span = plan_leaf_span(
                 items,
                 excess=excess,
                 rounds_left=rounds_left,
                 input_window=window,
-                fresh_tail_count=cfg.fresh_tail_count,
-                leaf_target_tokens=cfg.leaf_target_tokens,
+                fresh_tail_count=tail[0],
+                leaf_target_tokens=settings.leaf_target_tokens,
+                fresh_tail_tokens=tail[1],
+                chunk_tokens=settings.leaf_chunk_tokens,
             )
         if not span:
             return False
         messages = await self.store.get_messages_by_ids([i.item_id for i in span])
         if not messages:
             return False
-        candidate = await self._summarise(messages, budget, ladder)
+        candidate = await self._summarise(messages, budget, settings, ladder)
         covered = messages[: candidate.messages_covered]
         covered_ids = {m.id for m in covered}
         summary_id, marker_id = await self.writer.commit_leaf(
@@ -89,11 +95,12 @@ class CompactionPasses:
         self,
         messages: list[MessageWithParts],
         budget: ContextBudget,
+        settings: WindowSettings,
         ladder: Sequence[Summariser],
     ) -> SummaryCandidate:
         cfg = self.config.compaction
         target = SummaryTarget(
-            cfg.leaf_target_tokens, cfg.file_ids_footer_cap, self.estimator, budget.usable
+            settings.leaf_target_tokens, cfg.file_ids_footer_cap, self.estimator, budget.usable
         )
         candidate = await climb(ladder, lambda rung: rung.summarise(messages, target), self.breaker)
         if candidate is None or not 0 < candidate.messages_covered <= len(messages):
@@ -106,6 +113,7 @@ class CompactionPasses:
         items: list[ContextItem],
         result: CompactionResult,
         ladder: Sequence[Summariser],
+        settings: WindowSettings,
         *,
         fan_in: int,
         pressure: bool = False,
@@ -114,14 +122,18 @@ class CompactionPasses:
         summary_ids = [i.item_id for i in items if i.item_type == "summary"]
         if len(summary_ids) < 2:
             return False
-        depths = {s.id: s.depth for s in await self.store.get_summaries(summary_ids)}
-        run = plan_condense(items, depths, fan_in=fan_in, pressure=pressure)
+        records = await self.store.get_summaries(summary_ids)
+        depths = {s.id: s.depth for s in records}
+        leaves = {s.id: await self._leaves(s) for s in records} if pressure else None
+        run = plan_condense(items, depths, fan_in=fan_in, pressure=pressure, leaves=leaves)
         if not run:
             return False
         children = await self.store.get_summaries([i.item_id for i in run])
         if len(children) != len(run):
             return False
-        target = SummaryTarget(cfg.condensed_target_tokens, cfg.file_ids_footer_cap, self.estimator)
+        target = SummaryTarget(
+            settings.condensed_target_tokens, cfg.file_ids_footer_cap, self.estimator
+        )
         candidate = await climb(ladder, lambda rung: rung.condense(children, target), self.breaker)
         if candidate is None:
             candidate = _LAST_RESORT.condense_now(children, target)
@@ -132,7 +144,22 @@ class CompactionPasses:
         )
         result.summary_message_id = marker_id
         result.level_used = max(result.level_used, candidate.compaction_level)
+        self.leaf_counts[summary_id] = sum([await self._leaves(c) for c in children])
         result.condensed_count += 1
         result.summary_id = summary_id
         result.summary_token_count = candidate.token_count
         return True
+
+    async def _leaves(self, summary: SummaryRecord) -> int:
+        """How many leaf summaries ``summary`` covers (read through lineage once)."""
+        if summary.kind == "leaf" or summary.depth == 0:
+            return 1
+        known = self.leaf_counts.get(summary.id)
+        if known is not None:
+            return known
+        children = await self.store.get_summaries(
+            await self.store.get_summary_parent_ids(summary.id)
+        )
+        count = sum([await self._leaves(c) for c in children]) or 1
+        self.leaf_counts[summary.id] = count
+        return count

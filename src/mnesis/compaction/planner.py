@@ -55,11 +55,15 @@ def drain_target(usable: int, soft_threshold_fraction: float) -> int:
     return int(usable * soft_threshold_fraction * DRAIN_FRACTION)
 
 
-def tail_start(items: Sequence[ContextItem], fresh_tail_count: int) -> int:
+def tail_start(
+    items: Sequence[ContextItem], fresh_tail_count: int, max_tokens: int | None = None
+) -> int:
     """First position of the protected fresh tail.
 
     The tail starts at the second-to-last user message (the last exchange stays
-    whole), or earlier so that it holds the last ``fresh_tail_count`` messages.
+    whole), or earlier so that it holds the last ``fresh_tail_count`` messages. With
+    ``max_tokens``, a tail larger than that starts later instead, at the first message
+    (not a tool result) from which it fits, but never after the last user message.
     """
     messages = [i for i in items if i.item_type == "message"]
     if not messages:
@@ -68,29 +72,46 @@ def tail_start(items: Sequence[ContextItem], fresh_tail_count: int) -> int:
     start = users[-2] if len(users) >= 2 else (users[0] if users else messages[0].position)
     if fresh_tail_count:
         start = min(start, messages[max(0, len(messages) - fresh_tail_count)].position)
-    return start
+    if max_tokens is None:
+        return start
+    latest = users[-1] if users else messages[-1].position
+    size = sum(i.tokens for i in items if i.position >= start)
+    tail = [i for i in messages if start <= i.position < latest]
+    for index, item in enumerate(tail):
+        if size <= max_tokens:
+            break
+        size -= item.tokens
+        start = tail[index + 1].position if index + 1 < len(tail) else latest
+    # A tool result stays with the call before it: the tail starts at the next other message.
+    return next((i.position for i in messages if i.position >= start and i.role != "tool"), latest)
 
 
-def leaf_span_tokens(excess: int, rounds_left: int, input_window: int) -> int:
+def leaf_span_tokens(
+    excess: int, rounds_left: int, input_window: int, chunk_tokens: int = LEAF_CHUNK_TOKENS
+) -> int:
     """How many tokens a leaf span should cover.
 
     The excess over the drain target, spread over the rounds left, but at least
-    :data:`LEAF_CHUNK_TOKENS` and at most the summariser's input share of its window.
+    ``chunk_tokens`` (:data:`LEAF_CHUNK_TOKENS` unless a small window asks for less)
+    and at most the summariser's input share of its window.
     """
     input_cap = int(input_window * INPUT_WINDOW_SHARE)
     share = -(-max(excess, 0) // max(1, rounds_left))
-    return min(input_cap, max(LEAF_CHUNK_TOKENS, share))
+    return min(input_cap, max(chunk_tokens, share))
 
 
 def leaf_span(
-    items: Sequence[ContextItem], want_tokens: int, fresh_tail_count: int
+    items: Sequence[ContextItem],
+    want_tokens: int,
+    fresh_tail_count: int,
+    fresh_tail_tokens: int | None = None,
 ) -> list[ContextItem]:
     """The first run of raw messages before the tail, up to about ``want_tokens``.
 
     Summaries before the run are skipped; a summary after it ends it. A tool
     result is never split from the messages before it, even past ``want_tokens``.
     """
-    tail = tail_start(items, fresh_tail_count)
+    tail = tail_start(items, fresh_tail_count, fresh_tail_tokens)
     span: list[ContextItem] = []
     used = 0
     for item in items:
@@ -115,13 +136,15 @@ def plan_leaf_span(
     input_window: int,
     fresh_tail_count: int,
     leaf_target_tokens: int,
+    fresh_tail_tokens: int | None = None,
+    chunk_tokens: int = LEAF_CHUNK_TOKENS,
 ) -> list[ContextItem]:
     """The leaf span of this round, or ``[]`` if none is worth summarising.
 
     A span no larger than 1.2 x the leaf target is not worth a summary.
     """
-    want = leaf_span_tokens(excess, rounds_left, input_window)
-    span = leaf_span(items, want, fresh_tail_count)
+    want = leaf_span_tokens(excess, rounds_left, input_window, chunk_tokens)
+    span = leaf_span(items, want, fresh_tail_count, fresh_tail_tokens)
     if not span or sum(i.tokens for i in span) <= leaf_target_tokens * 1.2:
         return []
     return span
@@ -174,6 +197,7 @@ def plan_condense(
     *,
     fan_in: int = CONDENSE_FAN_IN,
     pressure: bool = False,
+    leaves: Mapping[str, int] | None = None,
 ) -> list[ContextItem]:
     """The summaries the next condensed pass merges, or ``[]``.
 
@@ -182,6 +206,11 @@ def plan_condense(
     span is left), a shorter run merges too: the shallowest run of at least two
     same-depth summaries, else the two newest adjacent summaries, so the context
     can always shrink. A run is never longer than ``fan_in``.
+
+    With ``leaves`` (summary ID → leaf summaries it covers), a pressure merge keeps the
+    DAG logarithmic instead: it is the shallowest run whose result, at depth ``d``,
+    covers at least ``fan_in ** (d - 1)`` leaves (so the depth never exceeds
+    ``ceil(log_fan_in(leaves)) + 1``), or none.
     """
     fan_in = max(2, fan_in)
     groups = same_depth_groups(items, depths)
@@ -190,6 +219,8 @@ def plan_condense(
             return group[:fan_in]
     if not pressure:
         return []
+    if leaves is not None:
+        return _bounded_run(items, depths, leaves, fan_in)
     pairs = [g for g in groups if len(g) >= 2]
     if pairs:
         shallowest = min(pairs, key=lambda g: (depths[g[0].item_id], -g[0].position))
@@ -203,3 +234,32 @@ def plan_condense(
         else:
             run = []
     return run if len(run) >= 2 else []
+
+
+def _bounded_run(
+    items: Sequence[ContextItem],
+    depths: Mapping[str, int],
+    leaves: Mapping[str, int],
+    fan_in: int,
+) -> list[ContextItem]:
+    """The shallowest (then longest, then newest) run of 2..``fan_in`` adjacent summaries
+    whose merge covers at least ``fan_in ** (depth - 1)`` leaves, or ``[]``."""
+    runs: list[list[ContextItem]] = [[]]
+    for item in items:
+        if item.item_type == "summary" and item.item_id in depths:
+            runs[-1].append(item)
+        elif runs[-1]:
+            runs.append([])
+    best: list[ContextItem] = []
+    best_key: tuple[int, int, int] | None = None
+    for run in runs:
+        for i in range(len(run)):
+            for j in range(i + 2, min(len(run), i + fan_in) + 1):
+                group = run[i:j]
+                depth = max(depths[g.item_id] for g in group) + 1
+                if sum(leaves.get(g.item_id, 1) for g in group) < fan_in ** (depth - 1):
+                    continue
+                key = (depth, -len(group), -group[0].position)
+                if best_key is None or key < best_key:
+                    best, best_key = group, key
+    return best

@@ -2,9 +2,10 @@
 
 Backward scan over the raw messages after the last summary in the context:
 the two most recent user turns are protected, then tool outputs accumulate into
-a protect window of ``prune_protect_tokens``; completed, unprotected tool parts
-beyond it are candidates. Nothing is written unless the candidates add up to
-more than ``prune_minimum_tokens``. A tombstone only sets ``compacted_at``:
+a protect window of ``prune_protect_tokens`` (scaled to the window unless set);
+completed, unprotected tool parts beyond it are candidates. Nothing is written
+unless the candidates add up to more than ``prune_minimum_tokens``. A tombstone
+only sets ``compacted_at``:
 the output stays in the store and the builder renders a one-line stand-in.
 """
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from mnesis.config import MnesisConfig
 from mnesis.models.message import MessageWithParts
 from mnesis.models.parts import ToolPart
+from mnesis.models.window import REFERENCE_WINDOW, WindowSettings
 from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import TokenEstimator
 
@@ -39,9 +41,16 @@ class ToolOutputPruner:
         self.estimator = estimator
         self.config = config
 
-    async def prune(self, session_id: str) -> PruneResult:
-        """Run one prune pass over the session's current context."""
+    async def prune(
+        self, session_id: str, *, settings: WindowSettings | None = None
+    ) -> PruneResult:
+        """Run one prune pass over the session's current context.
+
+        ``settings`` carries the protect window and minimum of the session's context
+        window; without it the configured values (the documented ones: a 200k window)."""
         cfg = self.config.compaction
+        if settings is None:
+            settings = WindowSettings.derive(REFERENCE_WINDOW, cfg)
         items = await self.store.get_context_items(session_id)
         last_summary = max((i.position for i in items if i.item_type == "summary"), default=-1)
         ids = [i.item_id for i in items if i.item_type == "message" and i.position > last_summary]
@@ -67,13 +76,13 @@ class ToolOutputPruner:
                     continue
                 cost = self.estimator.estimate_part(part)
                 window += cost
-                if window > cfg.prune_protect_tokens:
+                if window > settings.prune_protect_tokens:
                     candidates.append((message, part, cost))
                     candidate_tokens += cost
             if stop:
                 break
         result = PruneResult(candidate_tokens=candidate_tokens)
-        if candidate_tokens <= cfg.prune_minimum_tokens:
+        if candidate_tokens <= settings.prune_minimum_tokens:
             return result
         now = int(time.time() * 1000)
         touched: dict[str, MessageWithParts] = {}

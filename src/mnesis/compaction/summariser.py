@@ -68,6 +68,22 @@ SummariseFn = Callable[[str, int], Awaitable[str]]
 
 SpanKind = Literal["leaf", "condensed"]
 
+_MARGIN = 64
+"""Tokens of a summariser request kept free for the estimate's error and the framing."""
+_MIN_INPUT_TOKENS = 64
+_MIN_ITEM_CHARS = 80
+_FIT_STEPS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class _Input:
+    """A summariser's input text, renderable with each message (or summary) cut to a
+    number of characters (0: as the level renders it)."""
+
+    render: Callable[[int], str]
+    chars: int
+    items: int
+
 
 class Summariser(Protocol):
     """One rung of the compaction ladder, for leaf and for condensed summaries."""
@@ -119,10 +135,18 @@ class _TextSummariser:
         if not kept:
             return None
         full = render_transcript(kept)
-        transcript = render_transcript(kept, self.message_chars) if self.message_chars else full
+
+        def render(cut: int) -> str:
+            return render_transcript(kept, cut) if cut else full
+
         file_ids = extract_file_ids_from_messages(kept)
         answer = await self._attempt(
-            "leaf", transcript, file_ids, target, target.capped_tokens, full_text=full
+            "leaf",
+            _Input(render, self.message_chars, len(kept)),
+            file_ids,
+            target,
+            target.capped_tokens,
+            full_text=full,
         )
         if answer is None:
             return None
@@ -142,9 +166,13 @@ class _TextSummariser:
     ) -> CondensedCandidate | None:
         """A merge of ``summaries``, or None to escalate."""
         file_ids = merged_file_ids(summaries)
+
+        def render(cut: int) -> str:
+            return render_summaries(summaries, cut)
+
         answer = await self._attempt(
             "condensed",
-            render_summaries(summaries, self.summary_chars),
+            _Input(render, self.summary_chars, len(summaries)),
             file_ids,
             target,
             target.capped_tokens,
@@ -155,10 +183,29 @@ class _TextSummariser:
         text, tokens = answer
         return CondensedCandidate(text, tokens, self.level, file_ids)
 
+    def _overhead(self, kind: SpanKind, body_target: int, estimator: TokenEstimator) -> int:
+        """Tokens of the request besides the input text: instructions and the answer."""
+        return max(64, body_target * 2)
+
+    def _fit(self, source: _Input, allowed: int, estimator: TokenEstimator) -> str:
+        """The input text, each item cut shorter until the whole fits ``allowed`` tokens."""
+        text = source.render(source.chars)
+        size = estimator.estimate(text)
+        cut = source.chars or max(len(text) // max(1, source.items), 1)
+        for _ in range(_FIT_STEPS):
+            if size <= allowed:
+                return text
+            cut = max(_MIN_ITEM_CHARS, int(cut * allowed / size * 0.9))
+            text = source.render(cut)
+            size = estimator.estimate(text)
+        if size <= allowed:
+            return text
+        return text[: max(1, int(len(text) * allowed / size * 0.9))]
+
     async def _attempt(
         self,
         kind: SpanKind,
-        text: str,
+        source: _Input,
         file_ids: list[str],
         target: SummaryTarget,
         target_tokens: int,
@@ -170,6 +217,8 @@ class _TextSummariser:
         if full_text is not None:
             input_tokens = estimator.estimate(full_text)
         body_target = body_budget(file_ids, target_tokens, target.footer_cap, estimator)
+        allowed = self.input_window - self._overhead(kind, body_target, estimator) - _MARGIN
+        text = self._fit(source, max(_MIN_INPUT_TOKENS, allowed), estimator)
         try:
             answer = await self._complete(kind, text, body_target)
         except Exception as exc:
@@ -216,6 +265,11 @@ class ModelSummariser(_TextSummariser):
     def uses_model(self) -> bool:
         """Always True."""
         return True
+
+    def _overhead(self, kind: SpanKind, body_target: int, estimator: TokenEstimator) -> int:
+        """The system prompt and the answer's ``max_tokens``."""
+        prompt = self.leaf_prompt if kind == "leaf" else self.condense_prompt
+        return estimator.estimate(prompt) + 16 + max(64, body_target * 2)
 
     async def _complete(self, kind: SpanKind, text: str, body_target: int) -> str:
         prompt = self.leaf_prompt if kind == "leaf" else self.condense_prompt

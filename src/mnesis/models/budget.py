@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from mnesis.config import MnesisConfig
 from mnesis.models.model_info import ModelInfo
+from mnesis.models.window import WindowSettings
 
 __all__ = ["ContextBudget"]
 
@@ -19,7 +20,8 @@ class ContextBudget:
     """Token budget of one model.
 
     ``usable = context_limit - reserved_output_tokens - compaction_buffer``, but never
-    below a quarter of the window: small models get a proportionally smaller buffer.
+    below a quarter of the window. The buffer is ``compaction_output_budget`` when the
+    user set it, else its documented 20,000 scaled to the window (``WindowSettings``).
     """
 
     context_limit: int
@@ -32,6 +34,7 @@ class ContextBudget:
         """The budget of ``model`` under ``config``."""
         limit = model.context_limit
         reserved = min(model.max_output_tokens, limit // 2)
-        buffer = min(config.compaction.compaction_output_budget, max(0, limit - reserved) // 2)
+        wanted = WindowSettings.derive(limit, config.compaction).compaction_output_budget
+        buffer = min(wanted, max(0, limit - reserved) // 2)
         usable = max(limit - reserved - buffer, limit // 4, 1)
         return cls(limit, reserved, buffer, usable)

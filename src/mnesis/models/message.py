@@ -28,6 +28,7 @@ from mnesis.models.tokens import TokenUsage
 
 __all__ = [
     "CompactionResult",
+    "CompactionStopReason",
     "ContextBreakdown",
     "FinishReason",
     "Message",
@@ -54,6 +55,24 @@ CompactionMarkerPart = CompactionPart
 """The seeds' name of the marker part written with every compaction commit."""
 
 Role = Literal["system", "user", "assistant", "tool"]
+
+CompactionStopReason = Literal[
+    "done",
+    "nothing_to_do",
+    "round_cap",
+    "irreducible",
+    "model_cooldown",
+    "lock_held",
+    "aborted",
+    "failed",
+]
+"""Why a compaction run stopped: ``done`` (the context is at or under the drain target),
+``nothing_to_do`` (it was already, and nothing was written), ``round_cap`` (the
+``max_compaction_rounds`` cap was reached with ``tokens_left`` above the target),
+``irreducible`` (no round could shrink it further: ``protected_tail_tokens`` says how
+much the fresh tail alone holds), ``model_cooldown`` (it stayed above the target while
+the compaction model was in its failure cooldown), ``lock_held`` (another compactor
+holds the session), ``aborted`` (the caller's abort), ``failed`` (an error: ``error``)."""
 
 
 class FinishReason(StrEnum):
@@ -143,6 +162,16 @@ class CompactionResult(BaseModel):
     """Rounds that committed something (at most ``max_compaction_rounds``)."""
     error: str | None = None
     """Why the run failed or did not run (the lease held elsewhere); ``None`` otherwise."""
+    stop_reason: CompactionStopReason | None = None
+    """Why the run stopped (set on every finished run; see :data:`CompactionStopReason`)."""
+    stop_detail: str = ""
+    """The stop reason as a sentence, with its numbers."""
+    target_tokens: int = 0
+    """The size the run drained towards (the drain target; 0 if it never measured)."""
+    tokens_left: int = 0
+    """Tokens still above ``target_tokens`` when the run stopped."""
+    protected_tail_tokens: int = 0
+    """The size of the protected fresh tail when the run stopped."""
 
 
 class TurnResult(BaseModel):

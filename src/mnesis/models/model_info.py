@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -40,6 +41,9 @@ _FAMILIES: tuple[tuple[str, int, int, str], ...] = (
     ("mock", 200_000, 8_192, "cl100k_base"),
 )
 _DEFAULT = (128_000, 4_096, "cl100k_base")
+_log = logging.getLogger("mnesis.models")
+_warned: set[str] = set()
+_MAX_WARNED = 1_000
 
 
 class ModelInfo(BaseModel):
@@ -55,7 +59,8 @@ class ModelInfo(BaseModel):
     def from_model_string(cls, model: str, overrides: dict[str, Any] | None = None) -> ModelInfo:
         """Return the limits of ``model`` (``"provider/name"`` or ``"name"``).
 
-        Unknown models get a conservative 128k/4k window. ``overrides`` may set
+        Unknown models get a conservative 128k/4k window, and a warning (once per model
+        string) that says how to state the real one. ``overrides`` may set
         ``context_limit`` and ``max_output_tokens``.
         """
         provider, _, name = model.rpartition("/")
@@ -67,6 +72,9 @@ class ModelInfo(BaseModel):
             if key in lowered:
                 limit, output, encoding = fam_limit, fam_output, fam_encoding
                 break
+        else:
+            if provider not in ("fake", "mock") and not (overrides or {}).get("context_limit"):
+                _warn_unknown(model)
         data: dict[str, Any] = {
             "model_id": name,
             "provider_id": provider,
@@ -77,6 +85,20 @@ class ModelInfo(BaseModel):
         if overrides:
             data.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**data)
+
+
+def _warn_unknown(model: str) -> None:
+    if model in _warned or len(_warned) >= _MAX_WARNED:
+        return
+    _warned.add(model)
+    _log.warning(
+        "model %r is not in mnesis' model table: assuming a %d-token window. State its "
+        "window with MnesisSession.create(..., context_limit=N) or "
+        "MnesisConfig(model_overrides={'context_limit': N, 'max_output_tokens': M}) "
+        "(CLI: --context-limit)",
+        model,
+        _DEFAULT[0],
+    )
 
 
 def _guess_provider(name: str) -> str:

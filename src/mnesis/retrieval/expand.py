@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypedDict
 
 from mnesis.config import RetrievalConfig
-from mnesis.errors import InvalidArgumentError
+from mnesis.errors import InvalidArgumentError, MessageNotFoundError, OutOfScopeError
 from mnesis.models.ids import is_valid_id
 from mnesis.models.message import MessageWithParts
 from mnesis.retrieval.cursor import decode_cursor, encode_cursor
@@ -18,7 +19,7 @@ from mnesis.store.base import SummaryRecord
 from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
 
-__all__ = ["ExpandOptions", "expand", "source_messages"]
+__all__ = ["ExpandOptions", "expand", "expand_message", "leaf_summary_ids", "source_messages"]
 
 
 class ExpandOptions(TypedDict, total=False):
@@ -54,9 +55,24 @@ async def expand(
     page (same summary, depth and ``include_messages``; a continued page always holds
     at least one item) and ``unexpanded_summary_ids`` says which summaries were not
     opened.
+
+    A message ID (``msg_…``) opens the leaf summary that covers it (the original turn and
+    its neighbours, however deep the summary in context is): see :func:`expand_message`.
     """
+    if isinstance(summary_id, str) and is_valid_id(summary_id.strip(), "msg"):
+        return await expand_message(
+            store,
+            scope,
+            estimator,
+            config,
+            summary_id.strip(),
+            token_cap=token_cap,
+            cursor=cursor,
+        )
     if not isinstance(summary_id, str) or not is_valid_id(summary_id.strip(), "sum"):
-        raise InvalidArgumentError(f"{str(summary_id)[:80]!r} is not a summary ID (sum_…)")
+        raise InvalidArgumentError(
+            f"{str(summary_id)[:80]!r} is not a summary ID (sum_…) or a message ID (msg_…)"
+        )
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
         raise InvalidArgumentError(f"depth must be an integer >= 1, got {depth!r}")
     cap = config.max_expand_tokens if token_cap is None else token_cap
@@ -114,12 +130,13 @@ class _Page:
         except InvalidArgumentError:
             raise InvalidArgumentError(problem) from None
         if self.cursor is not None and (
-            state.keys() != {"expand_offset", "expand_key"} or state["expand_key"] != self._key()
+            state.keys() != {"expand_offset", "expand_key"} or state["expand_key"] != self.key()
         ):
             raise InvalidArgumentError(problem)
         self.skip = state.get("expand_offset", 0)
 
-    def _key(self) -> int:
+    def key(self) -> int:
+        """What ties a cursor to its summary, depth and ``include_messages``."""
         return zlib.crc32(f"{self.summary_id}:{self.depth}:{self.include_messages}".encode())
 
     def skipped(self) -> bool:
@@ -141,7 +158,7 @@ class _Page:
     def next_cursor(self, taken: int) -> str:
         """The cursor of the page after this one, which took ``taken`` items."""
         offset = decode_cursor(self.cursor).get("expand_offset", 0) + taken
-        return encode_cursor({"expand_offset": offset, "expand_key": self._key()})
+        return encode_cursor({"expand_offset": offset, "expand_key": self.key()})
 
 
 def _add_summary(
@@ -208,3 +225,73 @@ async def source_messages(
     await scope.load_summary(summary_id)
     ids = await store.get_source_message_ids_deep(summary_id)
     return await store.get_messages_by_ids(ids)
+
+
+async def leaf_summary_ids(store: ImmutableStore, message_ids: Sequence[str]) -> dict[str, str]:
+    """Message ID → the newest leaf summary that covers it directly (uncovered: left out)."""
+    leaves: dict[str, str] = {}
+    for message_id in dict.fromkeys(message_ids):
+        found = await store.get_leaf_summaries_of_message(message_id)
+        if found:
+            leaves[message_id] = found[-1]
+    return leaves
+
+
+async def expand_message(
+    store: ImmutableStore,
+    scope: RetrievalScope,
+    estimator: TokenEstimator,
+    config: RetrievalConfig,
+    message_id: str,
+    *,
+    token_cap: int | None,
+    cursor: str | None = None,
+) -> ExpandResult:
+    """The messages of the leaf summary that covers ``message_id`` (depth 1, paged like
+    any expansion), or the message alone if no summary covers it (it is in the context)."""
+    found = await store.get_messages_by_ids([message_id])
+    if not found:
+        raise MessageNotFoundError(message_id)
+    message = found[0]
+    scope.check_session(message.message.session_id, message_id)
+    leaves = await leaf_summary_ids(store, [message_id])
+    if message_id in leaves:
+        leaf_id = leaves[message_id]
+        if cursor is None:
+            # The page starts one message before the one asked for (its question).
+            ids = await store.get_summary_source_ids(leaf_id)
+            start = max(0, ids.index(message_id) - 1) if message_id in ids else 0
+            if start:
+                key = _Page(leaf_id, 1, True, None).key()
+                cursor = encode_cursor({"expand_offset": start, "expand_key": key})
+        result = await expand(
+            store,
+            scope,
+            estimator,
+            config,
+            leaf_id,
+            depth=1,
+            include_messages=True,
+            token_cap=token_cap,
+            cursor=cursor,
+        )
+        result.message_id = message_id
+        return result
+    if scope.allowed_summaries is not None:
+        raise OutOfScopeError(f"{message_id} is outside the summaries granted to this call")
+    text = full_message_text(message)
+    cost = estimator.estimate(text) + MESSAGE_OVERHEAD_TOKENS
+    return ExpandResult(
+        summary_id="",
+        message_id=message_id,
+        messages=[
+            ExpandedMessage(
+                id=message_id,
+                role=message.role,
+                created_at=message.message.created_at,
+                text=text,
+                token_count=cost,
+            )
+        ],
+        estimated_tokens=cost,
+    )

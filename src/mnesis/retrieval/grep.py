@@ -16,6 +16,7 @@ from mnesis.config import RetrievalConfig
 from mnesis.errors import InvalidArgumentError, OutOfScopeError
 from mnesis.models.ids import is_valid_id
 from mnesis.retrieval.cursor import decode_cursor, encode_cursor
+from mnesis.retrieval.expand import leaf_summary_ids
 from mnesis.retrieval.hygiene import NearDuplicates, unanswered_questions
 from mnesis.retrieval.query import parse_query
 from mnesis.retrieval.ranking import Ranked, SearchPool, ranked_page
@@ -226,6 +227,10 @@ async def _annotate(store: ImmutableStore, matches: list[GrepMatch]) -> None:
         match.in_context = match.id in places.in_context
         if match.kind == "message":
             match.covering_summary_id = places.covering.get(match.id)
+    covered = [m.id for m in matches if m.kind == "message" and m.covering_summary_id]
+    leaves = await leaf_summary_ids(store, covered)
+    for match in matches:
+        match.leaf_summary_id = leaves.get(match.id)
 
 
 def _groups(matches: list[GrepMatch]) -> dict[str, list[str]]:

@@ -112,6 +112,10 @@ class GrepMatch(BaseModel):
     rank: float = 0.0
     covering_summary_id: str | None = None
     """For a message no longer in context: the summary in context that covers it."""
+    leaf_summary_id: str | None = None
+    """For a message no longer in context: the leaf summary that covers it directly.
+    ``expand`` it (or the message ID) to read the original turn in one call, however
+    deep the summary in context is."""
     in_context: bool = False
     matched_terms: list[str] = Field(default_factory=list)
     """Why it matched: the query terms found in its own text (regex: the matched text)."""
@@ -170,6 +174,9 @@ class ExpandResult(BaseModel):
     """The result of ``expand``."""
 
     summary_id: str
+    """The summary opened (for a message ID: its leaf summary; ``""`` if none covers it)."""
+    message_id: str | None = None
+    """The message ID ``expand`` was given, if it was one."""
     summaries: list[ExpandedSummary] = Field(default_factory=list)
     messages: list[ExpandedMessage] = Field(default_factory=list)
     estimated_tokens: int = 0

@@ -50,7 +50,8 @@ _SPECS: dict[str, dict[str, Any]] = {
             "Search this conversation's full history, including everything compacted out of "
             "your context. Natural-language questions work (ranked by relevance); quote exact "
             "phrases; mode='regex' for patterns. Matches say which summary in your context "
-            "covers them; open it with lcm_expand."
+            "covers them and, for compacted messages, the leaf summary that holds the "
+            "original turn: lcm_expand that leaf (or the message ID) to read it."
         ),
         "parameters": {
             "type": "object",
@@ -120,12 +121,17 @@ _SPECS: dict[str, dict[str, Any]] = {
         "description": (
             "Open a summary: its child summaries and/or the original messages it replaced, "
             "within a token cap. Use depth 1 first; when truncated, pass next_cursor back "
-            "for the rest; follow unexpanded_summary_ids to go deeper."
+            "for the rest; follow unexpanded_summary_ids to go deeper. Given a message ID "
+            "(msg_…), it opens the leaf summary covering that message: the original turn."
         ),
         "parameters": {
             "type": "object",
             "properties": {
-                "summary_id": {"type": "string", "minLength": 1, "description": f"sum_…. {_ID}"},
+                "summary_id": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": f"sum_… (or a msg_… to open its leaf summary). {_ID}",
+                },
                 "depth": {
                     "type": "integer",
                     "minimum": 1,

@@ -22,16 +22,11 @@ SYSTEM_PROMPT = (
 def demo_config(db_path: str = DEFAULT_DEMO_DB) -> MnesisConfig:
     """The configuration of demo sessions: a 32k window and offline extractive summaries.
 
-    The window is small so that a few hundred turns go through many compactions; the
-    pruning thresholds are the defaults scaled by the same ratio (32k / 200k).
+    The window is small so that a few hundred turns go through many compactions; every
+    other compaction setting is the default, which scales with the window.
     """
     return MnesisConfig(
         store=StoreConfig(db_path=db_path),
         model_overrides=dict(DEMO_OVERRIDES),
-        compaction=CompactionConfig(
-            compaction_model="extractive",
-            compaction_output_budget=4_000,
-            prune_protect_tokens=6_000,
-            prune_minimum_tokens=3_000,
-        ),
+        compaction=CompactionConfig(compaction_model="extractive"),
     )

@@ -1,0 +1,242 @@
+"""Compaction at every window size: cadence, DAG depth and the summariser's input (issue 33).
+
+Replays generated coding-agent sessions (``mnesis.testing``, the ``webapp`` story) into a
+session whose window is stated with ``create(..., context_limit=...)`` and every
+compaction setting left at its default (so derived from the window), over windows 16k /
+32k / 128k / 200k and two kinds of turns: ``chat`` (no tool calls) and ``tool`` (every
+turn calls tools, 1.2-4.5 KB of output each). Automatic compaction runs after each turn
+(waited for, so runs are deterministic); the summariser is a scripted model (a plain
+async function: deterministic answers, and it records the size of every prompt).
+
+Columns: compaction runs that changed the context per 100 turns, summariser (model) calls
+per 100 turns, leaves and the maximum condensation depth against the bound
+``ceil(log_fanin(leaves)) + 1``, the largest prompt the summariser received against the
+window, the largest context seen after a turn against the usable budget, the share of
+turn-opening request tokens an Anthropic-style prompt cache serves (the context rendered
+with ``cache_control`` after every turn, ``bench_prompt_cache.CacheSim``), the most
+compaction runs around one turn, and the stop reasons of the runs.
+
+Run: ``python benchmarks/bench_windows.py [--turns N] [--windows 16000,32000]
+[--kinds chat,tool] [--json]`` (default: 400 turns each, about two minutes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import math
+import re
+import tempfile
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from benchmarks.bench_prompt_cache import CacheSim
+from mnesis import MnesisSession
+from mnesis.config import MnesisConfig
+from mnesis.events.bus import MnesisEvent
+from mnesis.models.budget import ContextBudget
+from mnesis.models.parts import MessagePart, TextPart, ToolPart
+from mnesis.testing import ConversationSpec, Turn, generate
+from mnesis.tokens.estimator import TokenEstimator
+
+__all__ = [
+    "KINDS",
+    "WINDOWS",
+    "RecordingSummariser",
+    "WindowRun",
+    "assistant_parts",
+    "depth_bound",
+    "main",
+    "run_window",
+]
+
+WINDOWS = (16_000, 32_000, 128_000, 200_000)
+KINDS = ("chat", "tool")
+"""``chat``: the assistant answers in prose (the tool outputs of the ``tool`` session,
+cut to 1,600 characters, become its text); ``tool``: every turn calls tools."""
+CHAT_CHARS = 1_600
+MODEL = "local/coder"
+"""A model string the model table does not know: its window is stated at create()."""
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_./-]{2,}")
+_ESTIMATOR = TokenEstimator()
+
+
+def max_output_for(window: int) -> int:
+    """The output limit a local model of ``window`` tokens is typically served with."""
+    return min(8_192, max(1_024, window // 8))
+
+
+@dataclass
+class RecordingSummariser:
+    """A scripted summarisation model: answers with the leading words of its input and
+    records the token size of every prompt it receives."""
+
+    prompt_tokens: list[int] = field(default_factory=list)
+
+    async def __call__(self, messages: list[dict[str, Any]]) -> str:
+        """The summary: the first 60 words of the transcript (deterministic)."""
+        text = "\n".join(str(m.get("content", "")) for m in messages)
+        self.prompt_tokens.append(_ESTIMATOR.estimate(text))
+        user = str(messages[-1].get("content", "")) if messages else ""
+        words = _WORD.findall(user)[:60]
+        return "Summary: " + " ".join(words) + "."
+
+
+@dataclass
+class WindowRun:
+    """What one window x kind replay measured."""
+
+    window: int
+    kind: str
+    turns: int
+    compactions: int = 0
+    summariser_calls: int = 0
+    leaves: int = 0
+    condensed: int = 0
+    max_depth: int = 0
+    depth_bound: int = 0
+    max_prompt_tokens: int = 0
+    max_context_tokens: int = 0
+    usable: int = 0
+    stop_reasons: dict[str, int] = field(default_factory=dict)
+    cache_reuse: float = 0.0
+    """Share of the turn-opening requests' tokens an Anthropic-style prompt cache serves
+    (``cache_control`` breakpoints; ``bench_prompt_cache.CacheSim``)."""
+    max_runs_per_turn: int = 0
+    """The most compaction runs that changed the context around one turn."""
+
+    def per_100(self, count: int) -> float:
+        """``count`` per 100 turns."""
+        return 100.0 * count / max(1, self.turns)
+
+
+async def run_window(
+    window: int,
+    kind: str,
+    turns: int,
+    directory: str,
+    *,
+    seed: int = 5,
+    fan_in: int = 4,
+    measure_cache: bool = True,
+) -> WindowRun:
+    """Replay ``turns`` turns of ``kind`` into a ``window``-token session and measure."""
+    spec = ConversationSpec(f"{kind}-{window}", seed=seed, turns=turns, tool_turn_share=1.0)
+    conversation = generate(spec)
+    summariser = RecordingSummariser()
+    session = await MnesisSession.create(
+        model=MODEL,
+        llm=summariser,
+        config=MnesisConfig(),
+        db_path=f"{directory}/{kind}-{window}.db",
+        context_limit=window,
+        max_output_tokens=max_output_for(window),
+    )
+    run = WindowRun(window=window, kind=kind, turns=turns)
+    run.usable = ContextBudget.compute(session.model_info, session.config).usable
+    reasons: Counter[str] = Counter()
+
+    def on_completed(_event: MnesisEvent, payload: dict[str, Any]) -> None:
+        result = payload.get("result", payload)
+        reasons[str(result.get("stop_reason"))] += 1
+        if result.get("level_used") or result.get("pruned_tool_outputs"):
+            run.compactions += 1
+
+    session.subscribe(MnesisEvent.COMPACTION_COMPLETED, on_completed)
+    engine = session.compaction_engine
+    cache = CacheSim()
+    estimator = TokenEstimator(session.model_info.encoding)
+    for turn in conversation.turns:
+        before = run.compactions
+        await session.record(list(turn.user), assistant_parts(turn, kind))
+        await engine.wait_for_pending()
+        run.max_runs_per_turn = max(run.max_runs_per_turn, run.compactions - before)
+        run.max_context_tokens = max(run.max_context_tokens, session.context_tokens)
+        if measure_cache:
+            body = await session.context_for_next_turn(format="anthropic", cache_control=True)
+            cache.request(body, estimator)
+    run.cache_reuse = cache.cached / cache.total if cache.total else 0.0
+    snapshot = await session.store.integrity_snapshot(session.id)
+    summaries = await session.store.get_summaries([s[0] for s in snapshot.summaries])
+    run.leaves = sum(1 for s in summaries if s.kind == "leaf")
+    run.condensed = len(summaries) - run.leaves
+    run.max_depth = max((s.depth for s in summaries), default=0)
+    run.depth_bound = depth_bound(run.leaves, fan_in)
+    run.summariser_calls = len(summariser.prompt_tokens)
+    run.max_prompt_tokens = max(summariser.prompt_tokens, default=0)
+    run.stop_reasons = dict(reasons)
+    await session.close()
+    return run
+
+
+def assistant_parts(turn: Turn, kind: str) -> list[MessagePart]:
+    """The assistant message of ``turn`` as ``kind`` turns have it."""
+    if kind == "tool":
+        return list(turn.assistant)
+    texts = [
+        p.text if isinstance(p, TextPart) else f"Looking at the {p.tool_name} result: {p.output}"
+        for p in turn.assistant
+        if isinstance(p, TextPart | ToolPart)
+    ]
+    return [TextPart(text="\n\n".join(texts)[:CHAT_CHARS])]
+
+
+def depth_bound(leaves: int, fan_in: int) -> int:
+    """``ceil(log_fan_in(leaves)) + 1`` (0 without leaves)."""
+    if leaves <= 1:
+        return leaves
+    return math.ceil(math.log(leaves) / math.log(fan_in) - 1e-9) + 1
+
+
+def _table(runs: list[WindowRun]) -> str:
+    head = (
+        "| window | turns | compactions /100 turns | summariser calls /100 turns | leaves | "
+        "max depth (bound) | largest prompt / window | largest context / usable | "
+        "cache reuse | runs per turn (max) | stop reasons |"
+    )
+    rows = [head, "|" + "---|" * 11]
+    for r in runs:
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(r.stop_reasons.items()))
+        rows.append(
+            f"| {r.window // 1000}k {r.kind} | {r.turns} | {r.per_100(r.compactions):.1f} | "
+            f"{r.per_100(r.summariser_calls):.1f} | {r.leaves} | {r.max_depth} "
+            f"({r.depth_bound}) | {r.max_prompt_tokens:,} / {r.window:,} | "
+            f"{r.max_context_tokens:,} / {r.usable:,} | {r.cache_reuse:.1%} | "
+            f"{r.max_runs_per_turn} | {reasons} |"
+        )
+    return "\n".join(rows)
+
+
+async def _run_all(turns: int, windows: list[int], kinds: list[str]) -> list[WindowRun]:
+    runs = []
+    with tempfile.TemporaryDirectory() as directory:
+        for window in windows:
+            for kind in kinds:
+                runs.append(await run_window(window, kind, turns, directory))
+    return runs
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark and print its table (or JSON)."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--turns", type=int, default=400)
+    parser.add_argument("--windows", default=",".join(str(w) for w in WINDOWS))
+    parser.add_argument("--kinds", default=",".join(KINDS))
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    logging.getLogger("mnesis").setLevel(logging.ERROR)  # stop reasons are in the table
+    windows = [int(w) for w in args.windows.split(",") if w]
+    kinds = [k for k in args.kinds.split(",") if k]
+    runs = asyncio.run(_run_all(args.turns, windows, kinds))
+    if args.json:
+        print(json.dumps([asdict(r) for r in runs], indent=2))
+    else:
+        print(_table(runs))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

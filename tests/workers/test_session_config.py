@@ -34,7 +34,7 @@ async def test_a_session_loaded_with_a_smaller_window_is_compacted_by_workers_at
     pg_url: str,
 ) -> None:
     await ensure_queue_schema(pg_url)
-    session_id = await _create_with_default_window(pg_url, 20)
+    session_id = await _create_with_default_window(pg_url, 26)
     agent_config = worker_config(mode="worker", worker_pickup_seconds=1.0)
     session = await MnesisSession.load(
         session_id, db_path=pg_url, llm=FakeLLM(), config=agent_config

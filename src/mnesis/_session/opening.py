@@ -106,7 +106,7 @@ async def _adopt_config(
 ) -> SessionRecord:
     """Store ``config`` as the session's configuration if it differs (the last agent to
     load a session with a config sets it; a read-only store keeps the old one)."""
-    wanted = config.model_dump(mode="json", exclude={"store"})
+    wanted = config.stored_form()
     if record.config == wanted:
         return record
     old = record.config or {}

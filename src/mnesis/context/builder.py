@@ -29,6 +29,7 @@ from typing import Any, Literal
 from mnesis.config import MnesisConfig
 from mnesis.context.anthropic import render_anthropic
 from mnesis.context.entries import ContextEntry, SummaryEntry
+from mnesis.context.next_user import append_user
 from mnesis.context.openai import render_openai
 from mnesis.context.responses import render_responses
 from mnesis.errors import ContextOverflowError, InvalidArgumentError
@@ -117,11 +118,24 @@ class BuiltContext:
         return render_responses(self.system_prompt, self.entries)
 
     def render(
-        self, format: ContextFormat = "openai", *, cache_control: bool = False
+        self,
+        format: ContextFormat = "openai",
+        *,
+        cache_control: bool = False,
+        user: str | None = None,
     ) -> list[dict[str, Any]] | dict[str, Any]:
         """The context in ``format``: ``"openai"`` (the default), ``"anthropic"``,
         ``"responses"`` or ``"text"`` (:meth:`to_dicts`). ``cache_control`` is for
-        ``"anthropic"`` only."""
+        ``"anthropic"`` only; ``user`` appends the next user message by the format's
+        rules (see :mod:`mnesis.context.next_user`)."""
+        rendered = self._render(format, cache_control=cache_control)
+        if user is None:
+            return rendered
+        return append_user(rendered, format, user, cache_control=cache_control)
+
+    def _render(
+        self, format: ContextFormat, *, cache_control: bool
+    ) -> list[dict[str, Any]] | dict[str, Any]:
         if format not in CONTEXT_FORMATS:
             raise InvalidArgumentError(
                 f"format must be 'openai', 'anthropic', 'responses' or 'text', got {format!r}"

@@ -197,11 +197,13 @@ def _anthropic(body: object, allow_pending: bool) -> list[str]:
                         "previous message"
                     )
                 pending.discard(call_id)
-        for call_id in sorted(pending):
-            problems.append(
-                f"{where}: tool_use {call_id!r} is not answered by a tool_result in this message"
-            )
-        pending = set()
+        if not (allow_pending and role == "user" and index == len(messages) - 1):
+            for call_id in sorted(pending):
+                problems.append(
+                    f"{where}: tool_use {call_id!r} is not answered by a tool_result in this "
+                    "message"
+                )
+            pending = set()
         if role == "assistant":
             for block in blocks:
                 if block.get("type") != "tool_use":
@@ -227,7 +229,7 @@ def _responses(items: list[Mapping[str, Any]], allow_pending: bool) -> list[str]
     problems: list[str] = []
     calls: dict[str, int] = {}
     answered: set[str] = set()
-    last_round = 0
+    last_round = _last_round(items)
     for index, item in enumerate(items):
         where = f"input[{index}]"
         kind = item.get("type", "message")
@@ -254,9 +256,25 @@ def _responses(items: list[Mapping[str, Any]], allow_pending: bool) -> list[str]
                 or (kind_after == "message" and following.get("role") == "assistant")
             ):
                 problems.append(f"{where}: a reasoning item without its following item")
-        if kind == "message" and item.get("role") == "user":
-            last_round = index
     for call_id, index in calls.items():
-        if call_id not in answered and not (allow_pending and index > last_round):
+        if call_id not in answered and not (allow_pending and index >= last_round):
             problems.append(f"input[{index}]: function_call {call_id!r} has no output")
     return problems
+
+
+def _last_round(items: list[Mapping[str, Any]]) -> int:
+    """Where the last round's items start: the run of assistant-side items before the
+    trailing outputs (its calls may be pending with ``allow_pending``)."""
+    index = len(items)
+    while index and items[index - 1].get("type") == "function_call_output":
+        index -= 1
+    while (
+        index
+        and items[index - 1].get("type", "message") != "function_call_output"
+        and not (
+            items[index - 1].get("type", "message") == "message"
+            and items[index - 1].get("role") == "user"
+        )
+    ):
+        index -= 1
+    return index

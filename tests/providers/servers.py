@@ -1,8 +1,9 @@
 """Small provider-compatible HTTP servers on 127.0.0.1 for the wire-format tests.
 
 Each server records the JSON body of every request and answers like a model that
-uses tools properly: when tools are offered it makes ``rounds`` rounds of tool calls
-after the user's last text (``parallel`` calls each), then answers with text.
+uses tools properly: when tools are offered it calls one (``parallel`` calls at once)
+unless the conversation ends with a tool result, then answers with text; with
+``rounds=N`` it makes N rounds of calls after the user's last text before answering.
 ``always_call=True`` makes it call the tool again and again (a doom loop). Both
 streaming (server-sent events) and whole responses are served, as the request asks.
 
@@ -74,13 +75,20 @@ class ProviderServer:
         """(text, tool calls) for ``body``."""
         messages = body.get("messages") or []
         tools = body.get("tools") or []
-        if tools and (self.always_call or self.rounds_done(messages) < self.rounds):
+        last = messages[-1] if messages else {}
+        answered = last.get("role") == "tool" or (
+            isinstance(last.get("content"), list)
+            and any(b.get("type") == "tool_result" for b in last["content"])
+        )
+        # One round (the default): answer once the conversation ends with a result.
+        more = not answered if self.rounds == 1 else self.rounds_done(messages) < self.rounds
+        if tools and (self.always_call or more):
             names = [t["function"]["name"] if "function" in t else t["name"] for t in tools]
             name = "lcm_grep" if "lcm_grep" in names else names[0]
-            return "", [
-                {"id": f"call_{len(self.bodies)}_{i}", "name": name, "input": TOOL_ARGS}
-                for i in range(self.parallel)
-            ]
+            ids = [f"call_{len(self.bodies)}"]
+            if self.parallel > 1:
+                ids = [f"call_{len(self.bodies)}_{i}" for i in range(self.parallel)]
+            return "", [{"id": i, "name": name, "input": TOOL_ARGS} for i in ids]
         return FINAL_TEXT, []
 
 

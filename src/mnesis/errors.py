@@ -7,6 +7,7 @@ also subclass that builtin::
     MnesisError
     ├── MnesisConfigError            (also ValueError)  invalid configuration value
     ├── InvalidArgumentError         (also ValueError)  bad argument to a public call
+    │   └── ToolsNotSupportedError                      tools offered to a client without them
     ├── MissingDependencyError       (also ImportError) an optional extra is not installed
     ├── SessionClosedError                              the session was closed
     ├── OutOfScopeError          (also PermissionError) an ID of a session not granted
@@ -66,6 +67,7 @@ __all__ = [
     "StoreFullError",
     "StoreReadOnlyError",
     "SummaryNotFoundError",
+    "ToolsNotSupportedError",
 ]
 
 
@@ -85,6 +87,18 @@ class MnesisConfigError(MnesisError, ValueError):
 
 class InvalidArgumentError(MnesisError, ValueError):
     """A public call received an argument it cannot accept."""
+
+
+class ToolsNotSupportedError(InvalidArgumentError):
+    """Tools were offered to a model client that cannot take them (a plain ``llm=``
+    function without a ``tools`` parameter): they are refused, never dropped."""
+
+    def __init__(self, client: str) -> None:
+        self.client = client
+        super().__init__(
+            f"the llm client {client!r} cannot take tools: give the function a tools= "
+            "keyword parameter (it receives the tool definitions) or call without tools="
+        )
 
 
 class MissingDependencyError(MnesisError, ImportError):

@@ -32,7 +32,7 @@ from mnesis._session.wiring import wire
 from mnesis.config import MnesisConfig
 from mnesis.events.bus import EventBus, MnesisEvent
 from mnesis.files import FileHandleResult
-from mnesis.llm import ClientLike, LLMClient
+from mnesis.llm import ClientLike, LLMClient, check_tools
 from mnesis.models.message import (
     CompactionResult,
     FinishReason,
@@ -167,7 +167,7 @@ class MnesisSession(SessionView):
     # -- turns --------------------------------------------------------------
     async def send(
         self,
-        message: str | list[MessagePart],
+        message: str | list[MessagePart] | None = None,
         *,
         tools: list[dict[str, Any]] | None = None,
         on_part: PartCallback | None = None,
@@ -176,9 +176,18 @@ class MnesisSession(SessionView):
     ) -> TurnResult:
         """Send a user message to the model and persist the whole turn.
 
+        Without a ``message`` the current turn continues: after the caller answered the
+        model's tool calls with :meth:`complete_tool_call` (or after a failed model
+        call) the model is called again on the stored context, and its reply joins the
+        same turn. :class:`~mnesis.errors.InvalidArgumentError` if there is nothing to
+        continue (a call still without a result, or a turn already answered).
+
+        ``tools`` offered to a plain-function ``llm=`` that has no ``tools`` parameter
+        raise :class:`~mnesis.errors.ToolsNotSupportedError` (before anything is stored).
         Raises :class:`~mnesis.errors.LLMError` when the model fails (the user message
         and the assistant stub stay stored, the stub marked ``error``).
         """
+        check_tools(self._llm, tools)
         return await self._wiring.turns.send(
             message,
             tools=tools,
@@ -189,19 +198,20 @@ class MnesisSession(SessionView):
 
     def stream(
         self,
-        message: str | list[MessagePart],
+        message: str | list[MessagePart] | None = None,
         *,
         tools: list[dict[str, Any]] | None = None,
         system_prompt: str | None = None,
         run_lcm_tools: bool = False,
     ) -> AsyncIterator[TextDelta | TurnComplete]:
         """Like :meth:`send`, yielding :class:`TextDelta` as text arrives, then
-        one :class:`TurnComplete`.
+        one :class:`TurnComplete` (without a ``message``, the current turn continues).
 
         With ``run_lcm_tools=True`` the session executes the model's ``lcm_*`` tool
         calls itself and calls the model again, up to ``session.max_tool_rounds``
         times; the result is the last round's.
         """
+        check_tools(self._llm, tools)
         return self._wiring.turns.stream(
             message, tools=tools, system_prompt=system_prompt, run_lcm_tools=run_lcm_tools
         )

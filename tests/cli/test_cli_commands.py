@@ -87,7 +87,7 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The samples plus a 150-exchange session, imported and compacted offline."""
     root = tmp_path_factory.mktemp("history")
     db = str(root / "history.db")
-    shutil.copytree(SAMPLES, root / "samples")
+    shutil.copytree(SAMPLES, root / "samples", ignore=shutil.ignore_patterns("corpus"))
     _long_transcript(root / "samples" / "long.jsonl", 150)
     reports = ok_json("import", str(root / "samples"), "--db", db)
     long_id = next(r["session_ids"][0] for r in reports if r["path"].endswith("long.jsonl"))

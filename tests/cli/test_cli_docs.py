@@ -52,7 +52,7 @@ def _invoke(args: list[str]) -> str:
 
 @pytest.fixture
 def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    shutil.copytree(SAMPLES, tmp_path / "transcripts")
+    shutil.copytree(SAMPLES, tmp_path / "transcripts", ignore=shutil.ignore_patterns("corpus"))
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("TZ", "UTC")
     monkeypatch.chdir(tmp_path)

@@ -350,7 +350,8 @@ async def test_a_client_declaring_the_anthropic_format_gets_it_in_send(
     await session.record("q", [tool("c1")])
     await session.send("next")
     request = llm.calls[0]
-    assert request.system == "Be brief."
+    ephemeral = {"type": "ephemeral"}
+    assert request.system == [{"type": "text", "text": "Be brief.", "cache_control": ephemeral}]
     check_anthropic({"system": request.system, "messages": request.messages})
     assert [m["role"] for m in request.messages] == ["user", "assistant", "user"]
     await session.close()

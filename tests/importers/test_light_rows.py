@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mnesis.importers import parse_child
+from mnesis.importers import detect_format, parse_child
 from mnesis.importers.batches import Batch, BatchBuilder
 from mnesis.importers.formats import FORMATS
 from mnesis.importers.light import LightMessage, LightTool, new_messages
@@ -340,3 +340,14 @@ def test_the_parser_process_sends_the_model_paths_batches(
         frames.append(_frames(out.getvalue()))
     assert frames[0] == frames[1]
     assert len(frames[0]) >= 2 and frames[0][-1] == repr(parse_child.END)
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for p in (SAMPLES / "corpus").rglob("*.jsonl") if p.stat().st_size),
+    ids=lambda p: p.name[:40],
+)
+def test_the_corpus_gives_the_model_paths_rows(path: Path) -> None:
+    """Batches of one message: every cut, and the parser state each carries."""
+    fmt = detect_format(str(path))
+    _both(list(read_jsonl(str(path))), fmt, limits=Limits(1, 10**6))

@@ -76,7 +76,7 @@ def _check(part: MessagePart) -> None:
         assert row["content"].encode("utf-8") == expected["content"].encode("utf-8")
 
 
-@pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.iterdir()))
+@pytest.mark.parametrize("sample", sorted(p.name for p in SAMPLES.iterdir() if p.is_file()))
 def test_every_sample_part_encodes_as_its_dump(sample: str) -> None:
     parts = _sample_parts(SAMPLES / sample)
     assert parts
@@ -116,4 +116,3 @@ def test_the_json_of_a_shrunk_text_part_follows_its_flags(round_: int) -> None:
     flags = [(False, False), (True, False), (False, True), (True, True)]
     for synthetic, ignored in flags[round_:] + flags[:round_]:
         _check(TextPart(text="long enough to be left out", synthetic=synthetic, ignored=ignored))
-

@@ -30,6 +30,22 @@ def _text(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
 
 
+def _cached(block: dict[str, Any]) -> dict[str, Any]:
+    """``block`` carrying a prompt-caching breakpoint, as ``send`` puts on the system
+    prompt and the last block of every request to an Anthropic model."""
+    return {**block, "cache_control": {"type": "ephemeral"}}
+
+
+def _uncached(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            **m,
+            "content": [{k: v for k, v in b.items() if k != "cache_control"} for b in m["content"]],
+        }
+        for m in messages
+    ]
+
+
 def _roles_alternate(messages: list[dict[str, Any]]) -> bool:
     roles = [m["role"] for m in messages]
     return roles[0] == "user" and all(a != b for a, b in itertools.pairwise(roles))
@@ -58,7 +74,7 @@ class TestMessagesOverHTTP:
         assert [t["name"] for t in body.pop("tools")] == ["dummy_tool"]
         assert body == {
             "model": "claude-test",
-            "system": [_text("Be brief.")],
+            "system": [_cached(_text("Be brief."))],
             "messages": [
                 {"role": "user", "content": [_text("hello")]},
                 {"role": "assistant", "content": [_text("hi there")]},
@@ -83,7 +99,7 @@ class TestMessagesOverHTTP:
                             "tool_use_id": "toolu_1",
                             "content": "Error: exit 1",
                         },
-                        _text("Which port?"),
+                        _cached(_text("Which port?")),
                     ],
                 },
             ],
@@ -105,11 +121,11 @@ class TestMessagesOverHTTP:
         assert len(anthropic_server.bodies) == 2
         [part] = (await session.messages())[1].tool_parts
         first, second = anthropic_server.bodies
-        assert first["system"] == second["system"] == [_text("Be brief.")]
+        assert first["system"] == second["system"] == [_cached(_text("Be brief."))]
         assert [t["name"] for t in first["tools"]] == [
             t["name"] for t in session.lcm_tool_definitions(format="anthropic")
         ]
-        assert first["messages"] == [{"role": "user", "content": [_text("Which port?")]}]
+        assert first["messages"] == [{"role": "user", "content": [_cached(_text("Which port?"))]}]
         assert second["messages"] == [
             {"role": "user", "content": [_text("Which port?")]},
             {
@@ -121,7 +137,9 @@ class TestMessagesOverHTTP:
             {
                 "role": "user",
                 "content": [
-                    {"type": "tool_result", "tool_use_id": "call_0", "content": part.output}
+                    _cached(
+                        {"type": "tool_result", "tool_use_id": "call_0", "content": part.output}
+                    )
                 ],
             },
         ]
@@ -130,7 +148,7 @@ class TestMessagesOverHTTP:
         assert native == {
             "system": "Be brief.",
             "messages": [
-                *second["messages"],
+                *_uncached(second["messages"]),
                 {"role": "assistant", "content": [_text(FINAL_TEXT)]},
             ],
         }

@@ -13,8 +13,10 @@ from mnesis._session.meter import ContextMeter
 from mnesis._session.writer import MessageWriter
 from mnesis.config import MnesisConfig
 from mnesis.context.builder import BuiltContext, ContextBuilder
+from mnesis.context.entries import SummaryEntry
 from mnesis.errors import ContextOverflowError, LLMError, LLMTimeoutError, MnesisError
 from mnesis.llm import LLMClient, LLMRequest
+from mnesis.llm.cache import breakpoint_indexes
 from mnesis.models.budget import ContextBudget
 from mnesis.models.clock import now_ms
 from mnesis.models.ids import new_id
@@ -26,7 +28,23 @@ from mnesis.store.base import SessionRecord
 from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS
 
-__all__ = ["ModelCall", "ModelRound"]
+__all__ = ["ModelCall", "ModelRound", "openai_breakpoints"]
+
+
+def openai_breakpoints(messages: list[dict[str, Any]], built: BuiltContext) -> tuple[int, ...]:
+    """Where the OpenAI rendering of ``built`` ends a prefix worth caching: the system
+    prompt, the last summary (byte-identical until the next compaction) and the last
+    message; the points ``to_anthropic(cache_control=True)`` marks."""
+    points = [0, len(messages) - 1]
+    summary = next((e.text for e in reversed(built.entries) if isinstance(e, SummaryEntry)), None)
+    if summary is not None:
+        found = [
+            i
+            for i, m in enumerate(messages)
+            if m.get("role") == "user" and m.get("content") == summary
+        ]
+        points.extend(found[-1:])
+    return breakpoint_indexes(len(messages), points)
 
 
 @dataclass
@@ -89,11 +107,13 @@ class ModelRound:
             tools=tools,
         )
         if getattr(self._llm, "wire_format", "openai") == "anthropic":
-            body = built.to_anthropic()
+            caching = getattr(self._llm, "cache_control", True) is not False
+            body = built.to_anthropic(cache_control=caching)
             request.messages = body["messages"]
-            request.system = prompt
+            request.system = body["system"]
         else:
             request.messages = built.to_openai()
+            request.cache_breakpoints = openai_breakpoints(request.messages, built)
         return ModelCall(request=request, built=built, assistant=assistant)
 
     async def stream(self, call: ModelCall) -> AsyncGenerator[TextDelta, None]:

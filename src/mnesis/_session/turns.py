@@ -12,6 +12,7 @@ from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from mnesis._session.continuation import continuation_parent
 from mnesis._session.doom import DoomLoopDetector
 from mnesis._session.gate import CompactionGate
 from mnesis._session.meter import ContextMeter
@@ -92,7 +93,7 @@ class TurnRunner:
 
     async def send(
         self,
-        message: str | list[MessagePart],
+        message: str | list[MessagePart] | None,
         *,
         tools: list[dict[str, Any]] | None,
         on_part: PartCallback | None,
@@ -118,30 +119,35 @@ class TurnRunner:
 
     async def stream(
         self,
-        message: str | list[MessagePart],
+        message: str | list[MessagePart] | None,
         *,
         tools: list[dict[str, Any]] | None,
         system_prompt: str | None,
         run_lcm_tools: bool,
     ) -> AsyncIterator[TextDelta | TurnComplete]:
         """One turn: the user message, then model rounds (running ``lcm_*`` calls between
-        them when ``run_lcm_tools``), yielding text deltas and one :class:`TurnComplete`."""
+        them when ``run_lcm_tools``), yielding text deltas and one :class:`TurnComplete`.
+        Without a message the current turn continues (:mod:`~mnesis._session.continuation`)."""
         self._state.check_open()
-        parts = normalize_parts(message, "message")
+        parts = None if message is None else normalize_parts(message, "message")
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise InvalidArgumentError("system_prompt must be a string")
         if tools is not None and not isinstance(tools, list):
             raise InvalidArgumentError("tools must be a list of tool definitions")
         prompt = self._record.system_prompt if system_prompt is None else system_prompt
         async with self._turn_lock():
-            self._round.check_fits(parts, prompt)
-            user = await self._writer.append("user", parts)
-            self._writer.publish(user)
+            if parts is None:
+                user_id = await continuation_parent(self._store, self._record.id)
+            else:
+                self._round.check_fits(parts, prompt)
+                user = await self._writer.append("user", parts)
+                self._writer.publish(user)
+                user_id = user.id
             compaction = await self._gate.before_model_call()
             rounds = 0
             while True:
                 holder: list[TurnResult] = []
-                round_stream = self._model_round(user.id, prompt, tools, compaction, holder)
+                round_stream = self._model_round(user_id, prompt, tools, compaction, holder)
                 async with contextlib.aclosing(round_stream) as deltas:
                     async for delta in deltas:
                         yield delta

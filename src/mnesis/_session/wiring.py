@@ -23,7 +23,7 @@ from mnesis.config import MnesisConfig
 from mnesis.context.builder import ContextBuilder
 from mnesis.events.bus import EventBus
 from mnesis.files import LargeFileHandler
-from mnesis.llm import LLMClient, needs_litellm
+from mnesis.llm import DeferredClient, LLMClient, needs_litellm
 from mnesis.models.model_info import ModelInfo
 from mnesis.retrieval.engine import RetrievalEngine
 from mnesis.retrieval.tools import ExpandQueryFn
@@ -33,26 +33,44 @@ from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
 __all__ = ["Wiring", "wire"]
 
 _log = logging.getLogger("mnesis.session")
-_offline_notice_logged = False
+_notices_logged: set[str] = set()
+"""The offline-compaction notices already logged by this process (each is logged once)."""
+
+
+def _notice_once(key: str, message: str, *args: object) -> None:
+    if key not in _notices_logged:
+        _notices_logged.add(key)
+        _log.warning(message, *args)
 
 
 def _offline_compaction(engine: CompactionEngine, config: MnesisConfig, llm: LLMClient) -> None:
-    """Without litellm and without a client for the compaction model, compaction uses the
-    offline extractive summariser (and says so once per process)."""
-    global _offline_notice_logged
-    model = config.compaction.compaction_model or engine.session_model
+    """Compaction calls a model only when the user gave one: an ``llm=`` client (for the
+    session's own model) or ``compaction.compaction_model``. Without either, and without
+    litellm for the model given, it uses the offline extractive summariser (and says so
+    once per process), never a model call the user did not ask for."""
+    chosen = config.compaction.compaction_model
+    model = chosen or engine.session_model
     client = llm if model == engine.session_model else None
+    if chosen is None and isinstance(llm, DeferredClient):
+        engine.summarisers = [ExtractiveSummariser(level=1)]
+        _notice_once(
+            "no-model",
+            "no llm= client and no compaction_model were given for model %r: compaction "
+            "uses the offline extractive summariser and calls no model (pass llm= or set "
+            "compaction.compaction_model to summarise with a model)",
+            model,
+        )
+        return
     if not needs_litellm(model, client):
         return
     engine.summarisers = [ExtractiveSummariser(level=1)]
-    if not _offline_notice_logged:
-        _offline_notice_logged = True
-        _log.warning(
-            "litellm is not installed and no llm= client was given for compaction model %r: "
-            "compaction uses the offline extractive summariser (pip install "
-            "'mnesis-lcm[litellm]' or pass llm= to summarise with a model)",
-            model,
-        )
+    _notice_once(
+        "no-litellm",
+        "litellm is not installed and no llm= client was given for compaction model %r: "
+        "compaction uses the offline extractive summariser (pip install "
+        "'mnesis-lcm[litellm]' or pass llm= to summarise with a model)",
+        model,
+    )
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from mnesis.cli.commands import context_command, sessions_command, show_command
 from mnesis.cli.compact_command import compact_command
 from mnesis.cli.demo import demo_command
 from mnesis.cli.export_command import dag_command, export_command
+from mnesis.cli.hooks_command import hooks_app
 from mnesis.cli.import_command import import_command
 from mnesis.cli.mcp_command import mcp_command
 from mnesis.cli.purge_command import purge_command
@@ -61,6 +62,7 @@ app.command("import")(import_command)
 app.command("export")(export_command)
 app.command("dag")(dag_command)
 app.command("purge")(purge_command)
+app.add_typer(hooks_app, name="hooks")
 
 
 def _version() -> str:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import glob
 import os
+import sys
+import time
 from typing import Annotated, Any
 
 import typer
@@ -51,15 +53,48 @@ def _expand(paths: list[str]) -> dict[str, str]:
     return dict(sorted(found.items()))
 
 
+PROGRESS_SECONDS = 5.0
+"""How often a piped import reports on stderr."""
+
+
+class _PipedProgress:
+    """Progress lines on stderr when it is no terminal (a log, a pipe): one every
+    :data:`PROGRESS_SECONDS` at most, with bytes done, rate and time left."""
+
+    def __init__(self, total: int, files: int) -> None:
+        self.total, self.files = total, files
+        self.started = self.last = time.monotonic()
+        self.done_files = 0
+
+    def __call__(self, done: float) -> None:
+        now = time.monotonic()
+        if now - self.last < PROGRESS_SECONDS:
+            return
+        self.last = now
+        elapsed = now - self.started
+        rate = done / elapsed if elapsed > 0 else 0.0
+        left = f", about {(self.total - done) / rate:,.0f} s left" if rate > 0 else ""
+        share = done / self.total * 100 if self.total else 100.0
+        sys.stderr.write(
+            f"importing: {done / 1e6:,.1f} of {self.total / 1e6:,.1f} MB ({share:.0f}%), "
+            f"file {min(self.done_files + 1, self.files)} of {self.files}, "
+            f"{rate / 1e6:.1f} MB/s{left}\n"
+        )
+        sys.stderr.flush()
+
+
 async def _import_all(
     config: MnesisConfig, files: list[tuple[str, int]], fmt: str | None
 ) -> list[ImportReport]:
     store = ImmutableStore(config.store)
     await store.initialize()
     reports = []
+    total = sum(size for _, size in files)
+    piped = None if sys.stderr.isatty() else _PipedProgress(total, len(files))
     try:
         base = 0
-        with progress_bar("importing", float(sum(size for _, size in files))) as advance:
+        with progress_bar("importing", float(total)) as bar:
+            advance = piped or bar
             for path, size in files:
 
                 def on_progress(done: int, _: int, start: int = base) -> None:
@@ -67,6 +102,8 @@ async def _import_all(
 
                 reports.append(await import_file(store, path, fmt, on_progress=on_progress))
                 base += size
+                if piped is not None:
+                    piped.done_files += 1
                 advance(base)
     finally:
         await store.close()
@@ -132,6 +169,8 @@ def _print(reports: list[ImportReport], names: list[str], as_json: bool) -> None
     for r, name in zip(reports, names, strict=True):
         for line, problem in r.errors:
             err.print(f"[yellow]warning:[/] {escape(name)}:{line}: {escape(problem)} (skipped)")
+        for note in r.notes:
+            err.print(f"[yellow]note:[/] {escape(name)}: {escape(note)}")
         console.print(
             f"{escape(name)}: {r.status}, {r.messages_added:,} messages added "
             f"→ {', '.join(r.session_ids) or '-'}"
@@ -155,4 +194,6 @@ def _report_json(r: ImportReport) -> dict[str, Any]:
         "tool_results": r.tool_results,
         "orphan_results": r.orphan_results,
         "errors": [{"line": n, "problem": p} for n, p in r.errors],
+        "notes": r.notes,
+        "parent_id": r.parent_id,
     }

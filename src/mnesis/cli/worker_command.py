@@ -24,6 +24,7 @@ from mnesis.errors import InvalidArgumentError, MissingDependencyError
 
 __all__ = ["jobs_command", "worker_command"]
 
+
 class _Formatter(logging.Formatter):
     """One line per record: JSON, or the message followed by ``key=value`` fields."""
 

@@ -20,7 +20,7 @@ from typing import Any
 from mnesis.errors import InvalidArgumentError, MessageNotFoundError
 from mnesis.importers import claude_code, codex
 from mnesis.importers.batches import Batch, BatchBuilder
-from mnesis.importers.formats import FORMATS, Parser
+from mnesis.importers.formats import FORMATS, Parser, skip_lines
 from mnesis.importers.parse_child import ParseJob
 from mnesis.importers.pipeline import Limits, ParseThread, SourceLine
 from mnesis.importers.process import ParseProcess
@@ -59,7 +59,8 @@ class ImportReport:
     path: str
     format: str
     status: str = "new"
-    """``new``, ``grown``, ``unchanged`` or ``restarted`` (rewritten from the start)."""
+    """``new``, ``grown``, ``unchanged``, ``restarted`` (rewritten from the start) or
+    ``empty`` (no message in the file: nothing stored, see :attr:`notes`)."""
     session_ids: list[str] = field(default_factory=list)
     messages_added: int = 0
     lines_read: int = 0
@@ -68,6 +69,17 @@ class ImportReport:
     """Tool results whose call was never seen."""
     errors: list[tuple[int, str]] = field(default_factory=list)
     """``(line number, problem)`` of each skipped line."""
+    notes: list[str] = field(default_factory=list)
+    """What the import chose to do that the user may want to know (an empty file
+    skipped, a sub-agent transcript whose parent session could not be found)."""
+    parent_id: str | None = None
+    """For a sub-agent's own transcript: the session it was linked under."""
+
+
+_CLAUDE_CODE_ONLY = frozenset(
+    ("file-history-snapshot", "queue-operation", "progress", "custom-title", "system")
+)
+"""Record types only Claude Code writes (a file may begin with a run of them)."""
 
 
 def _sniff(path: str) -> str:
@@ -83,6 +95,8 @@ def _sniff(path: str) -> str:
             if kind in ("user", "assistant", "summary") and (
                 "message" in value or kind == "summary"
             ):
+                return "claude-code"
+            if kind in _CLAUDE_CODE_ONLY:
                 return "claude-code"
             if kind in ("session_meta", "response_item", "turn_context") or "payload" in value:
                 return "codex"
@@ -148,6 +162,11 @@ async def _import(
 ) -> ImportReport:
     parser = FORMATS[fmt]()
     report = ImportReport(path=full, format=fmt)
+    if size == 0:
+        report.status = "empty"
+        report.notes.append("empty file: skipped")
+        return report
+    parent_session = await _parent_session(store, full, fmt, report)
     key = f"{fmt}:{full}"
     source = await store.get_import_source(key)
     if source is not None:
@@ -165,6 +184,9 @@ async def _import(
             report.status = "grown"
     sessions = source.state.get("sessions") if source else None
     tails = source.state.get("tails") if source else None
+    parser_state = source.state.get("parser") if source else None
+    if isinstance(parser_state, dict):
+        parser.restore(parser_state)
     if source is None:
         source = ImportSource(source_key=key, format=fmt, path=full, session_id="")
     writer = BatchWriter(store)
@@ -177,33 +199,81 @@ async def _import(
         starts = None
         if isinstance(store.backend, BatchMixin):  # the child builds the rows too
             starts = await store.backend.batch_starts(list((sessions or {}).values()))
-        job = ParseJob(full, fmt, *start, halved, sessions=sessions, tails=tails, starts=starts)
+        job = ParseJob(
+            full,
+            fmt,
+            *start,
+            halved,
+            sessions=sessions,
+            tails=tails,
+            starts=starts,
+            parent_session=parent_session,
+            parser_state=parser.state(),
+        )
         batches: ParseThread | ParseProcess = ParseProcess(job)
     else:
-        builder = BatchBuilder(label=parser.label, sessions=sessions, tails=tails)
-        batches = ParseThread(_lines(full, fmt, source), parser, builder, limits, start)
+        builder = BatchBuilder(
+            label=parser.label, sessions=sessions, tails=tails, parent_session=parent_session
+        )
+        lines = _lines(full, fmt, source, skip_lines(parser))
+        batches = ParseThread(lines, parser, builder, limits, start)
     known: dict[str, str] = {}
     created: list[str] = []
     async with batches:
         while (batch := await batches.next()) is not None:
             report.lines_read += batch.lines_read
             report.errors += batch.errors
-            await _commit(store, writer, batch, source, full)
-            known, created = batch.known_sessions, batch.created
+            if not batch.empty:
+                await _commit(store, writer, batch, source, full)
+                known, created = batch.known_sessions, batch.created
             if on_progress is not None:
                 on_progress(batch.offset, size)
     report.messages_added = writer.messages
     report.tool_results = writer.tool_results
     report.orphan_results = writer.orphan_results
     report.session_ids = list(known.values()) + [i for i in created if i not in known.values()]
+    if not report.session_ids:
+        report.status = "empty"
+        report.notes.append("no message in the file: skipped (it is read again if it grows)")
     return report
 
 
-def _lines(path: str, fmt: str, source: ImportSource) -> Iterable[SourceLine | LineError]:
+async def _parent_session(
+    store: ImmutableStore, path: str, fmt: str, report: ImportReport
+) -> str | None:
+    """For a Claude Code sub-agent transcript: the session of its parent's transcript,
+    imported first (idempotent: only what it lacks); None for any other file."""
+    parent = _parent_file(path) if fmt == "claude-code" else None
+    if parent is None:
+        return None
+    if not parent[1]:
+        report.notes.append(f"sub-agent transcript: no parent transcript at {parent[0]}")
+        return None
+    await import_file(store, parent[0], "claude-code")
+    source = await store.get_import_source(f"claude-code:{parent[0]}")
+    sessions = source.state.get("sessions", {}) if source is not None else {}
+    report.parent_id = sessions.get("") or (source.session_id if source else None) or None
+    if report.parent_id is None:
+        report.notes.append(f"sub-agent transcript: its parent {parent} holds no session")
+    return report.parent_id
+
+
+def _parent_file(path: str) -> tuple[str, bool] | None:
+    """The real path of a sub-agent transcript's parent and whether it exists (None: no
+    sub-agent's file)."""
+    parent = claude_code.parent_transcript(path)
+    if parent is None:
+        return None
+    return os.path.realpath(parent), os.path.isfile(parent)
+
+
+def _lines(
+    path: str, fmt: str, source: ImportSource, skip: Callable[[bytes], bool] | None = None
+) -> Iterable[SourceLine | LineError]:
     """The lines (or JSON items) of ``path`` past what ``source`` imported."""
     if _whole_json(path, fmt):
         return _json_lines(path, int(source.state.get("json_items", 0)))
-    return read_jsonl(path, offset=source.byte_offset, line=source.lines)
+    return read_jsonl(path, offset=source.byte_offset, line=source.lines, skip=skip)
 
 
 def _whole_json(path: str, fmt: str) -> bool:
@@ -274,6 +344,7 @@ async def _settle_pending(store: ImmutableStore, source: ImportSource) -> Import
         return source
     source.byte_offset = int(pending["offset"])
     source.state["tails"] = pending.get("tails", {})
+    source.state["parser"] = pending.get("parser", {})
     source.lines = int(pending["lines"])
     source.state["json_items"] = int(pending.get("json_items", 0))
     await store.put_import_source(source)
@@ -301,6 +372,7 @@ async def _commit(
                 [e.session_key, e.message_id, e.parts[0].id, len(e.parts)] for e in batch.extensions
             ],
             "tails": batch.tails,
+            "parser": batch.parser_state,
             "offset": batch.offset,
             "lines": batch.lines,
             "json_items": batch.lines,
@@ -309,6 +381,7 @@ async def _commit(
     await writer.write(batch)
     source.state.pop("pending", None)
     source.state["tails"] = batch.tails
+    source.state["parser"] = batch.parser_state
     source.byte_offset, source.lines = batch.offset, batch.lines
     source.state["json_items"] = batch.lines
     source.messages += len(batch.messages)

@@ -28,7 +28,15 @@ from mnesis.importers.light import (
     LightTool,
     part_model,
 )
-from mnesis.importers.records import Meta, ParsedItem, Text, ToolCall, ToolResult, Turn
+from mnesis.importers.records import (
+    Meta,
+    ParsedItem,
+    Text,
+    ToolCall,
+    ToolResult,
+    Turn,
+    is_injected,
+)
 from mnesis.models.ids import new_id
 from mnesis.models.limits import fits_int64
 from mnesis.models.message import Message
@@ -128,6 +136,8 @@ class Batch:
     """Byte offset (or JSON item count) just past the last line this batch covers."""
     lines: int = 0
     lines_read: int = 0
+    parser_state: dict[str, Any] = field(default_factory=dict)
+    """The parser's state just past the last line this batch covers (``Parser.state``)."""
     errors: list[tuple[int, str]] = field(default_factory=list)
     checked: bool = False
     """Whether the parser process already ran the store's batch check on ``messages``."""
@@ -143,6 +153,12 @@ class Batch:
     light: list[LightItem] = field(default_factory=list)
     """From a builder made with ``light=True``: the messages, as plain data (then
     ``messages`` is empty; see :mod:`mnesis.importers.light`)."""
+
+    @property
+    def empty(self) -> bool:
+        """Whether the file has no session yet (no message so far): nothing is written,
+        not even the import's progress."""
+        return not self.created and not self.known_sessions
 
 
 @dataclass(slots=True)
@@ -179,13 +195,17 @@ class BatchBuilder:
         tails: dict[str, Any] | None = None,
         parent_key: str | None = None,
         light: bool = False,
+        parent_session: str | None = None,
     ) -> None:
         """``sessions`` maps session keys (``""`` for the file's own) to sessions that an
         earlier import created, ``tails`` those keys to the :meth:`Tail.to_state` of their
         last stored message; ``label`` starts the titles of new sessions. ``light``: the
-        batches hold their messages as plain data (:attr:`Batch.light`)."""
+        batches hold their messages as plain data (:attr:`Batch.light`).
+        ``parent_session``: the file is a sub-agent's own transcript (a Claude Code
+        ``subagents/agent-*.jsonl``), its session a child of that stored session."""
         self.label = label
         self._light = light
+        self._parent_session = parent_session
         self.meta = Meta()
         self._sinks: dict[str | None, _Sink] = {}
         for key, session_id in (sessions or {}).items():
@@ -215,12 +235,13 @@ class BatchBuilder:
     def add(self, item: ParsedItem) -> None:
         """Take one parsed record (held until :meth:`cut`)."""
         if isinstance(item, Meta):
-            for name in ("cwd", "model", "title", "source_id"):
+            for name in ("cwd", "model", "title", "source_id", "chosen_title"):
                 value = getattr(item, name)
                 if value and not getattr(self.meta, name):
                     setattr(self.meta, name, value)
             return
-        key = SIDECHAIN if getattr(item, "sidechain", False) else item.session_key
+        sidechain = getattr(item, "sidechain", False) and self._parent_session is None
+        key = SIDECHAIN if sidechain else item.session_key
         if isinstance(item, ToolResult):
             self._result(item, key)
             return
@@ -262,8 +283,10 @@ class BatchBuilder:
             return
         if turn.model and sink.model is None and turn.role == "assistant":
             sink.model = turn.model
-        if sink.first_text is None and turn.role == "user":
-            sink.first_text = next((t for p in parts if (t := _text_of(p)) is not None), None)
+        if sink.first_text is None and turn.role == "user" and not turn.context:
+            sink.first_text = next(
+                (t for p in parts if (t := _text_of(p)) is not None and not is_injected(t)), None
+            )
         if not sink.first_at:
             sink.first_at = turn.created_at
         last = sink.buffer[-1] if sink.buffer else None
@@ -357,12 +380,18 @@ class BatchBuilder:
         parent = self._sinks.get(self._parent_key) if sink.key == SIDECHAIN else None
         if parent is not None and not parent.announced:
             self._announce(parent, out)
+        parent_id = parent.session_id if parent is not None else None
+        sub_agent = sink.key == SIDECHAIN
+        if sink.key is None and self._parent_session is not None:
+            parent_id, sub_agent = self._parent_session, True
         model = sink.model or self.meta.model or "unknown"
         title_bits = [self.label]
-        if sink.key == SIDECHAIN:
+        if sub_agent:
             title_bits.append("sub-agent")
         if self.meta.cwd:
             title_bits.append(self.meta.cwd)
+        if self.meta.chosen_title:
+            title_bits.append(" ".join(self.meta.chosen_title.split())[:_TITLE_CHARS])
         summary = self.meta.title or sink.first_text
         if summary:
             title_bits.append(" ".join(summary.split())[:_TITLE_CHARS])
@@ -370,8 +399,8 @@ class BatchBuilder:
             SessionRecord(
                 id=sink.session_id,
                 model=model,
-                agent=SIDECHAIN if sink.key == SIDECHAIN else "default",
-                parent_id=parent.session_id if parent is not None else None,
+                agent=SIDECHAIN if sub_agent else "default",
+                parent_id=parent_id,
                 title=" · ".join(title_bits),
                 created_at=sink.first_at or 0,
                 updated_at=sink.first_at or 0,
@@ -381,14 +410,12 @@ class BatchBuilder:
         self._created.append(sink.session_id)
 
     def cut(self) -> Batch:
-        """Everything collected since the previous cut (the file's own session is created
-        if the import would otherwise create none)."""
+        """Everything collected since the previous cut (no session is created for a
+        file that has held no message so far: see :attr:`Batch.empty`)."""
         sessions: list[SessionRecord] = []
         for sink in list(self._sinks.values()):
             if not sink.announced and sink.buffer:
                 self._announce(sink, sessions)
-        if not self._created and not any(s.announced for s in self._sinks.values()):
-            self._announce(self._sink(None), sessions)
         last_id = next((s.buffer[-1].message.id for s in self._sinks.values() if s.buffer), None)
         messages: list[NewMessage] = []
         light: list[LightItem] = []

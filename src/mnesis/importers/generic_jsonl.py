@@ -33,6 +33,14 @@ class GenericJsonlParser:
     def __init__(self) -> None:
         self._clock = Clock()
 
+    def state(self) -> dict[str, Any]:
+        """The time of the last line (a line without one takes it)."""
+        return self._clock.state()
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from an earlier import's :meth:`state`."""
+        self._clock.restore(state)
+
     def parse(self, record: Any) -> list[records.ParsedItem]:
         """The items of one line; raises ``ValueError`` for a line of the wrong shape."""
         if not isinstance(record, dict):

@@ -5,7 +5,9 @@ A JSONL line is either one chat message (``{"role", "content", "tool_calls"?,
 (``{"messages": [...]}``, the fine-tuning format; each line is its own session). A
 ``.json`` file holds a list of messages, a ``{"messages": [...]}`` object or a list
 of such objects (it is read whole: use JSONL for large histories). Assistant
-``tool_calls`` are paired with the ``tool`` messages that answer them by ID.
+``tool_calls`` are paired with the ``tool`` messages that answer them by ID (a legacy
+``function_call`` with the next ``function`` message of its name); an assistant's
+``refusal`` and ``reasoning_content`` are kept as text and reasoning.
 """
 
 from __future__ import annotations
@@ -29,6 +31,30 @@ class OpenAIChatParser:
     def __init__(self) -> None:
         self._clock = Clock()
         self._conversations = 0
+        self._calls = 0
+        self._legacy: dict[str, str] = {}
+        """Function name → the ID given to its open legacy ``function_call``."""
+
+    def state(self) -> dict[str, Any]:
+        """The time of the last line, the conversations and calls counted, the open
+        legacy function calls."""
+        return {
+            **self._clock.state(),
+            "conversations": self._conversations,
+            "calls": self._calls,
+            "legacy": dict(self._legacy),
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from an earlier import's :meth:`state`."""
+        self._clock.restore(state)
+        for name in ("conversations", "calls"):
+            value = state.get(name)
+            if isinstance(value, int) and not isinstance(value, bool):
+                setattr(self, f"_{name}", value)
+        legacy = state.get("legacy")
+        if isinstance(legacy, dict):
+            self._legacy = {str(k): str(v) for k, v in legacy.items()}
 
     def parse(self, record: Any) -> list[records.ParsedItem]:
         """The items of one line; raises ``ValueError`` for a line of the wrong shape."""
@@ -54,6 +80,12 @@ class OpenAIChatParser:
                 raise ValueError("a tool message needs a 'tool_call_id'")
             output = as_text(message.get("content"))
             return [ToolResult(call_id, output, at, session_key=key)]
+        if role == "function":  # the legacy answer to a ``function_call``, by name
+            name = message.get("name")
+            if not isinstance(name, str) or not name:
+                raise ValueError("a function message needs a 'name'")
+            output = as_text(message.get("content"))
+            return [ToolResult(self._legacy.pop(name, name), output, at, session_key=key)]
         if role not in _ROLES:
             raise ValueError(f"unknown role {role!r}")
         parts: list[records.TurnPart] = []
@@ -63,6 +95,15 @@ class OpenAIChatParser:
         text = as_text(message.get("content"))
         if text:
             parts.append(records.Text(text))
+        refusal = message.get("refusal")
+        if isinstance(refusal, str) and refusal:
+            parts.append(records.Text(refusal))
+        legacy = message.get("function_call")
+        if isinstance(legacy, dict) and isinstance(legacy.get("name"), str):
+            self._calls += 1
+            call_id = f"function-call-{self._calls}"
+            self._legacy[legacy["name"]] = call_id
+            parts.append(tool_call(call_id, legacy["name"], legacy.get("arguments")))
         for call in message.get("tool_calls") or []:
             if not isinstance(call, dict):
                 continue

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from mnesis.importers.batches import Batch, BatchBuilder
-from mnesis.importers.formats import FORMATS
+from mnesis.importers.formats import FORMATS, skip_lines
 from mnesis.importers.light import light_prepared, new_messages
 from mnesis.importers.pipeline import Limits, cut_batches
 from mnesis.importers.reader import read_jsonl
@@ -52,6 +52,11 @@ class ParseJob:
     """Where the import's existing sessions stand (the backend's ``batch_starts``): the
     child then builds the rows themselves (:class:`~mnesis.store.shared.batch.RowPreparer`);
     None: it checks and encodes the messages only."""
+    parent_session: str | None = None
+    parser_state: dict[str, Any] | None = None
+    """Where the format's parser stood after the earlier import (``Parser.state``)."""
+    """The stored session a sub-agent's own transcript belongs under (see
+    :class:`~mnesis.importers.batches.BatchBuilder`)."""
 
 
 def _frame(out: BinaryIO, kind: bytes, payload: bytes) -> None:
@@ -107,13 +112,16 @@ def run(job: ParseJob, out: BinaryIO) -> None:
     """Parse ``job`` and write its frames to ``out``."""
     try:
         parser = FORMATS[job.format]()
+        if job.parser_state:
+            parser.restore(job.parser_state)
         builder = BatchBuilder(
             label=parser.label,
             sessions=job.sessions,
             tails=job.tails,
             light=job.starts is not None,
+            parent_session=job.parent_session,
         )
-        lines = read_jsonl(job.path, offset=job.offset, line=job.line)
+        lines = read_jsonl(job.path, offset=job.offset, line=job.line, skip=skip_lines(parser))
         preparer = None if job.starts is None else RowPreparer(job.starts)
         for batch in cut_batches(lines, parser, builder, job.limits, (job.offset, job.line)):
             ready = _encoded(batch) if preparer is None else _prepared(batch, preparer)

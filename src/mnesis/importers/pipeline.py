@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mnesis.importers.batches import Batch, BatchBuilder
-from mnesis.importers.reader import LineError
+from mnesis.importers.reader import SKIPPED, LineError
 from mnesis.importers.records import ParsedItem
 
 __all__ = ["DEPTH", "Limits", "LineParser", "ParseThread", "SourceLine", "cut_batches"]
@@ -36,6 +36,9 @@ class LineParser(Protocol):
 
     def parse(self, record: Any) -> list[ParsedItem]:
         """The records of one decoded line; ``ValueError`` for a line of the wrong shape."""
+
+    def state(self) -> dict[str, Any]:
+        """What the parser carries from line to line (see ``Parser.state``)."""
 
 
 class SourceLine(Protocol):
@@ -157,20 +160,24 @@ def cut_batches(
     read = 0
     errors: list[tuple[int, str]] = []
     for line in lines:
+        full = builder.buffered >= limits.messages or builder.buffered_chars >= limits.chars
+        # The state a cut before this line leaves (taken only where a cut may come).
+        state = parser.state() if full else None
         if isinstance(line, LineError):
             items: list[ParsedItem] = []
             problem: str | None = line.message
+        elif line.value is SKIPPED:
+            items, problem = [], None
         else:
             try:
                 items, problem = parser.parse(line.value), None
             except (ValueError, TypeError) as exc:
                 items, problem = [], str(exc)
-        full = builder.buffered >= limits.messages or builder.buffered_chars >= limits.chars
         if full and (
             builder.starts_message(items) or builder.buffered_chars >= _HARD_CHARS * limits.chars
         ):
             # Cut before this line: a message split over lines stays one message.
-            yield _cut(builder, offset, number, read, errors)
+            yield _cut(builder, offset, number, read, errors, state)
             read, errors = 0, []
         read += 1
         offset, number = line.end_offset, line.number
@@ -178,12 +185,18 @@ def cut_batches(
             errors.append((line.number, problem))
         for item in items:
             builder.add(item)
-    yield _cut(builder, offset, number, read, errors)
+    yield _cut(builder, offset, number, read, errors, parser.state())
 
 
 def _cut(
-    builder: BatchBuilder, offset: int, number: int, read: int, errors: list[tuple[int, str]]
+    builder: BatchBuilder,
+    offset: int,
+    number: int,
+    read: int,
+    errors: list[tuple[int, str]],
+    state: dict[str, Any] | None,
 ) -> Batch:
     batch = builder.cut()
     batch.offset, batch.lines, batch.lines_read, batch.errors = offset, number, read, errors
+    batch.parser_state = state or {}
     return batch

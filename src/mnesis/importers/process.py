@@ -45,6 +45,12 @@ operators, file handling; ~0.4-0.5 s of CPU, a few microseconds per message of a
 the child imports is imported by its full name, so it is the same code either way."""
 
 
+_READ_BUFFER = 4 * 1024 * 1024
+"""The pipe reader's buffer limit: reading pauses past twice this much, so a batch of
+megabytes arrives in reads of 256 KB without a pause and a resume every 128 KB
+(asyncio's default limit is 64 KB); memory stays bounded by it."""
+
+
 def _child_program() -> str:
     root = os.path.dirname(os.path.abspath(mnesis.__file__))
     paths = (os.path.join(root, *name.split(".")[1:]) for name in _PACKAGES)
@@ -79,6 +85,7 @@ class ParseProcess:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             env=_environment(),
+            limit=_READ_BUFFER,
         )
         assert self._process.stdin is not None
         self._process.stdin.write(pickle.dumps(self._job))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-__all__ = ["JsonLine", "LineError", "fingerprint", "read_jsonl"]
+__all__ = ["SKIPPED", "JsonLine", "LineError", "fingerprint", "read_jsonl"]
 
 FINGERPRINT_BYTES = 4096
 
@@ -78,12 +78,24 @@ else:
     _decode = _decode_fast
 
 
-def read_jsonl(path: str, *, offset: int = 0, line: int = 0) -> Iterator[JsonLine | LineError]:
+SKIPPED: Any = object()
+"""The value of a line :func:`read_jsonl` left undecoded (its ``skip`` said so)."""
+
+
+def read_jsonl(
+    path: str,
+    *,
+    offset: int = 0,
+    line: int = 0,
+    skip: Callable[[bytes], bool] | None = None,
+) -> Iterator[JsonLine | LineError]:
     """Decode ``path`` line by line from byte ``offset`` (line number ``line``).
 
     Memory is bounded by the longest line. Blank lines are skipped. A last line without
     a newline that does not decode is taken to be still being written: it is neither
-    yielded nor reported, so the next import reads it whole.
+    yielded nor reported, so the next import reads it whole. A whole line (newline
+    included) for which ``skip`` is true is not decoded: it comes with the value
+    :data:`SKIPPED` (the format's parser would have made nothing of it).
     """
     with open(path, "rb") as handle:
         handle.seek(offset)
@@ -93,6 +105,9 @@ def read_jsonl(path: str, *, offset: int = 0, line: int = 0) -> Iterator[JsonLin
             number += 1
             position += len(raw)
             if raw.isspace():
+                continue
+            if skip is not None and skip(raw) and raw.endswith(b"\n"):
+                yield JsonLine(number, SKIPPED, position)
                 continue
             try:
                 value = _decode(raw)

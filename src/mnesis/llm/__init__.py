@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from mnesis.llm.base import LLMChunk, LLMClient, LLMRequest, LLMResponse, ToolCall, complete
 from mnesis.llm.fake import Empty, Fail, FakeBehaviour, FakeLLM, Garbage, Hang, Respond
+from mnesis.llm.function_client import check_tools
 from mnesis.llm.litellm_client import LiteLLMClient, litellm_available
 from mnesis.llm.resolve import (
     ClientLike,
@@ -37,6 +38,7 @@ __all__ = [
     "MessagesFn",
     "Respond",
     "ToolCall",
+    "check_tools",
     "complete",
     "is_fake_model",
     "litellm_available",

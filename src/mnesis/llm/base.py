@@ -28,9 +28,15 @@ class LLMRequest:
     tools: list[dict[str, Any]] | None = None
     purpose: str = "turn"
     """``turn``, ``compaction``, ``map`` or ``expand``: lets fakes and metrics tell calls apart."""
-    system: str | None = None
-    """The system prompt, set only for clients whose ``wire_format`` is ``"anthropic"``
-    (their ``messages`` then hold only user and assistant turns)."""
+    system: str | list[dict[str, Any]] | None = None
+    """The Anthropic ``system`` field, set only for clients whose ``wire_format`` is
+    ``"anthropic"`` (their ``messages`` then hold only user and assistant turns): a list
+    of text blocks when it carries a prompt-caching breakpoint, else a string."""
+    cache_breakpoints: tuple[int, ...] = ()
+    """For OpenAI-format ``messages``: the indexes of the messages that end a prefix worth
+    caching (the system prompt, the last summary, the last message; at most four). A
+    client whose provider takes prompt-caching breakpoints marks them (the litellm client
+    does for Anthropic models); any other client ignores them."""
 
 
 @dataclass(slots=True)
@@ -69,7 +75,8 @@ class LLMClient(Protocol):
     Session turns send ``messages`` in the OpenAI chat format (tool calls as
     ``tool_calls``, results as ``tool`` messages). A client with the attribute
     ``wire_format = "anthropic"`` gets Anthropic Messages turns instead, with the
-    system prompt in :attr:`LLMRequest.system`.
+    system prompt in :attr:`LLMRequest.system` and prompt-caching breakpoints
+    (``cache_control``) already placed, unless it declares ``cache_control = False``.
     """
 
     def stream(self, request: LLMRequest) -> AsyncIterator[LLMChunk]:

@@ -17,9 +17,10 @@ from typing import Any
 
 from mnesis.errors import LLMError, MissingDependencyError
 from mnesis.llm.base import LLMChunk, LLMRequest, ToolCall
+from mnesis.llm.cache import mark_breakpoints
 from mnesis.models.tokens import TokenUsage
 
-__all__ = ["LiteLLMClient", "import_litellm", "litellm_available"]
+__all__ = ["LiteLLMClient", "caches_prompts", "import_litellm", "litellm_available"]
 
 _COST_MAP_SWITCH = "LITELLM_LOCAL_MODEL_COST_MAP"
 
@@ -52,6 +53,14 @@ def _has_mcp_gateway() -> bool:
         return False
 
 
+def caches_prompts(model: str) -> bool:
+    """True for the model strings litellm sends to Anthropic's Messages API
+    (``anthropic/...``, or a bare ``claude-...``), whose requests take ``cache_control``
+    breakpoints."""
+    lowered = model.lower()
+    return lowered.startswith("anthropic/") or lowered.startswith("claude")
+
+
 def _usage(raw: Any) -> TokenUsage:
     return TokenUsage(
         input=getattr(raw, "prompt_tokens", 0) or 0,
@@ -76,6 +85,13 @@ class LiteLLMClient:
     with ``anthropic/<model>``); any other keyword (``temperature``, ``timeout``,
     ``extra_headers``, ...) is passed to every call. ``stream=False`` asks for whole
     responses instead of server-sent events.
+
+    ``cache_control`` places Anthropic prompt-caching breakpoints on the messages a
+    session names (:attr:`~mnesis.llm.base.LLMRequest.cache_breakpoints`: the system
+    prompt, the end of the summaries, the last message): ``None`` (the default) for
+    Anthropic models (``anthropic/...``, ``claude-...``), ``True`` for every model (a
+    provider litellm maps ``cache_control`` for, such as Bedrock or Vertex AI Claude),
+    ``False`` never.
     """
 
     wire_format = "openai"
@@ -87,10 +103,13 @@ class LiteLLMClient:
         api_base: str | None = None,
         api_key: str | None = None,
         stream: bool = True,
+        cache_control: bool | None = None,
         **options: Any,
     ) -> None:
         self._litellm = import_litellm()
         self._stream = stream
+        self.cache_control = cache_control
+        """``None``: breakpoints for Anthropic models only; ``True`` / ``False``: always / never."""
         self._options: dict[str, Any] = dict(options)
         if api_base is not None:
             self._options["api_base"] = api_base
@@ -111,11 +130,19 @@ class LiteLLMClient:
             kwargs["stream_options"] = {"include_usage": True}
         return kwargs
 
+    def _messages(self, request: LLMRequest) -> list[dict[str, Any]]:
+        caching = self.cache_control
+        if caching is None:
+            caching = caches_prompts(request.model)
+        if not caching or not request.cache_breakpoints:
+            return request.messages
+        return mark_breakpoints(request.messages, request.cache_breakpoints)
+
     async def stream(self, request: LLMRequest) -> AsyncIterator[LLMChunk]:
         """Stream ``request`` and translate litellm's chunks."""
         try:
             response = await self._litellm.acompletion(
-                model=request.model, messages=request.messages, **self._kwargs(request)
+                model=request.model, messages=self._messages(request), **self._kwargs(request)
             )
         except Exception as exc:
             raise LLMError(f"litellm call to {request.model} failed: {exc}") from exc

@@ -1,7 +1,8 @@
 """Which client answers a model string, resolved no earlier than the first model call.
 
 * a client given by the caller is used as it is; a plain async function
-  ``async (messages) -> str`` is wrapped in a :class:`FunctionClient`;
+  ``async (messages) -> str`` is wrapped in a
+  :class:`~mnesis.llm.function_client.FunctionClient`;
 * ``fake/...`` and ``mock/...`` models (or ``MNESIS_MOCK_LLM=1``) get the built-in fake;
 * anything else gets a :class:`DeferredClient` that builds a
   :class:`~mnesis.llm.litellm_client.LiteLLMClient` on its first call, so creating,
@@ -12,12 +13,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeAlias
+from collections.abc import AsyncIterator
+from typing import TypeAlias
 
 from mnesis.errors import InvalidArgumentError
 from mnesis.llm.base import LLMChunk, LLMClient, LLMRequest
 from mnesis.llm.fake import FakeLLM
+from mnesis.llm.function_client import FunctionClient, MessagesFn
 from mnesis.llm.litellm_client import LiteLLMClient, litellm_available
 
 __all__ = [
@@ -30,9 +32,6 @@ __all__ = [
     "resolve_client",
 ]
 
-MessagesFn: TypeAlias = Callable[[list[dict[str, Any]]], Awaitable[str]]
-"""``async (messages) -> text``: OpenAI-format messages in, the model's reply out."""
-
 ClientLike: TypeAlias = LLMClient | MessagesFn
 """What ``llm=`` accepts: a client, or a plain async function."""
 
@@ -40,28 +39,6 @@ ClientLike: TypeAlias = LLMClient | MessagesFn
 def is_fake_model(model: str) -> bool:
     """True for the models the built-in fake answers."""
     return os.environ.get("MNESIS_MOCK_LLM") == "1" or model.startswith(("fake", "mock"))
-
-
-class FunctionClient:
-    """An :class:`~mnesis.llm.base.LLMClient` around ``async (messages) -> str``.
-
-    The reply arrives as one chunk, without tool calls or usage (the session estimates
-    tokens itself).
-    """
-
-    wire_format = "openai"
-
-    def __init__(self, fn: MessagesFn) -> None:
-        self.fn = fn
-
-    async def stream(self, request: LLMRequest) -> AsyncIterator[LLMChunk]:
-        """Call the function with ``request.messages``; yield its text."""
-        text = await self.fn(request.messages)
-        if not isinstance(text, str):
-            raise InvalidArgumentError(
-                f"the llm function must return a str, got {type(text).__name__}"
-            )
-        yield LLMChunk(text=text, finish_reason="stop")
 
 
 class DeferredClient:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from mnesis._session.lifecycle import WriteTracker, close_session, open_new, open_stored
 from mnesis._session.opening import StoredSession
@@ -239,12 +239,73 @@ class MnesisSession(SessionView):
         tokens: TokenUsage | None = None,
         finish_reason: FinishReason | str = "stop",
     ) -> RecordResult:
-        """Persist a turn made with your own model client (both messages, one transaction).
+        """Persist a turn made with your own model client (one transaction).
 
-        Tool calls go in ``assistant_response`` as :class:`ToolPart` objects.
+        Tool calls go in ``assistant_response`` as :class:`ToolPart` objects, in the order
+        they happened: a text (or reasoning) part after a tool part is a later round and is
+        stored as its own assistant message, as ``send`` stores each model call, so
+        ``[ToolPart(c1), TextPart("expanding"), ToolPart(c2), TextPart("FINAL")]`` comes
+        back as ``c1`` → its result → ``"expanding"`` + ``c2`` → its result → ``"FINAL"``.
+        ``RecordResult.assistant_message_id`` is the last round's message;
+        ``message_ids`` lists them all.
         """
         return await self._wiring.turns.record(
             user_message, assistant_response, tokens=tokens, finish_reason=finish_reason
+        )
+
+    async def record_messages(
+        self,
+        messages: Sequence[Any],
+        *,
+        format: Literal["openai", "anthropic", "responses"] = "openai",
+        tokens: TokenUsage | None = None,
+        finish_reason: FinishReason | str | None = None,
+    ) -> RecordResult:
+        """Persist what your loop exchanged with a provider, in that provider's own shapes.
+
+        ``messages`` are the messages of one turn, or the next ones of the open turn, as
+        dicts or SDK objects (``model_dump(exclude_none=True)`` is taken):
+
+        * ``"openai"`` (Chat Completions): ``user``, ``assistant`` (``content`` and/or
+          ``tool_calls``), ``tool`` (``tool_call_id``) messages;
+        * ``"anthropic"`` (Messages): alternating ``user`` / ``assistant`` messages, string
+          or block content: ``text``, ``thinking`` / ``redacted_thinking``, ``tool_use``,
+          and ``tool_result`` blocks first in a user message;
+        * ``"responses"`` (the Responses API's input items, the OpenAI Agents SDK's session
+          items): user / assistant ``message`` items, ``reasoning``, ``function_call``,
+          ``function_call_output``.
+
+        A user message (with text) starts a new turn; each assistant message (Responses:
+        the assistant items up to the next output) is one round, stored as its own
+        assistant message; each tool result is stored on its call. Messages that do not
+        start with a user message continue the open turn (the newest user message and its
+        rounds): assistant messages are new rounds of it, and results may answer calls an
+        earlier ``record_messages`` / ``record`` / ``send`` stored. So an adapter may hand
+        over items as a framework delivers them: ``[user]``, then ``[assistant with
+        calls]``, then ``[results, final assistant]``.
+
+        Everything is checked before anything is written (:class:`InvalidArgumentError`
+        naming the message): shapes, roles (system / developer messages are refused: the
+        system prompt is ``system_prompt``), non-text content (images, documents,
+        built-in tools: not supported yet), duplicate call IDs, results that answer no
+        call of the batch or a call of the session that has one already. The messages
+        are stored in one transaction; results of calls stored earlier are written just
+        before it, one by one as :meth:`complete_tool_call` does (a crash between leaves
+        those results stored and the new messages not).
+
+        Round trip: until a compaction changes the view, ``context_for_next_turn(format=F)``
+        returns the messages recorded in format ``F`` exactly (after its system message),
+        extra fields included (``id``, ``status``, ``annotations``, signatures, a raw
+        ``arguments`` string); ``cache_control`` is dropped (the renderer places its own)
+        and results come back in the order of their calls. Reasoning is sent back only in
+        the format it was recorded in.
+
+        ``tokens`` (the provider's usage) goes on the last assistant message stored
+        (default: estimates); ``finish_reason`` too (default ``"stop"``, or
+        ``"tool_calls"`` when it left calls unanswered).
+        """
+        return await self._wiring.turns.record_messages(
+            messages, format=format, tokens=tokens, finish_reason=finish_reason
         )
 
     async def complete_tool_call(

@@ -68,6 +68,8 @@ def check_anthropic(body: dict[str, Any]) -> None:
     breakpoints = 1 if isinstance(system, list) else 0
     for index, message in enumerate(messages):
         blocks = message["content"]
+        if isinstance(blocks, str):  # a plain string content is one text block
+            blocks = [{"type": "text", "text": blocks}]
         assert isinstance(blocks, list) and blocks, f"empty turn {index}"
         breakpoints += sum("cache_control" in b for b in blocks)
         kinds = [b["type"] for b in blocks]
@@ -75,7 +77,7 @@ def check_anthropic(body: dict[str, Any]) -> None:
             if block["type"] == "text":
                 assert isinstance(block["text"], str) and block["text"]
         if message["role"] == "assistant":
-            assert set(kinds) <= {"text", "tool_use"}
+            assert set(kinds) <= {"text", "tool_use", "thinking", "redacted_thinking"}
             uses = [b for b in blocks if b["type"] == "tool_use"]
             for use in uses:
                 assert _ANTHROPIC_ID.match(use["id"]) and use["id"] not in seen

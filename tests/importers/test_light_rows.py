@@ -177,8 +177,15 @@ def test_light_parts_turn_into_the_model_paths_models() -> None:
     (item,) = new_messages([(message, [Text("a"), Text("b", reasoning=True), tool], [1, 1, 9])])
     assert item.message.model_dump() == message.trusted().model_dump()
     assert [p.model_dump() for p in item.parts] == [
-        {"id": None, "type": "text", "text": "a", "synthetic": False, "ignored": False},
-        {"id": None, "type": "reasoning", "text": "b"},
+        {
+            "id": None,
+            "type": "text",
+            "text": "a",
+            "synthetic": False,
+            "ignored": False,
+            "wire": None,
+        },
+        {"id": None, "type": "reasoning", "text": "b", "wire": None},
         {
             "id": None,
             "type": "tool",
@@ -189,6 +196,7 @@ def test_light_parts_turn_into_the_model_paths_models() -> None:
             "error_message": "boom",
             "title": None,
             "status": {"state": "error", "compacted_at": None, "started_at": 5, "completed_at": 9},
+            "wire": None,
         },
     ]
 

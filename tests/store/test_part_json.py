@@ -126,14 +126,14 @@ STORED_DEFAULTS = {
         "token_count": 0,
     },
     "patch": {},
-    "reasoning": {},
+    "reasoning": {"wire": None},
     "retry": {"attempt": 1},
     "snapshot": {},
     "step_finish": {"reason": "stop"},
     "step_start": {"snapshot": None},
     "subtask": {"agent": "default", "description": ""},
-    "text": {"ignored": False, "synthetic": False},
-    "tool": {"error_message": None, "output": None, "title": None},
+    "text": {"ignored": False, "synthetic": False, "wire": None},
+    "tool": {"error_message": None, "output": None, "title": None, "wire": None},
 }
 
 

@@ -17,10 +17,13 @@ from mnesis._session.doom import DoomLoopDetector
 from mnesis._session.gate import CompactionGate
 from mnesis._session.meter import ContextMeter
 from mnesis._session.model_round import ModelRound
+from mnesis._session.recording import Recorder, StoredTurn, split_rounds
 from mnesis._session.state import OpenState
 from mnesis._session.tools import ToolLoop
 from mnesis._session.validation import check_tokens, normalize_parts
 from mnesis._session.writer import MessageWriter
+from mnesis.context.intake import IntakeMessage
+from mnesis.context.recording import parse_messages
 from mnesis.errors import InvalidArgumentError
 from mnesis.models.clock import now_ms
 from mnesis.models.message import (
@@ -35,7 +38,7 @@ from mnesis.models.message import (
 )
 from mnesis.models.parts import MessagePart, TextPart, ToolPart
 from mnesis.models.tokens import TokenUsage
-from mnesis.store.base import NewMessage, SessionRecord
+from mnesis.store.base import SessionRecord
 from mnesis.store.immutable import ImmutableStore
 
 __all__ = ["DOOM_LOOP_ERROR", "DOOM_LOOP_FINISH", "HISTORY_WINDOW", "PartCallback", "TurnRunner"]
@@ -79,6 +82,7 @@ class TurnRunner:
         self._gate = gate
         self._doom = doom
         self._tools = tools
+        self._recorder = Recorder(record, store, writer, meter)
         self.token_usage = token_usage
         """Cumulative model token usage of the session."""
         self.snapshots: deque[TurnSnapshot] = deque(maxlen=HISTORY_WINDOW)
@@ -234,7 +238,8 @@ class TurnRunner:
         tokens: TokenUsage | None,
         finish_reason: FinishReason | str,
     ) -> RecordResult:
-        """Persist a turn made with the caller's own model client (one transaction)."""
+        """Persist a turn made with the caller's own model client (one transaction); a
+        text after a tool call starts the next round (its own assistant message)."""
         self._state.check_open()
         user_parts = normalize_parts(user_message, "user_message")
         assistant_parts = normalize_parts(assistant_response, "assistant_response")
@@ -246,49 +251,74 @@ class TurnRunner:
         reason = str(
             finish_reason.value if isinstance(finish_reason, FinishReason) else finish_reason
         )
-        writer = self._writer
+        messages = [IntakeMessage("user", user_parts)]
+        messages += [IntakeMessage("assistant", r) for r in split_rounds(assistant_parts)]
         async with self._turn_lock():
-            user = writer.new_message("user")
-            user_tokens = writer.estimate(user, user_parts)
-            assistant = writer.new_message("assistant", parent_id=user.id)
-            assistant_tokens = writer.estimate(assistant, assistant_parts)
-            usage = tokens or TokenUsage(
-                input=user.token_estimate,
-                output=assistant.token_estimate,
-                total=user.token_estimate + assistant.token_estimate,
+            stored = await self._recorder.store(messages, [], tokens=tokens, finish_reason=reason)
+            return await self._recorded(stored)
+
+    async def record_messages(
+        self,
+        messages: object,
+        *,
+        format: str,
+        tokens: TokenUsage | None,
+        finish_reason: FinishReason | str | None,
+    ) -> RecordResult:
+        """Persist provider messages of a turn, or of the open turn's continuation."""
+        self._state.check_open()
+        intake = parse_messages(messages, format)
+        tokens = check_tokens(tokens)
+        reason: str | None = None
+        if finish_reason is not None:
+            if not isinstance(finish_reason, str) or not finish_reason.strip():
+                raise InvalidArgumentError(
+                    "finish_reason must be None, a FinishReason or a non-empty string, "
+                    f"got {finish_reason!r}"
+                )
+            reason = str(
+                finish_reason.value if isinstance(finish_reason, FinishReason) else finish_reason
             )
-            assistant.tokens = usage
-            assistant.finish_reason = reason
-            await self._store.append_messages(
-                [
-                    NewMessage(user, user_parts, user_tokens),
-                    NewMessage(assistant, assistant_parts, assistant_tokens),
-                ]
+        async with self._turn_lock():
+            stored = await self._recorder.store(
+                intake.messages,
+                intake.earlier_results,
+                tokens=tokens,
+                finish_reason=reason,
+                joins_round=intake.joins_round,
             )
-            self._meter.add(user.token_estimate + assistant.token_estimate)
-            self.token_usage = self.token_usage + usage
-            writer.publish(user)
-            doom = self._doom.check([p for p in assistant_parts if isinstance(p, ToolPart)])
-            writer.publish(assistant)
-            await self._gate.before_model_call()
-            triggered = await self._gate.after_turn()
+            return await self._recorded(stored)
+
+    async def _recorded(self, stored: StoredTurn) -> RecordResult:
+        """The bookkeeping after a recorded turn: usage, events, doom loop, compaction."""
+        writer = self._writer
+        if stored.usage is not None:
+            self.token_usage = self.token_usage + stored.usage
+        for message in stored.messages:
+            writer.publish(message)
+        doom = self._doom.check(stored.tool_parts) if stored.tool_parts else False
+        await self._gate.before_model_call()
+        triggered = await self._gate.after_turn()
+        assistant = stored.assistant
+        if assistant is not None:
             self._keep(
                 TurnSnapshot(
                     turn_index=self.turn_count,
-                    user_message_id=user.id,
+                    user_message_id=stored.user_id,
                     assistant_message_id=assistant.id,
                     context=ContextBreakdown(total=self._meter.tokens, messages=self._meter.tokens),
-                    tokens=usage,
+                    tokens=stored.usage or TokenUsage(),
                     compaction_triggered=triggered,
                     created_at=assistant.created_at,
                 )
             )
         return RecordResult(
-            user_message_id=user.id,
-            assistant_message_id=assistant.id,
-            tokens=usage,
+            user_message_id=stored.user_id,
+            assistant_message_id=assistant.id if assistant is not None else "",
+            tokens=stored.usage or TokenUsage(),
             compaction_triggered=triggered,
             doom_loop_detected=doom,
+            message_ids=[m.id for m in stored.messages],
         )
 
     async def complete_tool_call(

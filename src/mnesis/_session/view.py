@@ -135,8 +135,9 @@ class SessionView:
         self,
         system_prompt: str | None = None,
         *,
-        format: Literal["openai", "text"] = "openai",
+        format: Literal["openai", "responses", "text"] = "openai",
         cache_control: Literal[False] = False,
+        user: str | None = None,
     ) -> list[dict[str, Any]]: ...
 
     @overload
@@ -146,6 +147,7 @@ class SessionView:
         *,
         format: Literal["anthropic"],
         cache_control: bool = False,
+        user: str | None = None,
     ) -> dict[str, Any]: ...
 
     async def context_for_next_turn(
@@ -154,6 +156,7 @@ class SessionView:
         *,
         format: ContextFormat = "openai",
         cache_control: bool = False,
+        user: str | None = None,
     ) -> list[dict[str, Any]] | dict[str, Any]:
         """The context the next model call would receive, in a provider's wire format.
 
@@ -168,14 +171,27 @@ class SessionView:
           ``tool_use`` / ``tool_result`` blocks (``is_error`` for failed tools), roles
           alternating. ``cache_control=True`` adds prompt-caching breakpoints after the
           system prompt, after the summaries and at the end.
+        * ``"responses"``: OpenAI Responses input items, system prompt first:
+          ``function_call`` / ``function_call_output`` items, ``reasoning`` items recorded
+          from the Responses API.
         * ``"text"``: ``{"role", "content"}`` strings, tool calls written out as text.
+
+        Each round of a turn (one model call: its text, reasoning and tool calls) is
+        rendered in order, followed by its results; messages recorded with
+        :meth:`~mnesis.session.MnesisSession.record_messages` in a format come back in
+        that format exactly as they were recorded.
+
+        ``user="..."`` appends the next user message by the format's rules, ready to
+        send: for Anthropic it joins a trailing user turn of tool results (two user turns
+        in a row are refused) and, with ``cache_control``, carries the last breakpoint.
+        Record it later with the rest of the turn (``record_messages``).
 
         A tool call and its result are sent together or not at all; the only call sent
         without a result is a pending one in the last message. Summaries are user
         messages annotated with their IDs.
         """
         built = await self.build_context(system_prompt)
-        return built.render(format, cache_control=cache_control)
+        return built.render(format, cache_control=cache_control, user=user)
 
     async def build_context(self, system_prompt: str | None = None) -> BuiltContext:
         """The assembled context of the next turn, with its token breakdown."""

@@ -11,6 +11,8 @@ from mnesis.context.builder import (
 )
 from mnesis.context.entries import ContextEntry, SummaryEntry
 from mnesis.context.openai import render_openai
+from mnesis.context.responses import render_responses
+from mnesis.context.validate import WireFormat, ensure_valid, validate
 
 __all__ = [
     "CONTEXT_FORMATS",
@@ -21,6 +23,10 @@ __all__ = [
     "ContextFormat",
     "LLMMessage",
     "SummaryEntry",
+    "WireFormat",
+    "ensure_valid",
     "render_anthropic",
     "render_openai",
+    "render_responses",
+    "validate",
 ]

@@ -29,7 +29,9 @@ from typing import Any, Literal
 from mnesis.config import MnesisConfig
 from mnesis.context.anthropic import render_anthropic
 from mnesis.context.entries import ContextEntry, SummaryEntry
+from mnesis.context.next_user import append_user
 from mnesis.context.openai import render_openai
+from mnesis.context.responses import render_responses
 from mnesis.errors import ContextOverflowError, InvalidArgumentError
 from mnesis.models.budget import ContextBudget
 from mnesis.models.message import MessageWithParts
@@ -50,9 +52,9 @@ __all__ = [
     "LLMMessage",
 ]
 
-ContextFormat = Literal["openai", "anthropic", "text"]
+ContextFormat = Literal["openai", "anthropic", "responses", "text"]
 """The wire formats a built context renders to (see :meth:`BuiltContext.render`)."""
-CONTEXT_FORMATS: tuple[str, ...] = ("openai", "anthropic", "text")
+CONTEXT_FORMATS: tuple[str, ...] = ("openai", "anthropic", "responses", "text")
 
 _FIRST_PAGE = 128
 _CACHE_SIZE = 8192
@@ -109,19 +111,41 @@ class BuiltContext:
         ``tool_result`` blocks (see :mod:`mnesis.context.anthropic`)."""
         return render_anthropic(self.system_prompt, self.entries, cache_control=cache_control)
 
+    def to_responses(self) -> list[dict[str, Any]]:
+        """OpenAI Responses input items: ``function_call`` / ``function_call_output``
+        items, ``reasoning`` items recorded from the Responses API (see
+        :mod:`mnesis.context.responses`)."""
+        return render_responses(self.system_prompt, self.entries)
+
     def render(
-        self, format: ContextFormat = "openai", *, cache_control: bool = False
+        self,
+        format: ContextFormat = "openai",
+        *,
+        cache_control: bool = False,
+        user: str | None = None,
     ) -> list[dict[str, Any]] | dict[str, Any]:
-        """The context in ``format``: ``"openai"`` (the default), ``"anthropic"`` or
-        ``"text"`` (:meth:`to_dicts`). ``cache_control`` is for ``"anthropic"`` only."""
+        """The context in ``format``: ``"openai"`` (the default), ``"anthropic"``,
+        ``"responses"`` or ``"text"`` (:meth:`to_dicts`). ``cache_control`` is for
+        ``"anthropic"`` only; ``user`` appends the next user message by the format's
+        rules (see :mod:`mnesis.context.next_user`)."""
+        rendered = self._render(format, cache_control=cache_control)
+        if user is None:
+            return rendered
+        return append_user(rendered, format, user, cache_control=cache_control)
+
+    def _render(
+        self, format: ContextFormat, *, cache_control: bool
+    ) -> list[dict[str, Any]] | dict[str, Any]:
         if format not in CONTEXT_FORMATS:
             raise InvalidArgumentError(
-                f"format must be 'openai', 'anthropic' or 'text', got {format!r}"
+                f"format must be 'openai', 'anthropic', 'responses' or 'text', got {format!r}"
             )
         if cache_control and format != "anthropic":
             raise InvalidArgumentError("cache_control applies to format='anthropic' only")
         if format == "anthropic":
             return self.to_anthropic(cache_control=cache_control)
+        if format == "responses":
+            return self.to_responses()
         return self.to_openai() if format == "openai" else self.to_dicts()
 
 
@@ -135,6 +159,13 @@ class _Rendered:
     def empty(self) -> bool:
         """Nothing to send (e.g. the stub of a failed model call)."""
         return not self.message.content and not self.source.tool_parts
+
+    @property
+    def recorded(self) -> bool:
+        """It holds parts recorded in a provider's shape (``record_messages``): an empty
+        text or a reasoning block the wire formats send back although the plain text
+        has nothing of them."""
+        return any(getattr(p, "wire", None) for p in self.source.parts)
 
 
 class ContextBuilder:
@@ -208,6 +239,9 @@ class ContextBuilder:
             else:
                 r = rendered[item.item_id]
                 if r.empty:
+                    if r.recorded:  # for the wire formats only
+                        entries.append(r.source)
+                        included.append(item.item_id)
                     continue
                 message, entry = r.message, r.source
             messages.append(message)

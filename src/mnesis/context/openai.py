@@ -2,21 +2,26 @@
 LM Studio and most OpenAI-compatible servers take).
 
 * the system prompt first, as a ``system`` message;
-* an assistant turn that called tools carries ``tool_calls`` (``id``,
-  ``type: "function"``, ``function.name``, JSON ``function.arguments``), followed by
-  one ``role: "tool"`` message per result, with its ``tool_call_id``;
+* each round is an assistant message (its text as ``content``, ``None`` when it had
+  none) carrying its ``tool_calls`` (``id``, ``type: "function"``, ``function.name``,
+  JSON ``function.arguments``), followed by one ``role: "tool"`` message per result, in
+  the order of the calls, with its ``tool_call_id``;
 * a failed call's result is ``"Error: <message>"``; a tombstoned output is the
   tombstone line;
-* summaries are user messages whose text starts with their annotation and ID.
+* summaries are user messages whose text starts with their annotation and ID;
+* a message recorded with ``record_messages(format="openai")`` comes back as it was
+  recorded: its extra fields, list-shaped content and the exact ``arguments`` string.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from mnesis.context.entries import ContextEntry, WireCall, WireTurn, wire_turns
+from mnesis.context.entries import ContextEntry, WireCall, WireTurn, wire_fields, wire_turns
 
 __all__ = ["render_openai"]
+
+_FORMAT = "openai"
 
 
 def _tool_call(call: WireCall) -> dict[str, Any]:
@@ -24,28 +29,52 @@ def _tool_call(call: WireCall) -> dict[str, Any]:
         "id": call.id,
         "type": "function",
         "function": {"name": call.name, "arguments": call.arguments_json},
+        **wire_fields(call.wire, _FORMAT).get("block", {}),
     }
 
 
-def _calls(text: str | None, calls: list[WireCall]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = [
-        {"role": "assistant", "content": text or None, "tool_calls": [_tool_call(c) for c in calls]}
-    ]
-    for call in calls:
-        if call.result is None:
-            continue
-        content = f"Error: {call.result}" if call.is_error else call.result
-        out.append({"role": "tool", "tool_call_id": call.id, "content": content})
-    return out
+def _tool_message(call: WireCall) -> dict[str, Any]:
+    assert call.result is not None
+    content = f"Error: {call.result}" if call.is_error else call.result
+    extra = wire_fields(call.wire, _FORMAT).get("result", {})
+    if call.tombstoned or call.is_error:
+        extra.pop("content", None)  # recorded list content: the tombstone replaces it
+    return {"role": "tool", "tool_call_id": call.id, "content": content, **extra}
+
+
+def _content(turn: WireTurn) -> str | list[dict[str, Any]] | None:
+    texts = turn.texts
+    if not texts:
+        return None
+    if turn.opening(_FORMAT).get("content") == "list":
+        return [
+            {"type": "text", "text": t.text, **wire_fields(t.wire, _FORMAT).get("block", {})}
+            for t in texts
+        ]
+    return turn.text
 
 
 def _turn(turn: WireTurn) -> list[dict[str, Any]]:
-    if not turn.calls:
-        return [{"role": turn.role, "content": turn.text}]
-    if turn.role == "assistant":
-        return _calls(turn.text, turn.calls)
-    head = [{"role": turn.role, "content": turn.text}] if turn.text else []
-    return head + _calls(None, turn.calls)
+    extra = turn.opening(_FORMAT).get("message", {})
+    calls = turn.calls
+    content = _content(turn)
+    if content is None and not calls:
+        return []  # reasoning recorded from another format only
+    if turn.role != "assistant":
+        head = [{"role": turn.role, "content": content, **extra}] if content is not None else []
+        if not calls:
+            return head
+        calls_message: dict[str, Any] = {"role": "assistant", "content": None}
+    else:
+        head = []
+        calls_message = {"role": "assistant", "content": content, **extra}
+    if calls:
+        calls_message["tool_calls"] = [_tool_call(c) for c in calls]
+    return [
+        *head,
+        calls_message,
+        *(_tool_message(c) for c in calls if c.result is not None),
+    ]
 
 
 def render_openai(system_prompt: str, entries: list[ContextEntry]) -> list[dict[str, Any]]:

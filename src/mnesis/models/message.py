@@ -190,13 +190,17 @@ class TurnResult(BaseModel):
 
 
 class RecordResult(BaseModel):
-    """The result of :meth:`MnesisSession.record`."""
+    """The result of :meth:`MnesisSession.record` and :meth:`MnesisSession.record_messages`."""
 
     user_message_id: str
+    """The turn's user message (for a continuation, the open turn's)."""
     assistant_message_id: str
+    """The last assistant message stored (its last round); ``""`` when none was."""
     tokens: TokenUsage = Field(default_factory=TokenUsage)
     compaction_triggered: bool = False
     doom_loop_detected: bool = False
+    message_ids: list[str] = Field(default_factory=list)
+    """Every message stored, in order (the user message, then one per round)."""
 
 
 class ContextBreakdown(BaseModel):

@@ -32,6 +32,7 @@ __all__ = [
     "ToolPart",
     "ToolState",
     "ToolStatus",
+    "WireFields",
     "part_adapter",
 ]
 
@@ -54,6 +55,12 @@ def _non_empty(value: str) -> str:
 NonEmptyStr = Annotated[str, AfterValidator(_non_empty)]
 
 
+WireFields = dict[str, dict[str, Any]]
+"""Provider fields a recorded part keeps so that it renders back exactly as it was
+recorded: per wire format (``"openai"``, ``"anthropic"``, ``"responses"``), what that
+format's renderer puts back (see :mod:`mnesis.context.intake`)."""
+
+
 class _Part(BaseModel):
     model_config = ConfigDict(validate_assignment=False)
 
@@ -68,13 +75,19 @@ class TextPart(_Part):
     text: str
     synthetic: bool = False
     ignored: bool = False
+    wire: WireFields | None = None
+    """Provider fields of a recorded message (``record_messages``); None otherwise."""
 
 
 class ReasoningPart(_Part):
-    """Model reasoning; stored for audit, not sent back to the model."""
+    """Model reasoning. Stored for audit; sent back to a model only in the wire format
+    it was recorded from (an Anthropic ``thinking`` block with its signature, a Responses
+    ``reasoning`` item), which ``wire`` keeps."""
 
     type: Literal["reasoning"] = "reasoning"
     text: str
+    wire: WireFields | None = None
+    """Provider fields of a recorded reasoning block or item; None otherwise."""
 
 
 class ToolStatus(BaseModel):
@@ -97,6 +110,8 @@ class ToolPart(_Part):
     error_message: str | None = None
     title: str | None = None
     status: ToolStatus = Field(default_factory=ToolStatus)
+    wire: WireFields | None = None
+    """Provider fields of a recorded call and its result; None otherwise."""
 
     @property
     def compacted_at(self) -> int | None:

@@ -122,6 +122,8 @@ class CompactionPasses:
         if len(children) != len(run):
             return False
         target = SummaryTarget(cfg.condensed_target_tokens, cfg.file_ids_footer_cap, self.estimator)
+        if cfg.condense_skip_level1:
+            ladder = [r for r in ladder if not (r.uses_model and r.level == 1)]
         candidate = await climb(ladder, lambda rung: rung.condense(children, target), self.breaker)
         if candidate is None:
             candidate = _LAST_RESORT.condense_now(children, target)

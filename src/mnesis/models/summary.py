@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["FileReference", "SummaryKind", "SummaryNode", "SummaryRecord"]
+from pydantic import BaseModel
+
+__all__ = ["FileReference", "MessageSpan", "SummaryKind", "SummaryNode", "SummaryRecord"]
 
 SummaryKind = Literal["leaf", "condensed"]
 
@@ -56,3 +58,12 @@ class FileReference:
     byte_size: int | None = None
     session_id: str | None = None
     created_at: int = 0
+
+
+class MessageSpan(BaseModel):
+    """A run of consecutive messages: where it starts and ends, how many, how large."""
+
+    start_message_id: str
+    end_message_id: str
+    message_count: int
+    estimated_tokens: int

@@ -31,6 +31,8 @@ class LLMRequest:
     system: str | None = None
     """The system prompt, set only for clients whose ``wire_format`` is ``"anthropic"``
     (their ``messages`` then hold only user and assistant turns)."""
+    temperature: float | None = None
+    """Sampling temperature; ``None`` (the default) leaves it to the model."""
 
 
 @dataclass(slots=True)

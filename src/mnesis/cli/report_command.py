@@ -17,7 +17,7 @@ __all__ = ["report_command"]
 
 async def _write(config: MnesisConfig, path: str, session_id: str, output: str) -> str:
     pool = StorePool()
-    store = await pool.acquire(config.store, db_path=path)
+    store = await pool.acquire(path, config=config.store)
     try:
         data = await write_report(store, session_id, output)
     finally:

@@ -31,6 +31,7 @@ from mnesis._session.turns import PartCallback as PartCallback  # re-exported
 from mnesis._session.view import SessionView
 from mnesis._session.wiring import wire
 from mnesis.config import MnesisConfig
+from mnesis.errors import InvalidArgumentError
 from mnesis.errors import SessionClosedError as SessionClosedError  # 0.4.0's path
 from mnesis.events.bus import EventBus, MnesisEvent
 from mnesis.files import FileHandleResult
@@ -62,10 +63,22 @@ class MnesisSession(SessionView):
     """
 
     def __init__(
-        self, stored: StoredSession, llm: LLMClient, event_bus: EventBus | None = None
+        self,
+        stored: StoredSession,
+        llm: LLMClient,
+        event_bus: EventBus | None = None,
+        *legacy: object,
     ) -> None:
         """A session object over an already stored session: use :meth:`create`,
-        :meth:`load` or :meth:`open` instead."""
+        :meth:`load` or :meth:`open` instead. (0.4.0's constructor, taking the session's
+        ID and its collaborators, is refused with :class:`~mnesis.errors.InvalidArgumentError`:
+        the collaborators are wired here, from the stored session.)"""
+        if legacy or not isinstance(stored, StoredSession):
+            raise InvalidArgumentError(
+                "MnesisSession(...) is not built from collaborators: use "
+                "await MnesisSession.create(model=...), await MnesisSession.load(session_id) "
+                "or async with MnesisSession.open(...)"
+            )
         bus = event_bus if event_bus is not None else EventBus()
         wiring = wire(
             stored, llm, bus, spawn=self._spawn_sub_agent, expand_tool=self._expand_query_tool

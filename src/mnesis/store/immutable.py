@@ -19,7 +19,7 @@ own and :meth:`close` closes it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 from mnesis.config import StoreConfig
 from mnesis.errors import (
@@ -37,7 +37,7 @@ from mnesis.errors import (
     SummaryNotFoundError,
 )
 from mnesis.models.message import MessageWithParts
-from mnesis.models.parts import MessagePart, ToolState
+from mnesis.models.parts import MessagePart
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import (
     AppendedMessage,
@@ -66,7 +66,11 @@ from mnesis.store.checks import (
 )
 from mnesis.store.factory import StoreLocation, new_backend, open_database, resolve_location
 from mnesis.store.legacy import (
+    PAGE,
     LegacyStoreAPI,
+    MessageEstimate,
+    MessagesSince,
+    PartStatusUpdate,
     RawMessagePart,
     Session,
     messages_after,
@@ -122,29 +126,6 @@ __all__ += [  # and other errors of the store
 
 ImmutableFieldError = AppendOnlyViolationError
 """0.4.0's name of the error raised when something tries to change stored history."""
-
-
-_PAGE = 500
-"""Sessions read per page when ``list_sessions`` filters."""
-
-
-class PartStatusUpdate(PartStatusChange, total=False):
-    """``update_part_status`` keywords: :class:`PartStatusChange` and ``tool_state``,
-    0.4.0's name of ``state``."""
-
-    tool_state: ToolState | None
-
-
-class MessagesSince(MessagesQuery, total=False):
-    """``get_messages`` keywords: :class:`MessagesQuery` and 0.4.0's ``since_message_id``."""
-
-    since_message_id: str | None
-
-
-class MessageEstimate(TypedDict, total=False):
-    """``update_message_tokens`` keywords besides ``tokens``, ``cost``, ``finish_reason``."""
-
-    token_estimate: int | None
 
 
 class ImmutableStore(LegacyStoreAPI):
@@ -296,7 +277,7 @@ class ImmutableStore(LegacyStoreAPI):
         found: list[SessionRecord] = []
         skipped, page = 0, 0
         while len(found) < limit:
-            rows = await self.backend.list_sessions(limit=_PAGE, offset=page * _PAGE)
+            rows = await self.backend.list_sessions(limit=PAGE, offset=page * PAGE)
             for row in rows:
                 if (parent_id is None or row.parent_id == parent_id) and (
                     not active_only or row.status == "active"
@@ -305,7 +286,7 @@ class ImmutableStore(LegacyStoreAPI):
                         skipped += 1
                     elif len(found) < limit:
                         found.append(row)
-            if len(rows) < _PAGE:
+            if len(rows) < PAGE:
                 break
             page += 1
         return found
@@ -336,13 +317,6 @@ class ImmutableStore(LegacyStoreAPI):
     ) -> list[str]:
         check_parts_append(message_id, parts, options)
         return await self.backend.append_parts(message_id, parts, **options)
-
-    async def append_part(
-        self, message_id: str, part: MessagePart, *, token_estimate: int = 0
-    ) -> str:
-        check_count(token_estimate, "token_estimate")
-        (part_id,) = await self.append_parts(message_id, [part], part_tokens=[token_estimate])
-        return part_id
 
     async def update_message_tokens(
         self,

@@ -10,19 +10,29 @@ append-only design cannot do is refused with a typed error naming what to use in
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, TypedDict, overload
 
 from mnesis.errors import InvalidArgumentError, SummaryNotFoundError
 from mnesis.models.clock import now_ms
 from mnesis.models.message import Message, MessageWithParts
-from mnesis.models.parts import MessagePart, ToolPart, part_adapter
+from mnesis.models.parts import MessagePart, ToolPart, ToolState, part_adapter
 from mnesis.models.tokens import TokenUsage
+from mnesis.store.checks import check_count, check_id
 from mnesis.store.facade_summaries import SummaryFacade
-from mnesis.store.records import SessionRecord
+from mnesis.store.records import (
+    FileReference,
+    MessagesQuery,
+    PartStatusChange,
+    SessionRecord,
+)
 
 __all__ = [
+    "PAGE",
     "LegacyStoreAPI",
+    "MessageEstimate",
+    "MessagesSince",
+    "PartStatusUpdate",
     "RawMessagePart",
     "Session",
     "messages_after",
@@ -130,6 +140,29 @@ class RawMessagePart:
             raise InvalidArgumentError(f"part {self.id!r} is not a valid part: {exc}") from None
 
 
+PAGE = 500
+"""Sessions read per page when ``list_sessions`` filters."""
+
+
+class PartStatusUpdate(PartStatusChange, total=False):
+    """``update_part_status`` keywords: :class:`PartStatusChange` and ``tool_state``,
+    0.4.0's name of ``state``."""
+
+    tool_state: ToolState | None
+
+
+class MessagesSince(MessagesQuery, total=False):
+    """``get_messages`` keywords: :class:`MessagesQuery` and 0.4.0's ``since_message_id``."""
+
+    since_message_id: str | None
+
+
+class MessageEstimate(TypedDict, total=False):
+    """``update_message_tokens`` keywords besides ``tokens``, ``cost``, ``finish_reason``."""
+
+    token_estimate: int | None
+
+
 def raw_parts(message: MessageWithParts) -> list[RawMessagePart]:
     """The parts of ``message`` as 0.4.0's rows."""
     return [
@@ -140,6 +173,39 @@ def raw_parts(message: MessageWithParts) -> list[RawMessagePart]:
 
 class LegacyStoreAPI(SummaryFacade):
     """The ``ImmutableStore`` methods of 0.4.0 that have no namesake here, as wrappers."""
+
+    @overload  # type: ignore[override]
+    async def append_part(
+        self, part: str, message_part: MessagePart, *, token_estimate: int | None = None
+    ) -> str: ...
+
+    @overload
+    async def append_part(
+        self, part: RawMessagePart, message_part: None = None, *, token_estimate: int | None = None
+    ) -> RawMessagePart: ...
+
+    async def append_part(
+        self,
+        part: str | RawMessagePart,
+        message_part: MessagePart | None = None,
+        *,
+        token_estimate: int | None = None,
+    ) -> str | RawMessagePart:
+        """Append one part: ``append_part(message_id, part)`` returns the new part's ID;
+        0.4.0's ``append_part(raw_part)`` (a :class:`RawMessagePart` row naming its
+        message) returns the row with its new ID."""
+        if isinstance(part, RawMessagePart):
+            estimate = part.token_estimate if token_estimate is None else token_estimate
+            check_count(estimate, "token_estimate")
+            typed = part.to_part()
+            (part_id,) = await self.append_parts(part.message_id, [typed], part_tokens=[estimate])
+            return replace(part, id=part_id, token_estimate=estimate)
+        if message_part is None:
+            raise InvalidArgumentError("append_part(message_id, part) needs the part")
+        estimate = token_estimate or 0
+        check_count(estimate, "token_estimate")
+        (part_id,) = await self.append_parts(part, [message_part], part_tokens=[estimate])
+        return part_id
 
     async def get_messages_with_parts(
         self, session_id: str, *, since_message_id: str | None = None
@@ -176,6 +242,12 @@ class LegacyStoreAPI(SummaryFacade):
         if newest.message_id is None:
             return None
         return (await self.get_message(newest.message_id)).message
+
+    async def get_file_reference_by_path(self, path: str) -> FileReference | None:
+        """The newest file reference recorded for ``path`` (as ``handle_file`` stored
+        it: absolute), or ``None``."""
+        check_id(path, "path")
+        return await self.backend.get_file_reference_by_path(path)
 
     async def sum_token_usage(self, session_id: str) -> TokenUsage:
         """``session_token_usage``: the token usage of every message of the session."""

@@ -13,7 +13,6 @@ exactly these keys. Five events are declared for 0.4.0's code but never publishe
 ``part.updated``: the store is append-only; sessions are never deleted).
 """
 
-from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 

@@ -13,7 +13,8 @@ exactly these keys. Five events are declared for 0.4.0's code but never publishe
 ``part.updated``: the store is append-only; sessions are never deleted).
 """
 
-
+# No ``from __future__ import annotations`` here: with string annotations Python 3.11
+# counts NotRequired keys as required (``__required_keys__``).
 from typing import Any, NotRequired, TypedDict
 
 __all__ = [

@@ -10,7 +10,7 @@ higher one::
     engines      compaction
                  context  retrieval  integrity  files
     storage      store  llm
-    foundation   models  config  events  tokens  logs  tasks
+    foundation   models  config  events  tokens  logs  tasks  retry
     errors       errors
 
 Every import counts, including imports inside functions (a lazy import must not hide a
@@ -30,7 +30,7 @@ SRC = Path(mnesis.__file__).resolve().parent
 
 LAYERS: list[set[str]] = [
     {"errors"},
-    {"models", "config", "events", "tokens", "logs", "tasks"},
+    {"models", "config", "events", "tokens", "logs", "tasks", "retry"},
     {"store", "llm"},
     {"context", "retrieval", "integrity", "files"},
     {"compaction"},

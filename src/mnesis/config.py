@@ -32,6 +32,7 @@ __all__ = [
     "SessionConfig",
     "StoreConfig",
 ]
+__all__ += ["RetryConfig"]  # 0.4.0's retry settings (issue 31)
 
 DEFAULT_DB_PATH = str(Path("~/.mnesis/sessions.db").expanduser())
 
@@ -64,6 +65,7 @@ class _Config(BaseModel):
             "OperatorConfig": "operators",
             "SessionConfig": "session",
             "RetrievalConfig": "retrieval",
+            "RetryConfig": "session.retry",
         }
         return names.get(cls.__name__, "")
 
@@ -117,6 +119,13 @@ class CompactionConfig(_Config):
     worker_pickup_seconds: float = Field(default=30.0, ge=0)
     """Worker mode: how long a turn over the hard threshold waits for a worker to take
     the queued job before compacting inline (a taken job is waited for)."""
+    condense_skip_level1: bool = False
+    """Condensation starts at Level 2 (terse) instead of Level 1 (structured)."""
+
+    def validate_prune_thresholds(self) -> CompactionConfig:
+        """0.4.0's check of the pruning thresholds, kept callable: both are validated
+        (``>= 0``) whenever they are set, so this only returns ``self``."""
+        return self
 
 
 class FileConfig(_Config):
@@ -147,6 +156,11 @@ class FileConfig(_Config):
                 raise ValueError("allowed_roots holds non-empty paths without NUL bytes")
         return roots
 
+    @classmethod
+    def expand_storage_dir(cls, v: Any) -> str:
+        """0.4.0's path normaliser: ``v`` as a string with a leading ``~`` expanded."""
+        return str(os.path.expanduser(os.fspath(v)))
+
 
 class StoreConfig(_Config):
     """Where and how sessions are stored."""
@@ -170,6 +184,11 @@ class StoreConfig(_Config):
             raise ValueError("db_path must be a non-empty path without NUL bytes")
         return os.path.expanduser(value) if value.startswith("~") else value
 
+    @classmethod
+    def expand_db_path(cls, v: Any) -> str:
+        """0.4.0's path normaliser: ``v`` as a string with a leading ``~`` expanded."""
+        return str(os.path.expanduser(os.fspath(v)))
+
 
 class OperatorConfig(_Config):
     """Concurrency and retries of LLMMap / AgenticMap."""
@@ -179,12 +198,27 @@ class OperatorConfig(_Config):
     max_retries: int = Field(default=3, ge=0, le=100)
 
 
+class RetryConfig(_Config):
+    """Retries of a session's model call after a transient error (0.4.0's settings; see
+    :func:`mnesis.retry.call_with_retry`). ``max_retries=0``, the default, never retries."""
+
+    max_retries: int = Field(default=0, ge=0, le=100)
+    base_delay: float = Field(default=1.0, ge=0)
+    """Seconds before the first retry; doubled at each further one."""
+    max_delay: float = Field(default=60.0, ge=0)
+    """The longest wait between two attempts."""
+    jitter: bool = True
+    """Wait a random fraction (50-100 %) of the delay, so clients do not retry in step."""
+
+
 class SessionConfig(_Config):
     """Per-session behaviour."""
 
     doom_loop_threshold: int = Field(default=3, ge=2)
     model_timeout_seconds: float = Field(default=300.0, gt=0)
     max_tool_rounds: int = Field(default=8, ge=1)
+    retry: RetryConfig = Field(default_factory=RetryConfig)
+    """Retries of a model call after a transient provider error (0.4.0's ``retry``)."""
 
 
 class RetrievalConfig(_Config):

@@ -20,7 +20,10 @@ also subclass that builtin::
     │   └── LLMResponseError                            unusable response
     ├── CompactionError                                 compaction could not run
     │   └── CompactionLockedError                       another task/process holds the lock
+    ├── RetriesExhaustedError                           every retry of a call failed
     └── MnesisStoreError                                the store could not do what was asked
+        ├── DuplicateIDError                            an ID that is already stored
+        ├── SessionClosedError                          (0.4.0's base; also MnesisError)
         ├── NotFoundError            (also KeyError)
         │   ├── SessionNotFoundError
         │   ├── MessageNotFoundError
@@ -69,6 +72,7 @@ __all__ = [
     "SummaryNotFoundError",
     "ToolsNotSupportedError",
 ]
+__all__ += ["DuplicateIDError", "RetriesExhaustedError"]  # 0.4.0's (issue 31)
 
 
 class MnesisError(Exception):
@@ -111,10 +115,6 @@ class MissingDependencyError(MnesisError, ImportError):
         )
 
 
-class SessionClosedError(MnesisError):
-    """The session was closed; open or load it again to continue."""
-
-
 class OutOfScopeError(MnesisError, PermissionError):
     """The ID belongs to a session this caller was not granted."""
 
@@ -155,6 +155,11 @@ class MnesisStoreError(MnesisError):
     """The store could not complete an operation."""
 
 
+class SessionClosedError(MnesisStoreError):
+    """The session was closed; open or load it again to continue. (A store error since
+    0.4.0, whose code catches it as ``MnesisStoreError``.)"""
+
+
 class NotFoundError(MnesisStoreError, KeyError):
     """An object looked up by ID does not exist (also a ``KeyError``)."""
 
@@ -173,17 +178,29 @@ class SessionNotFoundError(NotFoundError):
 
     kind = "session"
 
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(session_id)
+
 
 class MessageNotFoundError(NotFoundError):
     """No message with this ID exists in the session."""
 
     kind = "message"
 
+    def __init__(self, message_id: str) -> None:
+        self.message_id = message_id
+        super().__init__(message_id)
+
 
 class PartNotFoundError(NotFoundError):
     """No message part with this ID exists."""
 
     kind = "part"
+
+    def __init__(self, part_id: str) -> None:
+        self.part_id = part_id
+        super().__init__(part_id)
 
 
 class SummaryNotFoundError(NotFoundError):
@@ -253,4 +270,24 @@ class FileMissingError(FileAccessError, FileNotFoundError):
         what = f" (referenced as {file_id})" if file_id else ""
         super().__init__(
             path, f"no such file{what}; it was moved or deleted, handle its new path again"
+        )
+
+
+class DuplicateIDError(MnesisStoreError):
+    """A record with this ID is already stored (IDs are never reused)."""
+
+    def __init__(self, record_id: str) -> None:
+        self.record_id = record_id
+        super().__init__(f"a record with id {record_id!r} already exists")
+
+
+class RetriesExhaustedError(MnesisError):
+    """Every attempt of a retried call failed (see :mod:`mnesis.retry`); the last error is
+    ``last_error`` (and ``__cause__``)."""
+
+    def __init__(self, attempts: int, last_error: BaseException) -> None:
+        self.attempts = attempts
+        self.last_error = last_error
+        super().__init__(
+            f"gave up after {attempts} attempts: {type(last_error).__name__}: {last_error}"
         )

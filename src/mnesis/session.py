@@ -21,18 +21,22 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 from mnesis._session.lifecycle import WriteTracker, close_session, open_new, open_stored
+from mnesis._session.open_options import SessionOpenOptions
 from mnesis._session.opening import StoredSession
 from mnesis._session.tools import ToolLoop, lcm_tool_definitions
 from mnesis._session.turns import PartCallback as PartCallback  # re-exported
 from mnesis._session.view import SessionView
 from mnesis._session.wiring import wire
 from mnesis.config import MnesisConfig
+from mnesis.errors import InvalidArgumentError
+from mnesis.errors import SessionClosedError as SessionClosedError  # 0.4.0's path
 from mnesis.events.bus import EventBus, MnesisEvent
 from mnesis.files import FileHandleResult
 from mnesis.llm import ClientLike, LLMClient, check_tools
+from mnesis.models.ids import new_id
 from mnesis.models.message import (
     CompactionResult,
     FinishReason,
@@ -47,6 +51,7 @@ from mnesis.retrieval.results import ExpandQueryResult
 from mnesis.store.pool import StorePool
 
 __all__ = ["MnesisSession", "PartCallback"]
+__all__ += ["SessionClosedError", "make_id"]  # 0.4.0's names at this path (issue 31)
 
 
 class MnesisSession(SessionView):
@@ -58,10 +63,22 @@ class MnesisSession(SessionView):
     """
 
     def __init__(
-        self, stored: StoredSession, llm: LLMClient, event_bus: EventBus | None = None
+        self,
+        stored: StoredSession,
+        llm: LLMClient,
+        event_bus: EventBus | None = None,
+        *legacy: object,
     ) -> None:
         """A session object over an already stored session: use :meth:`create`,
-        :meth:`load` or :meth:`open` instead."""
+        :meth:`load` or :meth:`open` instead. (0.4.0's constructor, taking the session's
+        ID and its collaborators, is refused with :class:`~mnesis.errors.InvalidArgumentError`:
+        the collaborators are wired here, from the stored session.)"""
+        if legacy or not isinstance(stored, StoredSession):
+            raise InvalidArgumentError(
+                "MnesisSession(...) is not built from collaborators: use "
+                "await MnesisSession.create(model=...), await MnesisSession.load(session_id) "
+                "or async with MnesisSession.open(...)"
+            )
         bus = event_bus if event_bus is not None else EventBus()
         wiring = wire(
             stored, llm, bus, spawn=self._spawn_sub_agent, expand_tool=self._expand_query_tool
@@ -130,16 +147,17 @@ class MnesisSession(SessionView):
 
     @classmethod
     @contextlib.asynccontextmanager
-    async def open(cls, **kwargs: Any) -> AsyncIterator[MnesisSession]:
+    async def open(cls, **kwargs: Unpack[SessionOpenOptions]) -> AsyncIterator[MnesisSession]:
         """``async with MnesisSession.open(model=...) as session:`` (closes on exit).
 
         Takes the keywords of :meth:`create`, or ``session_id=`` to :meth:`load` instead.
         """
-        session_id = kwargs.pop("session_id", None)
+        options: dict[str, Any] = dict(kwargs)
+        session_id = options.pop("session_id", None)
         if session_id is not None:
-            session = await cls.load(session_id, **kwargs)
+            session = await cls.load(session_id, **options)
         else:
-            session = await cls.create(**kwargs)
+            session = await cls.create(**options)
         try:
             yield session
         finally:
@@ -397,3 +415,9 @@ class MnesisSession(SessionView):
 
     async def _expand_query_tool(self, arguments: dict[str, Any]) -> dict[str, Any]:
         return (await self.expand_query(**arguments)).model_dump()
+
+
+def make_id(prefix: str) -> str:
+    """0.4.0's ID maker: a new sortable ID with ``prefix`` (``sess``, ``msg``, ``part``,
+    ...; see :func:`mnesis.models.ids.new_id`)."""
+    return new_id(prefix)

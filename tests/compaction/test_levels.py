@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import pytest
@@ -22,9 +23,8 @@ from mnesis.compaction.levels import (
     CONDENSE_LEVEL3_MAX_TOKENS,
     MIN_MESSAGES_TO_SUMMARISE,
     SummaryCandidate,
-    condense_level1,
-    condense_level2,
     condense_level3,
+    condense_with_model,
     extractive_candidate,
     level1_summarise,
     level2_summarise,
@@ -39,6 +39,10 @@ from mnesis.store.base import SummaryRecord
 from mnesis.testing import SESSIONS, generate
 from tests.compaction import small_window_config
 
+# The model levels of condensing with this project's parameters (the public
+# condense_level1 / condense_level2 take 0.4.0's: tests/compat checks those).
+condense_level1 = partial(condense_with_model, 1)
+condense_level2 = partial(condense_with_model, 2)
 ESTIMATOR = TokenEstimator()
 BUDGET = ContextBudget.compute(
     ModelInfo.from_model_string(

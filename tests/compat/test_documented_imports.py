@@ -106,7 +106,9 @@ def test_reexports_are_the_same_objects() -> None:
     assert MnesisConfig is Real
     assert ContextBudget is BuilderBudget
     assert CompactionMarkerPart is CompactionPart
-    assert SummaryNode is SummaryRecord
+    assert SummaryNode.from_record(  # 0.4.0's shape of the store's record (issue 31)
+        SummaryRecord("sum_1", "sess_1", "leaf", 0, 2, "text", 3)
+    ).to_record() == SummaryRecord("sum_1", "sess_1", "leaf", 0, 2, "text", 3)
     assert require_item_variable is real_check
     assert ToolOutputPrunerAsync is ToolOutputPruner
     assert SummaryDAGStore is OldPath

@@ -193,8 +193,8 @@ async def test_summary_dag_store_as_documented(db_path: str, pool: StorePool) ->
     dag = SummaryDAGStore(session.store)
     assert await dag.get_node_by_id("sum_" + "0" * 26) is None
     messages = await session.store.get_messages(session.id)
-    node = SummaryNode(id="sum_" + "1" * 26, session_id=session.id, kind="leaf", depth=0,
-                       level=1, content="Asked three questions.", token_count=6,
+    node = SummaryNode(id="sum_" + "1" * 26, session_id=session.id, kind="leaf", level=0,
+                       compaction_level=1, content="Asked three questions.", token_count=6,
                        span_start_message_id=messages[0].id,
                        span_end_message_id=messages[3].id)  # fmt: skip
     await dag.insert_node(node, source_message_ids=[m.id for m in messages[:4]])

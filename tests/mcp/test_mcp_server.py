@@ -37,7 +37,7 @@ async def serving(stored: Stored, **scope: Any) -> AsyncIterator[Client]:
 @contextlib.asynccontextmanager
 async def engine_of(stored: Stored, session_id: str) -> AsyncIterator[RetrievalEngine]:
     pool = StorePool()
-    store = await pool.acquire(MnesisConfig().store, db_path=stored.db_path)
+    store = await pool.acquire(stored.db_path, config=MnesisConfig().store)
     try:
         yield RetrievalEngine(store, session_id, config=MnesisConfig().retrieval)
     finally:

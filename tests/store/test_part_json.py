@@ -117,7 +117,14 @@ def test_a_json_that_disagrees_with_its_row_is_corruption() -> None:
 
 STORED_DEFAULTS = {
     "agent": {},
-    "compaction": {"auto": True, "compacted_message_count": 0},
+    # level (required before 0.4.0's names, issue 31: old rows always hold it) and
+    # compacted_token_count (new) default here
+    "compaction": {
+        "level": 1,
+        "auto": True,
+        "compacted_message_count": 0,
+        "compacted_token_count": 0,
+    },
     "file": {"filename": None},
     "file_ref": {
         "exploration_summary": "",
@@ -125,12 +132,12 @@ STORED_DEFAULTS = {
         "file_type": "unknown",
         "token_count": 0,
     },
-    "patch": {},
+    "patch": {"hash": "", "unified_diff": "", "additions": 0, "deletions": 0},  # issue 31
     "reasoning": {"wire": None},
     "retry": {"attempt": 1},
     "snapshot": {},
-    "step_finish": {"reason": "stop"},
-    "step_start": {"snapshot": None},
+    "step_finish": {"reason": "stop", "step_index": 0, "snapshot_ref": None, "tokens_used": None},
+    "step_start": {"snapshot": None, "step_index": 0},
     "subtask": {"agent": "default", "description": ""},
     "text": {"ignored": False, "synthetic": False, "wire": None},
     "tool": {"error_message": None, "output": None, "title": None, "wire": None},

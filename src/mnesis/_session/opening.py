@@ -45,7 +45,7 @@ async def create_stored(
 ) -> StoredSession:
     """Insert a new session row; ``config`` is already resolved."""
     pool = pool or StorePool.default()
-    store = await pool.acquire(config.store, db_path=db_path)
+    store = await pool.acquire(db_path, config=config.store)
     now = now_ms()
     record = SessionRecord(
         id=new_id("sess"),
@@ -81,7 +81,7 @@ async def load_stored(
     check_session_id(session_id)
     cfg = resolve_config(config, db_path)
     pool = pool or StorePool.default()
-    store = await pool.acquire(cfg.store, db_path=db_path)
+    store = await pool.acquire(db_path, config=cfg.store)
     try:
         record = await store.get_session(session_id)
         context_tokens = await store.context_token_total(session_id)

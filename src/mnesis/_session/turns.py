@@ -208,6 +208,7 @@ class TurnRunner:
                 ),
                 tokens=call.usage,
                 compaction_triggered=triggered or compaction is not None,
+                compact_result=compaction,
                 created_at=now_ms(),
             )
         )

@@ -12,6 +12,7 @@ from mnesis._session.indexer import SemanticIndexer
 from mnesis._session.meter import ContextMeter
 from mnesis._session.model_round import ModelRound
 from mnesis._session.opening import StoredSession
+from mnesis._session.retrying import with_retries
 from mnesis._session.state import OpenState
 from mnesis._session.target import SessionCompaction
 from mnesis._session.tools import ToolLoop
@@ -139,7 +140,8 @@ def wire(
     )
     tools = ToolLoop(retrieval, config, expand_query=expand_tool)
     writer = MessageWriter(record, model_info, store, estimator, bus, meter)
-    model_round = ModelRound(record, config, llm, model_info, builder, store, writer, meter)
+    turn_llm = with_retries(llm, config.session.retry, bus, session_id)
+    model_round = ModelRound(record, config, turn_llm, model_info, builder, store, writer, meter)
     turns = TurnRunner(
         record=record,
         store=store,

@@ -7,7 +7,6 @@ set against the model's budget. The database is opened read-only (see
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from typing import Annotated, Any
 
 import typer
@@ -88,7 +87,12 @@ def _context_json(
         "model": record.model,
         "system_prompt": built.system_prompt,
         "token_estimate": built.token_estimate,
-        "budget": asdict(built.budget),
+        "budget": {
+            "context_limit": built.budget.context_limit,
+            "reserved_output_tokens": built.budget.reserved_output_tokens,
+            "compaction_buffer": built.budget.compaction_buffer,
+            "usable": built.budget.usable,
+        },
         "breakdown": {
             "system_prompt": built.system_prompt_tokens,
             "summaries": built.summary_token_count,

@@ -20,7 +20,7 @@ async def _write(
     config: MnesisConfig, path: str, session_id: str, output: str, index_chars: int
 ) -> str:
     pool = StorePool()
-    store = await pool.acquire(config.store, db_path=path)
+    store = await pool.acquire(path, config=config.store)
     try:
         data = await write_report(store, session_id, output, index_chars=index_chars)
     finally:

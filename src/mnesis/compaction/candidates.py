@@ -55,8 +55,11 @@ class CondensedCandidate:
 
     text: str
     token_count: int
-    compaction_level: int
-    file_ids: list[str]
+    compaction_level: int = 1
+    file_ids: list[str] = field(default_factory=list)
+    parent_node_ids: list[str] = field(default_factory=list)
+    """0.4.0's field: the summaries merged (filled by its callers; the commit records
+    the lineage itself)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,7 +37,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mnesis.compaction.breaker import CircuitBreaker
@@ -52,7 +52,7 @@ from mnesis.compaction.stop import RunEnd, conclude, stop_without_running
 from mnesis.compaction.summariser import EXTRACTIVE_WINDOW, Summariser
 from mnesis.config import MnesisConfig
 from mnesis.context.builder import ContextBudget
-from mnesis.errors import CompactionLockedError
+from mnesis.errors import CompactionError, CompactionLockedError
 from mnesis.events.bus import EventBus, MnesisEvent
 from mnesis.llm import LLMClient, LLMRequest, complete, resolve_client
 from mnesis.models.ids import new_id
@@ -64,7 +64,7 @@ from mnesis.store.dag import SummaryDAGStore
 from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import TokenEstimator
 
-__all__ = ["CompactionEngine"]
+__all__ = ["CompactionEngine", "CompactionTruncatedError"]
 
 logger = logging.getLogger("mnesis.compaction")
 
@@ -86,10 +86,15 @@ class CompactionEngine:
         config: MnesisConfig,
         id_generator: Any = None,
         session_model: str | None = None,
+        model_info: ModelInfo | None = None,
+        context_measure: Callable[[str], Awaitable[int]] | None = None,
         *,
         llm: LLMClient | None = None,
         on_commit: Callable[[], None] | None = None,
     ) -> None:
+        """``model_info`` and ``context_measure`` are accepted for 0.4.0's code and kept
+        (as :attr:`model_info`, :meth:`set_context_measure`); the engine measures the
+        context view itself."""
         self.store = store
         self.dag_store = dag_store
         self.estimator = token_estimator
@@ -114,6 +119,8 @@ class CompactionEngine:
         """Same-depth summaries one condensed summary merges (see ``planner``)."""
         self.model_calls = 0
         self.last_result: CompactionResult | None = None
+        self.model_info = model_info
+        self._context_measure = context_measure
 
     # -- thresholds -----------------------------------------------------------
     def _budget(self, model: ModelInfo) -> ContextBudget:
@@ -159,13 +166,17 @@ class CompactionEngine:
         tokens: int | TokenUsage,
         model: ModelInfo,
         abort: asyncio.Event | None = None,
+        force: bool = False,
+        full_drain: bool = False,
     ) -> bool:
-        """Start a background compaction if over the soft threshold. Never blocks."""
+        """Start a background compaction if over the soft threshold (or, with ``force``,
+        anyway). Never blocks. ``full_drain`` is accepted for 0.4.0's code: every run
+        drains to half the soft threshold."""
         cfg = self.config.compaction
         if not cfg.auto or self.in_progress:
             return False
         size = self._tokens(tokens)
-        if not self.is_soft_overflow(size, model):
+        if not force and not self.is_soft_overflow(size, model):
             return False
         if not self._scheduler.may_start(size, cfg.min_seconds_between_compactions):
             return False
@@ -190,6 +201,7 @@ class CompactionEngine:
         session_id: str,
         abort: asyncio.Event | None = None,
         model_override: str | None = None,
+        until_under_hard: bool = False,
         *,
         force: bool = False,
         raise_conflict: bool = False,
@@ -197,7 +209,9 @@ class CompactionEngine:
     ) -> CompactionResult:
         """Run the full protocol now. Never raises for model or store failures; with
         ``raise_conflict`` a session another compactor holds raises
-        :class:`~mnesis.errors.CompactionLockedError` (retryable) instead of returning."""
+        :class:`~mnesis.errors.CompactionLockedError` (retryable) instead of returning.
+        ``until_under_hard`` (0.4.0's) always holds: a run drains below half the soft
+        threshold, within ``max_compaction_rounds``."""
         started = time.perf_counter()
         result = CompactionResult(session_id=session_id)
         if self._lock is None:
@@ -387,3 +401,47 @@ class CompactionEngine:
         if self._llm is not None and model == self.session_model:
             return self._llm
         return resolve_client(model, None)
+
+    # -- 0.4.0's names (issue 31) ---------------------------------------------
+    async def compact_exclusive(
+        self, session_id: str, abort: asyncio.Event | None = None
+    ) -> CompactionResult:
+        """Compact now, as an explicit request, holding the session's compaction lock:
+        raises :class:`~mnesis.errors.CompactionLockedError` when another task or
+        process holds it (instead of returning a result naming the conflict)."""
+        return await self.run_compaction(session_id, abort, force=True, raise_conflict=True)
+
+    @property
+    def has_pending(self) -> bool:
+        """True while a background compaction is scheduled or running."""
+        return self.in_progress
+
+    @property
+    def in_flight(self) -> bool:
+        """True while a background compaction is scheduled or running."""
+        return self.in_progress
+
+    @property
+    def more_to_compact(self) -> bool:
+        """True when the last run stopped at ``max_compaction_rounds`` (more may remain)."""
+        result = self.last_result
+        return result is not None and result.rounds >= self.config.compaction.max_compaction_rounds
+
+    @property
+    def stalled(self) -> bool:
+        """True while model summaries are paused after repeated failures (the engine
+        then writes Level 3 summaries only)."""
+        return not self._breaker.available()
+
+    def note_user_turn(self) -> None:
+        """Kept for 0.4.0's callers; does nothing: the engine paces itself by the size of
+        the context view, not by turns."""
+
+    def set_context_measure(self, measure: Callable[[str], Awaitable[int]] | None) -> None:
+        """Keep ``measure`` (0.4.0's hook); the engine measures the context view itself."""
+        self._context_measure = measure
+
+
+class CompactionTruncatedError(CompactionError):
+    """0.4.0's error for a compaction cut short. Never raised here: a run that stops at
+    ``max_compaction_rounds`` returns its result (see :attr:`CompactionEngine.more_to_compact`)."""

@@ -11,7 +11,6 @@ function, :func:`condense_with_model`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import partial
 
 from mnesis.compaction.candidates import (
     MIN_MESSAGES_TO_SUMMARISE,
@@ -32,15 +31,21 @@ from mnesis.models.message import MessageWithParts
 from mnesis.store.base import SummaryRecord
 from mnesis.tokens.estimator import TokenEstimator
 
+CONDENSED_TARGET_TOKENS = 900
+"""The default target of a condensed summary (``CompactionConfig.condensed_target_tokens``)."""
+
 __all__ = [
+    "CONDENSED_TARGET_TOKENS",
     "CONDENSE_LEVEL3_MAX_TOKENS",
     "MIN_MESSAGES_TO_SUMMARISE",
+    "CondensationCandidate",
     "CondensedCandidate",
     "LLMCall",
     "SummaryCandidate",
     "condense_level1",
     "condense_level2",
     "condense_level3",
+    "condense_level3_deterministic",
     "condense_with_model",
     "extractive_candidate",
     "level1_summarise",
@@ -58,6 +63,8 @@ async def level1_summarise(
     llm_call: LLMCall,
     compaction_prompt: str | None = None,
     model_context_limit: int = DEFAULT_INPUT_WINDOW,
+    model_max_output_tokens: int = 0,
+    compaction_estimator: TokenEstimator | None = None,
     *,
     target_tokens: int = 600,
     footer_cap: int = 40,
@@ -66,12 +73,16 @@ async def level1_summarise(
 
     Input is capped at 75 % of ``model_context_limit``; file IDs of the
     summarised messages go into the ``[LCM File IDs: ...]`` footer.
+    ``compaction_estimator`` (0.4.0's) counts in the compaction model's encoding when
+    given; ``model_max_output_tokens`` is accepted for 0.4.0's code (the target bounds
+    the reply).
     """
     rung = model_level(
         1, model, llm_call, input_window=model_context_limit, leaf_prompt=compaction_prompt
     )
+    counter = compaction_estimator or estimator
     return await rung.summarise(
-        messages, SummaryTarget(target_tokens, footer_cap, estimator, budget.usable)
+        messages, SummaryTarget(target_tokens, footer_cap, counter, budget.usable)
     )
 
 
@@ -83,16 +94,20 @@ async def level2_summarise(
     llm_call: LLMCall,
     compaction_prompt: str | None = None,
     model_context_limit: int = DEFAULT_INPUT_WINDOW,
+    model_max_output_tokens: int = 0,
+    compaction_estimator: TokenEstimator | None = None,
     *,
     target_tokens: int = 600,
     footer_cap: int = 40,
 ) -> SummaryCandidate | None:
-    """Level 2: five-field terse summary, messages cut to 500 chars, or None to escalate."""
+    """Level 2: five-field terse summary, messages cut to 500 chars, or None to escalate
+    (the parameters as :func:`level1_summarise`)."""
     rung = model_level(
         2, model, llm_call, input_window=model_context_limit, leaf_prompt=compaction_prompt
     )
+    counter = compaction_estimator or estimator
     return await rung.summarise(
-        messages, SummaryTarget(target_tokens, footer_cap, estimator, budget.usable)
+        messages, SummaryTarget(target_tokens, footer_cap, counter, budget.usable)
     )
 
 
@@ -150,17 +165,90 @@ async def condense_with_model(
     target_tokens: int,
     footer_cap: int,
     prompt: str | None = None,
+    input_window: int = DEFAULT_INPUT_WINDOW,
 ) -> CondensedCandidate | None:
     """Merge summaries with the model at ``level``, or None to escalate: Level 1 with the
     structured prompt, Level 2 tersely (each summary cut to 800 chars)."""
-    rung = model_level(level, model, llm_call, condense_prompt=prompt)
-    return await rung.condense(summaries, SummaryTarget(target_tokens, footer_cap, estimator))
+    rung = model_level(level, model, llm_call, input_window=input_window, condense_prompt=prompt)
+    candidate = await rung.condense(summaries, SummaryTarget(target_tokens, footer_cap, estimator))
+    if candidate is not None:
+        candidate.parent_node_ids = [s.id for s in summaries]
+    return candidate
 
 
-condense_level1 = partial(condense_with_model, 1)
-"""Merge summaries with the structured prompt, or None to escalate."""
-condense_level2 = partial(condense_with_model, 2)
-"""Merge summaries tersely (each cut to 800 chars), or None to escalate."""
+async def condense_level1(
+    nodes: Sequence[SummaryRecord],
+    model: str,
+    budget: ContextBudget,
+    estimator: TokenEstimator,
+    llm_call: LLMCall,
+    model_max_output_tokens: int = 0,
+    model_context_limit: int = DEFAULT_INPUT_WINDOW,
+    compaction_estimator: TokenEstimator | None = None,
+    *,
+    target_tokens: int = CONDENSED_TARGET_TOKENS,
+    footer_cap: int = 40,
+    prompt: str | None = None,
+) -> CondensedCandidate | None:
+    """Merge summaries with the structured prompt, or None to escalate (0.4.0's
+    parameters; ``budget`` and ``model_max_output_tokens`` are accepted for its code, the
+    target bounds the reply)."""
+    return await condense_with_model(
+        1,
+        nodes,
+        model,
+        compaction_estimator or estimator,
+        llm_call,
+        target_tokens=target_tokens,
+        footer_cap=footer_cap,
+        prompt=prompt,
+        input_window=model_context_limit,
+    )
+
+
+async def condense_level2(
+    nodes: Sequence[SummaryRecord],
+    model: str,
+    budget: ContextBudget,
+    estimator: TokenEstimator,
+    llm_call: LLMCall,
+    model_max_output_tokens: int = 0,
+    model_context_limit: int = DEFAULT_INPUT_WINDOW,
+    compaction_estimator: TokenEstimator | None = None,
+    *,
+    target_tokens: int = CONDENSED_TARGET_TOKENS,
+    footer_cap: int = 40,
+    prompt: str | None = None,
+) -> CondensedCandidate | None:
+    """Merge summaries tersely (each cut to 800 chars), or None to escalate (the
+    parameters as :func:`condense_level1`)."""
+    return await condense_with_model(
+        2,
+        nodes,
+        model,
+        compaction_estimator or estimator,
+        llm_call,
+        target_tokens=target_tokens,
+        footer_cap=footer_cap,
+        prompt=prompt,
+        input_window=model_context_limit,
+    )
+
+
+def condense_level3_deterministic(
+    nodes: Sequence[SummaryRecord], estimator: TokenEstimator, budget: ContextBudget
+) -> CondensedCandidate:
+    """0.4.0's name of :func:`condense_level3` at the default condensed target: a merge
+    without a model that always succeeds."""
+    candidate = condense_level3(
+        nodes, estimator, target_tokens=CONDENSED_TARGET_TOKENS, footer_cap=40
+    )
+    candidate.parent_node_ids = [n.id for n in nodes]
+    return candidate
+
+
+CondensationCandidate = CondensedCandidate
+"""0.4.0's name of a condensed summary before it is committed."""
 
 
 def condense_level3(

@@ -134,6 +134,8 @@ class CompactionPasses:
         target = SummaryTarget(
             settings.condensed_target_tokens, cfg.file_ids_footer_cap, self.estimator
         )
+        if cfg.condense_skip_level1:
+            ladder = [r for r in ladder if not (r.uses_model and r.level == 1)]
         candidate = await climb(ladder, lambda rung: rung.condense(children, target), self.breaker)
         if candidate is None:
             candidate = _LAST_RESORT.condense_now(children, target)

@@ -12,25 +12,15 @@ the output stays in the store and the builder renders a one-line stand-in.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 from mnesis.config import MnesisConfig
-from mnesis.models.message import MessageWithParts
+from mnesis.models.message import MessageWithParts, PruneResult
 from mnesis.models.parts import ToolPart
 from mnesis.models.window import REFERENCE_WINDOW, WindowSettings
 from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import TokenEstimator
 
 __all__ = ["PruneResult", "ToolOutputPruner", "ToolOutputPrunerAsync"]
-
-
-@dataclass(slots=True)
-class PruneResult:
-    """What a prune pass did."""
-
-    pruned_count: int = 0
-    pruned_tokens: int = 0
-    candidate_tokens: int = 0
 
 
 class ToolOutputPruner:
@@ -60,6 +50,7 @@ class ToolOutputPruner:
         user_turns = 0
         window = 0
         candidate_tokens = 0
+        scanned = 0
         for message in reversed(messages):
             if message.role == "user":
                 user_turns += 1
@@ -74,6 +65,7 @@ class ToolOutputPruner:
                     break
                 if part.status.state != "completed" or part.tool_name in protected:
                     continue
+                scanned += 1
                 cost = self.estimator.estimate_part(part)
                 window += cost
                 if window > settings.prune_protect_tokens:
@@ -81,7 +73,7 @@ class ToolOutputPruner:
                     candidate_tokens += cost
             if stop:
                 break
-        result = PruneResult(candidate_tokens=candidate_tokens)
+        result = PruneResult(candidate_tokens=candidate_tokens, candidates_scanned=scanned)
         if candidate_tokens <= settings.prune_minimum_tokens:
             return result
         now = int(time.time() * 1000)

@@ -93,6 +93,15 @@ class BuiltContext:
     dropped_summary_ids: list[str] = field(default_factory=list)
     entries: list[ContextEntry] = field(default_factory=list)
     """The included summaries and stored messages, in order (what the wire formats render)."""
+    full_context_tokens: int | None = None
+    """0.4.0's field: the size of the whole context view when it was measured apart
+    from this build (``None``: see :attr:`context_tokens`)."""
+
+    @property
+    def context_tokens(self) -> int:
+        """Tokens of the context as sent (``full_context_tokens`` when set, else
+        ``token_estimate``)."""
+        return self.token_estimate if self.full_context_tokens is None else self.full_context_tokens
 
     def to_dicts(self, *, include_system: bool = True) -> list[dict[str, Any]]:
         """The plain-text rendering: ``{"role", "content"}`` dicts, system prompt first,

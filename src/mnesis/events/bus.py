@@ -15,17 +15,27 @@ from collections.abc import Awaitable, Callable
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["EventBus", "EventHandler", "MnesisEvent"]
+__all__ = ["EventBus", "EventHandler", "Handler", "MnesisEvent"]
 
-logger = logging.getLogger("mnesis.events")
+_LOGGER = logging.getLogger("mnesis.events")
 
 
 class MnesisEvent(StrEnum):
     """Every event mnesis publishes."""
 
     SESSION_CREATED = "session.created"
+    SESSION_UPDATED = "session.updated"
+    """Declared for 0.4.0's code; never published (sessions are not updated)."""
     SESSION_CLOSED = "session.closed"
+    SESSION_DELETED = "session.deleted"
+    """Declared for 0.4.0's code; never published (sessions are never deleted)."""
     MESSAGE_CREATED = "message.created"
+    MESSAGE_UPDATED = "message.updated"
+    """Declared for 0.4.0's code; never published (messages are append-only)."""
+    PART_CREATED = "part.created"
+    """Declared for 0.4.0's code; never published (parts arrive with ``message.created``)."""
+    PART_UPDATED = "part.updated"
+    """Declared for 0.4.0's code; never published."""
     COMPACTION_TRIGGERED = "compaction.triggered"
     COMPACTION_COMPLETED = "compaction.completed"
     COMPACTION_FAILED = "compaction.failed"
@@ -39,13 +49,19 @@ class MnesisEvent(StrEnum):
 
 EventHandler = Callable[[MnesisEvent, dict[str, Any]], Awaitable[None] | None]
 
+Handler = EventHandler
+"""0.4.0's name of :data:`EventHandler`."""
+
 
 class EventBus:
     """A small synchronous/asynchronous event bus."""
 
-    def __init__(self) -> None:
+    def __init__(self, logger: Any = None) -> None:
+        """``logger`` (a ``logging.Logger`` or a structlog logger) receives the failures
+        of handlers; default: the ``mnesis.events`` logger."""
         self._handlers: dict[MnesisEvent | None, list[EventHandler]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._logger: Any = logger if logger is not None else _LOGGER
 
     def subscribe(self, event: MnesisEvent | None, handler: EventHandler) -> None:
         """Call ``handler`` for ``event`` (``None``: for every event)."""
@@ -76,7 +92,7 @@ class EventBus:
             try:
                 result = handler(event, data)
             except Exception:
-                logger.exception("event handler %r failed for %s", handler, event.value)
+                self._logger.exception("event handler %r failed for %s", handler, event.value)
                 continue
             if inspect.isawaitable(result):
                 self._schedule(event, handler, result)
@@ -85,7 +101,7 @@ class EventBus:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            logger.debug("no running loop; async handler %r skipped", handler)
+            self._logger.debug("no running loop; async handler %r skipped", handler)
             if inspect.iscoroutine(awaitable):
                 awaitable.close()
             return
@@ -94,7 +110,7 @@ class EventBus:
             try:
                 await awaitable
             except Exception:
-                logger.exception("async event handler %r failed for %s", handler, event.value)
+                self._logger.exception("async event handler %r failed for %s", handler, event.value)
 
         task = loop.create_task(_run())
         self._tasks.add(task)

@@ -6,7 +6,7 @@ summary (Python outline, JSON shape, CSV columns, ...). ``read(file_id)`` gets t
 content back from disk after checking its sha256.
 """
 
-from mnesis.files.detect import DetectedType, detect_file_type
+from mnesis.files.detect import DetectedType, FileType, detect_file_type
 from mnesis.files.explorers import EXPLORERS, explore
 from mnesis.files.handler import (
     FileAccessError,
@@ -24,6 +24,7 @@ __all__ = [
     "FileChangedError",
     "FileHandleResult",
     "FileMissingError",
+    "FileType",
     "LargeFileHandler",
     "detect_file_type",
     "explore",

@@ -33,10 +33,11 @@ import logging
 import os
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
-from mnesis.config import FileConfig
+from pydantic import BaseModel, ConfigDict
+
+from mnesis.config import FileConfig, MnesisConfig
 from mnesis.errors import (
     FileAccessError,
     FileChangedError,
@@ -49,6 +50,7 @@ from mnesis.files.detect import detect_file_type, is_binary_data
 from mnesis.files.explorers import explore
 from mnesis.files.scan import INLINE_MAX_BYTES, Scan, Unsteady, read_any, sample_tokens, scan_file
 from mnesis.models.parts import FileRefPart, TextPart
+from mnesis.models.summary import file_id_for
 from mnesis.store.base import FileReference
 from mnesis.store.immutable import ImmutableStore
 from mnesis.tokens.estimator import TokenEstimator
@@ -70,15 +72,18 @@ MAX_SUMMARY_TOKENS = 2_000
 """An exploration summary is cut to this many tokens."""
 _EXACT_TOKEN_BYTES = 1024 * 1024
 """Files up to this size have their tokens counted on the whole text."""
-_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _HEX = frozenset("0123456789abcdef")
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class FileHandleResult:
-    """What :meth:`LargeFileHandler.handle_file` decided: exactly one field is set."""
+class FileHandleResult(BaseModel):
+    """What :meth:`LargeFileHandler.handle_file` decided: exactly one of
+    ``inline_content`` and ``file_ref`` is set."""
 
+    model_config = ConfigDict(frozen=True)
+
+    path: str = ""
+    """The absolute path of the file handled."""
     inline_content: str | None = None
     """The text of a file under the inline threshold."""
     file_ref: FileRefPart | None = None
@@ -98,18 +103,6 @@ class FileHandleResult:
         if self.file_ref is not None:
             return self.file_ref
         return TextPart(text=self.inline_content or "")
-
-
-def file_id_for(content_id: str) -> str:
-    """The stable ``file_`` ID of a sha256 hex digest: its first 130 bits in Crockford base32."""
-    if len(content_id) != 64 or not set(content_id) <= _HEX:
-        raise InvalidArgumentError(f"{content_id[:80]!r} is not a sha256 hex digest")
-    value = int.from_bytes(bytes.fromhex(content_id)[:17], "big") >> 6
-    chars = []
-    for _ in range(26):
-        chars.append(_ALPHABET[value & 31])
-        value >>= 5
-    return "file_" + "".join(reversed(chars))
 
 
 _ATTEMPTS = 3
@@ -136,8 +129,27 @@ class LargeFileHandler:
         self._seen_paths: dict[str, list[str]] = {}
 
     # -- handling ------------------------------------------------------------
+    @classmethod
+    def from_session(cls, session: object) -> LargeFileHandler:
+        """A handler over a session's store, with its file configuration and its model's
+        encoding (``session`` is a :class:`~mnesis.MnesisSession`; its own
+        ``handle_file`` also records the session on the references)."""
+        store = getattr(session, "store", None)
+        config = getattr(session, "config", None)
+        info = getattr(session, "model_info", None)
+        if not isinstance(store, ImmutableStore) or not isinstance(config, MnesisConfig):
+            raise InvalidArgumentError(
+                f"from_session needs a MnesisSession, got {type(session).__name__}"
+            )
+        encoding = getattr(info, "encoding", "cl100k_base")
+        return cls(store, TokenEstimator(encoding), config.file)
+
     async def handle_file(
-        self, path: str | os.PathLike[str], *, session_id: str | None = None
+        self,
+        path: str | os.PathLike[str],
+        *,
+        content: str | bytes | None = None,
+        session_id: str | None = None,
     ) -> FileHandleResult:
         """Inline the file at ``path`` or reference it, exploring new content once.
 
@@ -157,6 +169,12 @@ class LargeFileHandler:
         blocking).
         """
         absolute = check_path(path)
+        if content is not None:
+            raise InvalidArgumentError(
+                "handle_file(content=...) is not supported: a reference is read back from "
+                "the file on disk and checked against its sha256; write the content to a "
+                "file and pass its path"
+            )
         if session_id is not None and not isinstance(session_id, str):
             raise InvalidArgumentError(
                 f"session_id must be a string, got {type(session_id).__name__}"
@@ -184,7 +202,7 @@ class LargeFileHandler:
         if not binary and scan.data is not None:
             text, counted = await self._bounded(lambda: self._inline_text(scan), path)
             if text is not None:
-                return FileHandleResult(inline_content=text, token_count=counted)
+                return FileHandleResult(path=absolute, inline_content=text, token_count=counted)
             tokens = counted
         self._remember(scan.content_id, absolute)
         async with self._lock_for(scan.content_id):
@@ -192,7 +210,10 @@ class LargeFileHandler:
             if cached is not None:
                 logger.debug("file reference cache hit for %s (%s)", absolute, cached.file_id)
                 return FileHandleResult(
-                    file_ref=_part(cached, absolute), token_count=cached.token_count, cache_hit=True
+                    path=absolute,
+                    file_ref=_part(cached, absolute),
+                    token_count=cached.token_count,
+                    cache_hit=True,
                 )
             if tokens is None:
                 tokens = await self._bounded(lambda: sample_tokens(scan, self.estimator), path)
@@ -213,7 +234,9 @@ class LargeFileHandler:
         logger.debug(
             "referenced %s as %s (%s, ~%d tokens)", absolute, stored.file_id, file_type, tokens
         )
-        return FileHandleResult(file_ref=_part(stored, absolute), token_count=stored.token_count)
+        return FileHandleResult(
+            path=absolute, file_ref=_part(stored, absolute), token_count=stored.token_count
+        )
 
     def _inline_text(self, scan: Scan) -> tuple[str | None, int]:
         """``(text, tokens)`` if the file goes inline, else ``(None, estimated tokens)``."""

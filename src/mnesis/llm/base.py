@@ -37,6 +37,8 @@ class LLMRequest:
     caching (the system prompt, the last summary, the last message; at most four). A
     client whose provider takes prompt-caching breakpoints marks them (the litellm client
     does for Anthropic models); any other client ignores them."""
+    temperature: float | None = None
+    """Sampling temperature; ``None`` (the default) leaves it to the model."""
 
 
 @dataclass(slots=True)

@@ -121,6 +121,8 @@ class LiteLLMClient:
         kwargs: dict[str, Any] = dict(self._options)
         if request.max_tokens:
             kwargs["max_tokens"] = request.max_tokens
+        if request.temperature is not None:
+            kwargs["temperature"] = request.temperature
         if request.tools:
             kwargs["tools"] = request.tools
             if self._skip_mcp:

@@ -89,7 +89,7 @@ class MnesisMCP:
     async def store(self) -> ImmutableStore:
         """The (lazily opened) store."""
         if self._store is None:
-            self._store = await self.pool.acquire(self.config.store, db_path=self.db_path)
+            self._store = await self.pool.acquire(self.db_path, config=self.config.store)
         return self._store
 
     async def close(self) -> None:

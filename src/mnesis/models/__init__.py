@@ -1,5 +1,13 @@
 """Data models: messages, parts, results, token usage, model metadata and IDs."""
 
+from mnesis.config import (
+    CompactionConfig,
+    FileConfig,
+    MnesisConfig,
+    OperatorConfig,
+    SessionConfig,
+    StoreConfig,
+)
 from mnesis.models.ids import is_valid_id, new_id
 from mnesis.models.message import (
     CompactionResult,
@@ -34,6 +42,7 @@ from mnesis.models.parts import (
     ToolStatus,
     part_adapter,
 )
+from mnesis.models.summary import MessageSpan
 from mnesis.models.tokens import TokenUsage
 
 __all__ = [
@@ -69,4 +78,13 @@ __all__ = [
     "is_valid_id",
     "new_id",
     "part_adapter",
+]
+__all__ += [  # 0.4.0's re-exports at this path (issue 31)
+    "CompactionConfig",
+    "FileConfig",
+    "MessageSpan",
+    "MnesisConfig",
+    "OperatorConfig",
+    "SessionConfig",
+    "StoreConfig",
 ]

@@ -10,16 +10,21 @@ from :mod:`mnesis.models.parts`, :mod:`mnesis.models.tokens` and
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from mnesis.models.budget import ContextBudget
+from mnesis.models.clock import now_ms
 from mnesis.models.limits import INT64_MAX, INT64_MIN
 from mnesis.models.parts import (
     CompactionPart,
     FileRefPart,
     MessagePart,
+    PatchPart,
+    ReasoningPart,
+    StepFinishPart,
+    StepStartPart,
     TextPart,
     ToolPart,
     ToolStatus,
@@ -49,6 +54,14 @@ __all__ += [  # the documented re-exports of the message vocabulary
     "TokenUsage",
     "ToolPart",
     "ToolStatus",
+]
+__all__ += [  # 0.4.0's names at this path (issue 31)
+    "MessageError",
+    "PatchPart",
+    "PruneResult",
+    "ReasoningPart",
+    "StepFinishPart",
+    "StepStartPart",
 ]
 
 CompactionMarkerPart = CompactionPart
@@ -85,14 +98,23 @@ class FinishReason(StrEnum):
     ERROR = "error"
 
 
+class MessageError(BaseModel):
+    """0.4.0's error record of a failed message (see :attr:`Message.error`)."""
+
+    code: str
+    message: str
+    retriable: bool = False
+    provider_error_code: str | None = None
+
+
 class Message(BaseModel):
     """One stored message (a user turn, an assistant turn or a summary)."""
 
     id: str
     session_id: str
     role: Role
-    created_at: int = Field(ge=INT64_MIN, le=INT64_MAX)
-    """Unix milliseconds."""
+    created_at: int = Field(default_factory=now_ms, ge=INT64_MIN, le=INT64_MAX)
+    """Unix milliseconds (now, when not given)."""
     agent: str = "default"
     model_id: str | None = None
     provider_id: str | None = None
@@ -103,6 +125,11 @@ class Message(BaseModel):
     finish_reason: str | None = None
     token_estimate: int = Field(default=0, ge=0, le=INT64_MAX)
     """Estimated tokens of the message as rendered into a context."""
+    error: MessageError | None = None
+    """0.4.0's field, accepted for compatibility and not stored: a failed turn is
+    stored as a ``RetryPart`` holding its error."""
+    mode: str | None = None
+    """0.4.0's field, accepted for compatibility and not stored."""
 
 
 class MessageWithParts(BaseModel):
@@ -130,6 +157,25 @@ class MessageWithParts(BaseModel):
     def tool_parts(self) -> list[ToolPart]:
         """The tool parts, in order."""
         return [p for p in self.parts if isinstance(p, ToolPart)]
+
+    @property
+    def is_summary(self) -> bool:
+        """Whether the message is a summary (``message.is_summary``)."""
+        return self.message.is_summary
+
+    @property
+    def model_id(self) -> str | None:
+        """The model that wrote the message (``message.model_id``)."""
+        return self.message.model_id
+
+    @property
+    def tokens(self) -> TokenUsage | None:
+        """The token usage recorded on the message (``message.tokens``)."""
+        return self.message.tokens
+
+    def text_content(self) -> str:
+        """0.4.0's name of :attr:`text`: the concatenated text parts."""
+        return self.text
 
 
 class CompactionResult(BaseModel):
@@ -189,6 +235,20 @@ class TurnResult(BaseModel):
     tool_calls: list[ToolPart] = Field(default_factory=list)
 
 
+class PruneResult(BaseModel):
+    """What a tool-output prune pass did."""
+
+    pruned_count: int = 0
+    """Tool outputs tombstoned."""
+    pruned_tokens: int = 0
+    """Tokens the tombstones saved."""
+    candidates_scanned: int = 0
+    """Completed, unprotected tool outputs the pass looked at."""
+    candidate_tokens: int = 0
+    """Tokens of the outputs beyond the protect window (pruned only above
+    ``prune_minimum_tokens``)."""
+
+
 class RecordResult(BaseModel):
     """The result of :meth:`MnesisSession.record` and :meth:`MnesisSession.record_messages`."""
 
@@ -204,36 +264,62 @@ class RecordResult(BaseModel):
 
 
 class ContextBreakdown(BaseModel):
-    """Where the tokens of an assembled context go."""
+    """Where the tokens of an assembled context go. ``summary`` (0.4.0's name) and
+    ``summaries`` are the same number; either may be given."""
 
     system_prompt: int = 0
     summaries: int = 0
+    summary: int = 0
     messages: int = 0
     tool_outputs: int = 0
     total: int = 0
     budget: int = 0
 
+    @model_validator(mode="before")
+    @classmethod
+    def _one_summary_count(cls, data: Any) -> Any:
+        if isinstance(data, dict) and ("summary" in data) != ("summaries" in data):
+            count = data.get("summary", data.get("summaries"))
+            data = {**data, "summary": count, "summaries": count}
+        return data
+
 
 class TurnSnapshot(BaseModel):
-    """One turn as seen by :meth:`MnesisSession.history`."""
+    """One turn as seen by :meth:`MnesisSession.history`. ``context_tokens`` (0.4.0's
+    name) and ``context`` are the same breakdown; either may be given."""
 
     turn_index: int
-    user_message_id: str
-    assistant_message_id: str
-    context: ContextBreakdown
+    user_message_id: str = ""
+    assistant_message_id: str = ""
+    role: Role = "assistant"
+    """The role of the message that ended the turn (0.4.0's field)."""
+    context: ContextBreakdown = Field(default_factory=ContextBreakdown)
+    context_tokens: ContextBreakdown = Field(default_factory=ContextBreakdown)
     tokens: TokenUsage = Field(default_factory=TokenUsage)
     compaction_triggered: bool = False
+    compact_result: CompactionResult | None = None
+    """The compaction that ran before this turn's model call, if one did."""
     created_at: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_breakdown(cls, data: Any) -> Any:
+        if isinstance(data, dict) and ("context" in data) != ("context_tokens" in data):
+            breakdown = data.get("context", data.get("context_tokens"))
+            data = {**data, "context": breakdown, "context_tokens": breakdown}
+        return data
 
 
 class TextDelta(BaseModel):
     """A piece of streamed assistant text."""
 
-    message_id: str
+    type: Literal["text_delta"] = "text_delta"
+    message_id: str = ""
     text: str
 
 
 class TurnComplete(BaseModel):
     """The last item of :meth:`MnesisSession.stream`: the finished turn."""
 
+    type: Literal["turn_complete"] = "turn_complete"
     result: TurnResult

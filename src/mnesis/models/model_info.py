@@ -51,8 +51,8 @@ class ModelInfo(BaseModel):
 
     model_id: str
     provider_id: str = "unknown"
-    context_limit: int = Field(gt=0)
-    max_output_tokens: int = Field(ge=0)
+    context_limit: int = Field(default=200_000, gt=0)
+    max_output_tokens: int = Field(default=8_192, ge=0)
     encoding: str = "cl100k_base"
 
     @classmethod

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, TypeAdapter
 
 from mnesis.models.limits import INT64_MAX, INT64_MIN
 from mnesis.models.tokens import TokenUsage
@@ -37,6 +37,9 @@ __all__ = [
 ]
 
 ToolState = Literal["pending", "running", "completed", "error"]
+
+DEFAULT_PROTECTED_TOOLS = frozenset({"skill"})
+"""Tools whose outputs the pruner keeps (the default of ``CompactionConfig.protected_tools``)."""
 
 Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
 """An integer a 64-bit storage column holds."""
@@ -118,13 +121,31 @@ class ToolPart(_Part):
         """Unix ms at which the output was tombstoned, or None."""
         return self.status.compacted_at
 
+    @property
+    def is_protected(self) -> bool:
+        """Whether the pruner leaves this output alone under the default configuration
+        (``CompactionConfig.protected_tools``: ``skill``)."""
+        return self.tool_name in DEFAULT_PROTECTED_TOOLS
+
 
 class PatchPart(_Part):
-    """A code change: content hash and the files it touched."""
+    """A code change: content hash and the files it touched (0.4.0's diff and line
+    counts optional)."""
 
     type: Literal["patch"] = "patch"
-    hash: str
-    files: list[str] = Field(default_factory=list)
+    hash: str = ""
+    files: list[str] = Field(
+        default_factory=list, validation_alias=AliasChoices("files", "files_changed")
+    )
+    """Also accepted as ``files_changed`` (0.4.0's name), which reads it back."""
+    unified_diff: str = ""
+    additions: Count = 0
+    deletions: Count = 0
+
+    @property
+    def files_changed(self) -> list[str]:
+        """0.4.0's name of :attr:`files`."""
+        return self.files
 
 
 class FilePart(_Part):
@@ -161,17 +182,33 @@ class CompactionPart(_Part):
     """Marker written with every compaction commit."""
 
     type: Literal["compaction"] = "compaction"
-    summary_id: str
-    level: int = Field(ge=1, le=3)
+    summary_id: str = Field(validation_alias=AliasChoices("summary_id", "summary_node_id"))
+    """Also accepted as ``summary_node_id`` (0.4.0's name), which reads it back."""
+    level: int = Field(default=1, ge=1, le=3)
     auto: bool = True
     compacted_message_count: Count = 0
+    compacted_token_count: Count = 0
+
+    @property
+    def summary_node_id(self) -> str:
+        """0.4.0's name of :attr:`summary_id`."""
+        return self.summary_id
 
 
 class StepStartPart(_Part):
     """Start of a model step."""
 
     type: Literal["step_start"] = "step_start"
-    snapshot: str | None = None
+    snapshot: str | None = Field(
+        default=None, validation_alias=AliasChoices("snapshot", "snapshot_ref")
+    )
+    """Also accepted as ``snapshot_ref`` (0.4.0's name), which reads it back."""
+    step_index: Count = 0
+
+    @property
+    def snapshot_ref(self) -> str | None:
+        """0.4.0's name of :attr:`snapshot`."""
+        return self.snapshot
 
 
 class StepFinishPart(_Part):
@@ -181,6 +218,10 @@ class StepFinishPart(_Part):
     reason: str = "stop"
     cost: float = Field(default=0.0, allow_inf_nan=False)
     tokens: TokenUsage = Field(default_factory=TokenUsage)
+    step_index: Count = 0
+    snapshot_ref: str | None = None
+    tokens_used: TokenUsage | None = None
+    """0.4.0's field, kept as given; mnesis fills :attr:`tokens`."""
 
 
 class SnapshotPart(_Part):

@@ -59,6 +59,8 @@ class _Outcome:
     turns: int
     finish_reason: str
     usage: TokenUsage
+    intermediate: tuple[str, ...] = ()
+    """The replies with text before the final one."""
 
     def encode(self) -> str:
         record = {
@@ -66,6 +68,7 @@ class _Outcome:
             "turns": self.turns,
             "finish_reason": self.finish_reason,
             "usage": self.usage.model_dump(),
+            "intermediate": list(self.intermediate),
         }
         return json.dumps(record, ensure_ascii=False)
 
@@ -80,6 +83,7 @@ class _Outcome:
             record.get("turns", 0),
             record.get("finish_reason", "stop"),
             usage,
+            tuple(str(text) for text in record.get("intermediate", ())),
         )
 
     def result(self, **fields: Any) -> AgentMapResult:
@@ -91,6 +95,7 @@ class _Outcome:
             turns=self.turns,
             finish_reason=self.finish_reason,
             token_usage=self.usage,
+            intermediate_outputs=list(self.intermediate),
         )
 
 
@@ -184,6 +189,7 @@ class ItemWorker:
             message = prompt
             usage = TokenUsage()
             turns = 0
+            intermediate: list[str] = []
             while True:
                 turns += 1
                 result = await session.send(message, tools=offered, run_lcm_tools=True)
@@ -197,11 +203,13 @@ class ItemWorker:
                 if turns >= plan.max_turns:
                     reason = "max_turns"
                     break
+                if result.text:
+                    intermediate.append(result.text)
                 for call in result.tool_calls:
                     output, error = await self._call_tool(session, call)
                     await session.complete_tool_call(call.tool_call_id, output=output, error=error)
-                message = _CONTINUE
-            return _Outcome(result.text, turns, reason, usage)
+                message = self.plan.continuation or _CONTINUE
+            return _Outcome(result.text, turns, reason, usage, tuple(intermediate))
         finally:
             # The sub-session takes no more turns, so a compaction its last turn
             # started in the background would only cost model calls.

@@ -33,6 +33,7 @@ from mnesis.operators.agentic_item import ItemWorker, stored_result
 from mnesis.operators.agentic_plan import (
     DEFAULT_AGENT,
     DEFAULT_SYSTEM_PROMPT,
+    PER_RUN_STORE,
     AgenticMapOptions,
     AgentPlan,
     ToolHandler,
@@ -64,8 +65,8 @@ class AgenticMap:
         self,
         config: OperatorConfig | MnesisConfig | None = None,
         event_bus: EventBus | None = None,
-        *,
         model: str | None = None,
+        *,
         db_path: str | None = None,
         pool: StorePool | None = None,
         llm: LLMClient | None = None,
@@ -105,7 +106,7 @@ class AgenticMap:
     def run(
         self,
         inputs: Sequence[Any],
-        prompt_template: str,
+        agent_prompt_template: str,
         **options: Unpack[AgenticMapOptions],
     ) -> AsyncGenerator[AgentMapResult, None]:
         """Run one sub-session per input; yields results in completion order.
@@ -131,19 +132,48 @@ class AgenticMap:
         process or stored with other inputs, and
         :class:`~mnesis.errors.SessionNotFoundError` for an unknown parent.
         """
-        return self._stream(plan_run(self._config, self._model, inputs, prompt_template, options))
+        target = self._for_run(options)
+        plan = plan_run(self._config, self._model, inputs, agent_prompt_template, options)
+        return target._stream(plan)
 
     async def run_all(
         self,
         inputs: Sequence[Any],
-        prompt_template: str,
+        agent_prompt_template: str,
         **options: Unpack[AgenticMapOptions],
     ) -> AgentMapBatch:
         """Like :meth:`run`, collected into an :class:`AgentMapBatch` sorted by ``index``."""
+        target = self._for_run(options)
         plan = plan_run(
-            self._config, self._model, inputs, prompt_template, options, "AgenticMap.run_all"
+            self._config, self._model, inputs, agent_prompt_template, options, "AgenticMap.run_all"
         )
-        return await collect_batch(self._stream(plan), plan.run_id, AgentMapBatch)
+        return await collect_batch(target._stream(plan), plan.run_id, AgentMapBatch)
+
+    def _for_run(self, options: AgenticMapOptions) -> AgenticMap:
+        """This operator, or, when the run names its own store (0.4.0's per-run
+        ``lcm_config`` / ``db_path`` / ``pool``), one like it over that store."""
+        if all(options.get(name) is None for name in PER_RUN_STORE):
+            return self
+        config = options.get("lcm_config")
+        if config is not None and not isinstance(config, MnesisConfig):
+            raise InvalidArgumentError(
+                f"lcm_config must be a MnesisConfig, got {type(config).__name__}"
+            )
+        sub_config = (config or self._session_config).model_copy(deep=True)
+        db_path = options.get("db_path")
+        if db_path is not None:
+            if not isinstance(db_path, str) or not db_path.strip() or "\x00" in db_path:
+                raise InvalidArgumentError(f"db_path must be a non-empty path, got {db_path!r}")
+            sub_config.store.db_path = db_path
+        pool = options.get("pool")
+        return AgenticMap(
+            self._config,
+            self._bus,
+            self._model,
+            pool=pool if pool is not None else self._pool,
+            llm=self._llm,
+            session_config=sub_config,
+        )
 
     # -- execution ------------------------------------------------------------
     async def _stream(self, plan: AgentPlan) -> AsyncGenerator[AgentMapResult, None]:

@@ -15,16 +15,18 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from mnesis.config import OperatorConfig
+from mnesis.config import MnesisConfig, OperatorConfig
 from mnesis.errors import InvalidArgumentError
 from mnesis.models.ids import is_valid_id, new_id
 from mnesis.operators.checks import check_option_names, int_at_least, int_option, run_model
 from mnesis.operators.template import ItemTemplate
+from mnesis.store.pool import StorePool
 
 __all__ = [
     "DEFAULT_AGENT",
     "DEFAULT_MAX_TURNS",
     "DEFAULT_SYSTEM_PROMPT",
+    "PER_RUN_STORE",
     "AgentPlan",
     "AgenticMapOptions",
     "ToolHandler",
@@ -75,6 +77,20 @@ class AgenticMapOptions(TypedDict, total=False):
     """On resume, run the items an earlier run left failed again; default ``False``."""
     model: str | None
     """Overrides the model given to the constructor; one of them must be given."""
+    continuation_message: str
+    """The user message sent after the tool results of a turn, asking the sub-agent to
+    go on; default (``""``): a short built-in one."""
+    lcm_config: MnesisConfig | None
+    """0.4.0's name: the sub-sessions' configuration for this run (as the constructor's
+    ``session_config``)."""
+    db_path: str | None
+    """0.4.0's per-run store path of the sub-sessions (as the constructor's ``db_path``)."""
+    pool: StorePool | None
+    """0.4.0's per-run store pool of the sub-sessions (as the constructor's ``pool``)."""
+
+
+PER_RUN_STORE = ("lcm_config", "db_path", "pool")
+"""Options that pick the sub-sessions' store and configuration: the constructor's, per run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +112,7 @@ class AgentPlan:
     concurrency: int
     parent_id: str | None
     retry_failed: bool
+    continuation: str = ""
 
     def config_record(self) -> dict[str, Any]:
         """What is stored with the run (``template`` must match on resume)."""
@@ -121,6 +138,9 @@ def plan_run(
     """The plan of one call of ``call`` with ``options``; operator defaults come from
     ``config``, the model from ``options`` or else ``default_model``."""
     check_option_names(options, AgenticMapOptions.__optional_keys__, call)
+    continuation = options.get("continuation_message", "")
+    if not isinstance(continuation, str):
+        raise InvalidArgumentError("continuation_message must be a string")
     model = run_model(options.get("model"), default_model, "AgenticMap")
     if isinstance(inputs, str | bytes | bytearray | dict) or not isinstance(inputs, Sequence):
         raise InvalidArgumentError(f"inputs must be a list of items, got {type(inputs).__name__}")
@@ -173,6 +193,7 @@ def plan_run(
         concurrency=workers,
         parent_id=parent_id,
         retry_failed=retry_failed,
+        continuation=continuation,
     )
 
 

@@ -29,6 +29,8 @@ from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterab
 from dataclasses import dataclass
 from typing import Any, Unpack
 
+from pydantic import BaseModel
+
 from mnesis.config import MnesisConfig, OperatorConfig
 from mnesis.errors import InvalidArgumentError, LLMError
 from mnesis.events.bus import EventBus
@@ -50,6 +52,7 @@ from mnesis.operators.output import InvalidOutput, OutputSpec
 from mnesis.operators.results import MapBatch, MapFileSummary, MapResult
 from mnesis.operators.runner import MapRun, collect_batch, ms_since
 from mnesis.operators.template import ItemTemplate
+from mnesis.tokens.estimator import TokenEstimator
 
 __all__ = ["DEFAULT_TIMEOUT_SECONDS", "LLMMap"]
 
@@ -82,6 +85,10 @@ class _Plan:
     concurrency: int
     total: int | None
     """The number of inputs; ``None`` for an iterable without a length."""
+    temperature: float | None = None
+    """Sent to the model only when given."""
+    guidance: str | None = None
+    """The text of the follow-up message after an invalid output (``retry_guidance``)."""
 
 
 class LLMMap:
@@ -92,18 +99,29 @@ class LLMMap:
     ``llm.retry``. ``llm`` is any :class:`~mnesis.llm.LLMClient` (default: the
     client :func:`~mnesis.llm.resolve_client` picks for the model). A model error is
     retried after ``retry_backoff`` seconds, doubling per attempt (at most 8 s).
+
+    ``estimator`` is accepted for 0.4.0's code and not used (LLMMap counts the tokens
+    the model reports); an :class:`~mnesis.events.EventBus` given in its place (the
+    earlier ``LLMMap(config, bus)``) is taken as ``event_bus``.
     """
 
     def __init__(
         self,
         config: OperatorConfig | MnesisConfig | None = None,
+        estimator: TokenEstimator | EventBus | None = None,
         event_bus: EventBus | None = None,
+        model: str | None = None,
         *,
         llm: LLMClient | None = None,
-        model: str | None = None,
         retry_backoff: float = 0.5,
     ) -> None:
         self._config = operator_config(config)
+        if isinstance(estimator, EventBus) and event_bus is None:
+            estimator, event_bus = None, estimator
+        if estimator is not None and not isinstance(estimator, TokenEstimator):
+            raise InvalidArgumentError(
+                f"estimator must be a TokenEstimator, got {type(estimator).__name__}"
+            )
         self._bus = check_event_bus(event_bus)
         if model is not None:
             check_model(model)
@@ -120,15 +138,18 @@ class LLMMap:
         self,
         inputs: Iterable[Any] | AsyncIterable[Any],
         prompt_template: str,
+        output_schema: type[BaseModel] | dict[str, Any] | None = None,
         **options: Unpack[LLMMapOptions],
     ) -> AsyncGenerator[MapResult, None]:
         """Map ``prompt_template`` over ``inputs``; yields results in completion order.
 
         ``inputs`` is any iterable or async iterable (consumed lazily). The template
-        sees ``item`` and ``index``. The keyword ``options`` are those of
-        :class:`~mnesis.operators.LLMMapOptions` (``output_schema``, ``model``,
-        ``system_prompt``, ``max_retries``, ``timeout``, ``concurrency``, or all of
-        them as ``options=MapOptions(...)``).
+        sees ``item`` and ``index``. ``output_schema`` is a pydantic model (each output
+        is an instance of it), a JSON-schema dict (the output is the parsed JSON) or
+        ``None`` (the output is the reply text). The keyword ``options`` are those of
+        :class:`~mnesis.operators.LLMMapOptions` (``model``, ``system_prompt``,
+        ``max_retries``, ``timeout``, ``concurrency``, ``temperature``,
+        ``retry_guidance``, or all of them as ``options=MapOptions(...)``).
 
         Raises :class:`~mnesis.errors.InvalidArgumentError` immediately, before any
         model call, for a template without ``{{ item }}`` or any other bad argument
@@ -136,17 +157,18 @@ class LLMMap:
         Per-item failures are reported in the results, never raised. Break out of
         the loop inside ``contextlib.aclosing(...)`` to stop in-flight work at once.
         """
-        plan = self._plan(options, "run", prompt_template, inputs)
+        plan = self._plan(options, "run", prompt_template, inputs, output_schema)
         return self._stream(plan, enumerate_inputs(inputs))
 
     async def run_all(
         self,
         inputs: Iterable[Any] | AsyncIterable[Any],
         prompt_template: str,
+        output_schema: type[BaseModel] | dict[str, Any] | None = None,
         **options: Unpack[LLMMapOptions],
     ) -> MapBatch:
         """Like :meth:`run`, collected into a :class:`MapBatch` sorted by ``index``."""
-        plan = self._plan(options, "run_all", prompt_template, inputs)
+        plan = self._plan(options, "run_all", prompt_template, inputs, output_schema)
         stream = self._stream(plan, enumerate_inputs(inputs))
         return await collect_batch(stream, plan.run_id, MapBatch)
 
@@ -155,6 +177,8 @@ class LLMMap:
         input_path: str,
         output_path: str,
         prompt_template: str,
+        *,
+        output_schema: type[BaseModel] | dict[str, Any] | None = None,
         **options: Unpack[LLMMapOptions],
     ) -> MapFileSummary:
         """File mode: each non-blank line of ``input_path`` is one JSON input; one JSON
@@ -169,7 +193,7 @@ class LLMMap:
         (a bad argument raises before it is opened). Raises ``OSError`` if a file
         cannot be opened.
         """
-        plan = self._plan(options, "run_jsonl", prompt_template, None)
+        plan = self._plan(options, "run_jsonl", prompt_template, None, output_schema)
         for name, path in (("input_path", input_path), ("output_path", output_path)):
             if not isinstance(path, str) or not path.strip():
                 raise InvalidArgumentError(f"{name} must be a non-empty path, got {path!r}")
@@ -188,10 +212,15 @@ class LLMMap:
 
     # -- planning -------------------------------------------------------------
     def _plan(
-        self, keywords: LLMMapOptions, method: str, prompt_template: str, inputs: object
+        self,
+        keywords: LLMMapOptions,
+        method: str,
+        prompt_template: str,
+        inputs: object,
+        output_schema: type[BaseModel] | dict[str, Any] | None,
     ) -> _Plan:
         """Check every argument of ``method`` (``inputs`` is ``None`` in file mode)."""
-        options = MapOptions.from_keywords(keywords, f"LLMMap.{method}")
+        options = MapOptions.from_keywords(keywords, f"LLMMap.{method}", output_schema)
         if inputs is not None:
             _check_inputs(inputs)
         template = ItemTemplate(prompt_template)
@@ -200,7 +229,7 @@ class LLMMap:
         system_prompt = options.system_prompt
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise InvalidArgumentError("system_prompt must be a string")
-        timeout = options.timeout
+        timeout = options.timeout if options.timeout is not None else options.timeout_secs
         seconds = DEFAULT_TIMEOUT_SECONDS if timeout is None else timeout
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
             raise InvalidArgumentError(f"timeout must be a positive number, got {timeout!r}")
@@ -218,6 +247,8 @@ class LLMMap:
                 options.concurrency, self._config.llm_map_concurrency, 1, "concurrency"
             ),
             total=len(inputs) if isinstance(inputs, Sized) else None,
+            temperature=_temperature(options.temperature),
+            guidance=_guidance(options.retry_guidance),
         )
 
     # -- execution ------------------------------------------------------------
@@ -278,7 +309,9 @@ class LLMMap:
         for attempt in range(1, attempts + 1):
             if attempt > 1:
                 run.retry(index, attempt, error)
-            request = LLMRequest(model=plan.model, messages=messages, purpose="map")
+            request = LLMRequest(
+                model=plan.model, messages=messages, purpose="map", temperature=plan.temperature
+            )
             try:
                 response = await complete(plan.client, request, timeout=plan.timeout)
             except LLMError as exc:
@@ -298,7 +331,7 @@ class LLMMap:
                 messages = [
                     *base,
                     {"role": "assistant", "content": response.text},
-                    {"role": "user", "content": _FEEDBACK.format(error=exc)},
+                    {"role": "user", "content": _feedback(plan, exc)},
                 ]
                 continue
             return MapResult(
@@ -322,6 +355,26 @@ class LLMMap:
 
 def _name(exc: BaseException) -> str:
     return type(exc).__name__
+
+
+def _feedback(plan: _Plan, exc: Exception) -> str:
+    if plan.guidance is None:
+        return _FEEDBACK.format(error=exc)
+    return f"{plan.guidance}\n\nThe problem: {exc}"
+
+
+def _temperature(value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 2:
+        raise InvalidArgumentError(f"temperature must be a number from 0 to 2, got {value!r}")
+    return float(value)
+
+
+def _guidance(value: object) -> str | None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise InvalidArgumentError(f"retry_guidance must be a non-empty string, got {value!r}")
+    return value
 
 
 def _check_inputs(inputs: object) -> None:

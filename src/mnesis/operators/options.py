@@ -26,11 +26,9 @@ __all__ = ["LLMMapOptions", "MapOptions"]
 
 class LLMMapOptions(TypedDict, total=False):
     """The keyword options of one :class:`~mnesis.operators.LLMMap` run. A missing
-    option, or one given as ``None``, takes the default named here."""
+    option, or one given as ``None``, takes the default named here. (``output_schema``
+    is a parameter of its own, third after ``inputs`` and ``prompt_template``.)"""
 
-    output_schema: type[BaseModel] | dict[str, Any] | None
-    """A pydantic model (each output is an instance of it), a JSON-schema dict (the
-    output is the parsed JSON) or ``None``, the default (the output is the reply text)."""
     model: str | None
     """Overrides the model given to the constructor; one of them must be given."""
     system_prompt: str | None
@@ -42,6 +40,14 @@ class LLMMapOptions(TypedDict, total=False):
     """Seconds one model call may take; positive, default 120."""
     concurrency: int | None
     """Items in flight at once; ``>= 1``, default ``config.llm_map_concurrency``."""
+    temperature: float | None
+    """Sampling temperature, 0 to 2, sent to the model only when given (default: the
+    model's own; reasoning models refuse any other than theirs)."""
+    timeout_secs: float | None
+    """0.4.0's name of ``timeout`` (``timeout`` wins when both are given)."""
+    retry_guidance: str | None
+    """The follow-up message after an output that failed validation (the error is
+    appended); default: a built-in one naming the error."""
     options: MapOptions | None
     """The same settings as one :class:`MapOptions`; the keywords above win over it."""
 
@@ -58,6 +64,9 @@ class MapOptions:
     max_retries: int | None = None
     timeout: float | None = None
     concurrency: int | None = None
+    temperature: float | None = None
+    timeout_secs: float | None = None
+    retry_guidance: str | None = None
 
     def overridden(self, given: MapOptions) -> MapOptions:
         """A copy in which every field of ``given`` that is not ``None`` replaces its own."""
@@ -77,10 +86,17 @@ class MapOptions:
         return options
 
     @staticmethod
-    def from_keywords(keywords: Mapping[str, Any], call: str = "LLMMap.run") -> MapOptions:
-        """The options of one call of ``call`` given ``keywords`` (see :class:`LLMMapOptions`):
-        ``keywords["options"]`` with every other keyword that is not ``None`` laid over it.
-        Raises :class:`~mnesis.operators.UnknownOptionError` for a keyword that is no option."""
+    def from_keywords(
+        keywords: Mapping[str, Any],
+        call: str = "LLMMap.run",
+        output_schema: type[BaseModel] | dict[str, Any] | None = None,
+    ) -> MapOptions:
+        """The options of one call of ``call`` given ``keywords`` (see :class:`LLMMapOptions`)
+        and ``output_schema``: ``keywords["options"]`` with every other keyword that is not
+        ``None`` laid over it. Raises :class:`~mnesis.operators.UnknownOptionError` for a
+        keyword that is no option."""
         check_option_names(keywords, LLMMapOptions.__optional_keys__, call)
         given = {k: v for k, v in keywords.items() if k != "options" and v is not None}
+        if output_schema is not None:
+            given["output_schema"] = output_schema
         return replace(MapOptions.of(keywords.get("options")), **given)

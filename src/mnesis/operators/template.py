@@ -49,10 +49,11 @@ _GRACE_SECONDS = 1.0
 _ENV = BoundedEnvironment(DEFAULT_LIMITS)
 
 
-def require_item_variable(source: object, *, what: str = "prompt_template") -> None:
-    """Raise :class:`~mnesis.errors.InvalidArgumentError` unless ``source`` is a Jinja2
-    template that uses ``{{ item }}`` and no variable other than ``item`` and ``index``."""
-    ItemTemplate(source, what=what)
+def require_item_variable(template_str: object, *, what: str = "prompt_template") -> None:
+    """Raise :class:`~mnesis.errors.InvalidArgumentError` unless ``template_str`` is a
+    Jinja2 template that uses ``{{ item }}`` and no variable other than ``item`` and
+    ``index``."""
+    ItemTemplate(template_str, what=what)
 
 
 class ItemTemplate:

@@ -16,7 +16,17 @@ from mnesis.store.base import (
     SummaryRecord,
 )
 from mnesis.store.dag import SummaryDAGStore
-from mnesis.store.immutable import ImmutableStore
+from mnesis.store.immutable import (
+    DuplicateIDError,
+    ImmutableFieldError,
+    ImmutableStore,
+    MessageNotFoundError,
+    MnesisStoreError,
+    PartNotFoundError,
+    RawMessagePart,
+    Session,
+    SessionNotFoundError,
+)
 from mnesis.store.pool import StorePool
 from mnesis.store.sqlite import SQLiteStore
 
@@ -33,4 +43,14 @@ __all__ = [
     "StorePool",
     "SummaryDAGStore",
     "SummaryRecord",
+]
+__all__ += [  # 0.4.0's names at this path (issue 31)
+    "DuplicateIDError",
+    "ImmutableFieldError",
+    "MessageNotFoundError",
+    "MnesisStoreError",
+    "PartNotFoundError",
+    "RawMessagePart",
+    "Session",
+    "SessionNotFoundError",
 ]

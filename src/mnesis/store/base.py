@@ -361,6 +361,10 @@ class StoreBackend(ABC):
     async def get_file_reference(self, content_or_file_id: str) -> FileReference | None:
         """Look a file reference up by content ID or file ID."""
 
+    async def get_file_reference_by_path(self, path: str) -> FileReference | None:
+        """The newest file reference recorded for ``path``, or ``None`` (0.4.0's lookup)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot look references up by path")
+
     # maintenance ------------------------------------------------------------
     @abstractmethod
     async def purge_session(self, session_id: str) -> PurgeReport:

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any, Literal, Unpack
 from mnesis.config import StoreConfig
 from mnesis.errors import (
     AppendOnlyViolationError,
+    DuplicateIDError,
+    InvalidArgumentError,
     MessageNotFoundError,
     MnesisStoreError,
     PartNotFoundError,
@@ -59,10 +61,21 @@ from mnesis.store.checks import (
     check_instance,
     check_new_message,
     check_new_messages,
+    check_optional_id,
     check_sequence,
 )
-from mnesis.store.facade_summaries import SummaryFacade
 from mnesis.store.factory import StoreLocation, new_backend, open_database, resolve_location
+from mnesis.store.legacy import (
+    PAGE,
+    LegacyStoreAPI,
+    MessageEstimate,
+    MessagesSince,
+    PartStatusUpdate,
+    RawMessagePart,
+    Session,
+    messages_after,
+    new_session_record,
+)
 from mnesis.store.map_runs import MapRunStore
 from mnesis.store.record_checks import (
     check_context_query,
@@ -95,6 +108,7 @@ if TYPE_CHECKING:
     from mnesis.store.pool import StorePool
 
 __all__ = ["ImmutableStore", "RawMessagePart"]
+__all__ += ["DuplicateIDError", "ImmutableFieldError", "Session"]  # 0.4.0's (issue 31)
 __all__ += [  # the store errors the seeds import from here
     "AppendOnlyViolationError",
     "MessageNotFoundError",
@@ -110,20 +124,18 @@ __all__ += [  # and other errors of the store
     "StoreReadOnlyError",
 ]
 
-RawMessagePart = MessagePart
-"""The seeds' name of a part as stored. Parts here are always the typed
-:data:`~mnesis.models.parts.MessagePart` models (the store encodes them itself);
-the store errors are re-exported from :mod:`mnesis.errors` for the documented imports."""
+ImmutableFieldError = AppendOnlyViolationError
+"""0.4.0's name of the error raised when something tries to change stored history."""
 
 
-class ImmutableStore(SummaryFacade):
+class ImmutableStore(LegacyStoreAPI):
     """The validating store facade over one backend (see the module docstring)."""
 
     def __init__(
         self,
         config: StoreConfig | str | None = None,
-        *,
         pool: StorePool | None = None,
+        *,
         db_path: str | None = None,
     ) -> None:
         """Where to store: a :class:`StoreConfig`, or a path / URL string; ``db_path``
@@ -209,18 +221,75 @@ class ImmutableStore(SummaryFacade):
             await self._backend.close()
 
     # sessions -------------------------------------------------------------
-    async def create_session(self, record: SessionRecord) -> None:
+    async def create_session(  # type: ignore[override]
+        self,
+        id: SessionRecord | str,
+        *,
+        model_id: str = "",
+        provider_id: str = "",
+        agent: str = "default",
+        parent_id: str | None = None,
+        title: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        system_prompt: str = "",
+    ) -> Session:
+        """Store a new session: a :class:`SessionRecord`, or (0.4.0's form) its ID and
+        fields, ``model`` being ``provider_id/model_id``. ``metadata`` is accepted for
+        0.4.0's code and not stored. Returns the session in 0.4.0's shape."""
+        if isinstance(id, SessionRecord):
+            record = id
+        else:
+            check_id(id, "session id")
+            if metadata is not None:
+                check_instance(metadata, "metadata", dict)
+            record = new_session_record(
+                id,
+                model_id=model_id,
+                provider_id=provider_id,
+                agent=agent,
+                parent_id=parent_id,
+                title=title,
+                system_prompt=system_prompt,
+            )
         check_session_record(record)
         await self.backend.create_session(record)
+        return Session.from_record(record)
 
     async def get_session(self, session_id: str) -> SessionRecord:
         check_id(session_id, "session_id")
         return await self.backend.get_session(session_id)
 
-    async def list_sessions(self, *, limit: int = 100, offset: int = 0) -> list[SessionRecord]:
+    async def list_sessions(
+        self,
+        *,
+        parent_id: str | None = None,
+        active_only: bool = False,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[SessionRecord]:
+        """Sessions, newest first; only the children of ``parent_id`` and only active
+        (not closed) ones when asked (0.4.0's filters)."""
         check_count(limit, "limit")
         check_count(offset, "offset")
-        return await self.backend.list_sessions(limit=limit, offset=offset)
+        check_optional_id(parent_id, "parent_id")
+        if parent_id is None and not active_only:
+            return await self.backend.list_sessions(limit=limit, offset=offset)
+        found: list[SessionRecord] = []
+        skipped, page = 0, 0
+        while len(found) < limit:
+            rows = await self.backend.list_sessions(limit=PAGE, offset=page * PAGE)
+            for row in rows:
+                if (parent_id is None or row.parent_id == parent_id) and (
+                    not active_only or row.status == "active"
+                ):
+                    if skipped < offset:
+                        skipped += 1
+                    elif len(found) < limit:
+                        found.append(row)
+            if len(rows) < PAGE:
+                break
+            page += 1
+        return found
 
     async def set_session_status(
         self, session_id: str, status: Literal["active", "closed"]
@@ -256,20 +325,35 @@ class ImmutableStore(SummaryFacade):
         check_parts_append(message_id, parts, options)
         return await self.backend.append_parts(message_id, parts, **options)
 
-    async def append_part(
-        self, message_id: str, part: MessagePart, *, token_estimate: int = 0
-    ) -> str:
-        check_count(token_estimate, "token_estimate")
-        (part_id,) = await self.append_parts(message_id, [part], part_tokens=[token_estimate])
-        return part_id
-
-    async def update_message_tokens(self, message_id: str, **change: Unpack[MessageChange]) -> None:
+    async def update_message_tokens(
+        self,
+        message_id: str,
+        tokens: TokenUsage | None = None,
+        cost: float | None = None,
+        finish_reason: str | None = None,
+        **estimate: Unpack[MessageEstimate],
+    ) -> None:
+        change: MessageChange = {}
+        if "token_estimate" in estimate:
+            change["token_estimate"] = estimate["token_estimate"]
+        if tokens is not None:
+            change["tokens"] = tokens
+        if cost is not None:
+            change["cost"] = cost
+        if finish_reason is not None:
+            change["finish_reason"] = finish_reason
         check_message_change(message_id, change)
         await self.backend.update_message_tokens(message_id, **change)
 
-    async def update_part_status(self, part_id: str, **change: Unpack[PartStatusChange]) -> None:
-        check_part_status(part_id, change)
-        await self.backend.update_part_status(part_id, **change)
+    async def update_part_status(self, part_id: str, **change: Unpack[PartStatusUpdate]) -> None:
+        given = dict(change)
+        if "tool_state" in given:
+            if given.get("state") is not None:
+                raise InvalidArgumentError("give state or tool_state (0.4.0's name), not both")
+            given["state"] = given.pop("tool_state")
+        status = PartStatusChange(**given)  # type: ignore[typeddict-item]
+        check_part_status(part_id, status)
+        await self.backend.update_part_status(part_id, **status)
 
     async def tombstone_parts(
         self,
@@ -284,12 +368,20 @@ class ImmutableStore(SummaryFacade):
         return await self.backend.get_message(message_id)
 
     async def get_messages(
-        self, session_id: str, **query: Unpack[MessagesQuery]
+        self, session_id: str, **query: Unpack[MessagesSince]
     ) -> list[MessageWithParts]:
-        check_messages_query(session_id, query)
-        if "include_summaries" in query:
-            query["include_summaries"] = bool(query["include_summaries"])
-        return await self.backend.get_messages(session_id, **query)
+        """The session's messages, oldest first (see :class:`MessagesQuery`); with
+        ``since_message_id`` (0.4.0's filter) only those after that message."""
+        given = dict(query)
+        since = query.get("since_message_id")
+        given.pop("since_message_id", None)
+        backend_query = MessagesQuery(**given)  # type: ignore[typeddict-item]
+        check_messages_query(session_id, backend_query)
+        check_optional_id(since, "since_message_id")
+        if "include_summaries" in backend_query:
+            backend_query["include_summaries"] = bool(backend_query["include_summaries"])
+        messages = await self.backend.get_messages(session_id, **backend_query)
+        return messages_after(messages, since)
 
     async def get_messages_by_ids(self, message_ids: Sequence[str]) -> list[MessageWithParts]:
         check_ids(message_ids, "message_ids")
@@ -375,9 +467,10 @@ class ImmutableStore(SummaryFacade):
         check_file_reference(ref)
         return await self.backend.store_file_reference(ref)
 
-    async def get_file_reference(self, content_or_file_id: str) -> FileReference | None:
-        check_id(content_or_file_id, "content_or_file_id")
-        return await self.backend.get_file_reference(content_or_file_id)
+    async def get_file_reference(self, content_id: str) -> FileReference | None:
+        """The reference with this content ID (or file ID), or ``None``."""
+        check_id(content_id, "content_id")
+        return await self.backend.get_file_reference(content_id)
 
     # maintenance ------------------------------------------------------------
     async def purge_session(self, session_id: str) -> PurgeReport:

@@ -9,6 +9,7 @@ connection pool per URL).
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import ClassVar
 
@@ -20,6 +21,7 @@ from mnesis.store.factory import (
     StoreLocation,
     new_backend,
     open_database,
+    resolve_location,
 )
 from mnesis.store.immutable import ImmutableStore
 
@@ -35,6 +37,7 @@ class StorePool:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._dbs: dict[str, tuple[DatabaseHandle, int]] = {}
+        self._write_locks: dict[str, asyncio.Lock] = {}
 
     @classmethod
     def default(cls) -> StorePool:
@@ -45,15 +48,30 @@ class StorePool:
             return cls._default
 
     async def acquire(
-        self, config: StoreConfig | None = None, *, db_path: str | None = None
+        self,
+        db_path: StoreConfig | str | None = None,
+        *,
+        wal_mode: bool = True,
+        connection_timeout: float = 30.0,
+        config: StoreConfig | None = None,
     ) -> ImmutableStore:
-        """An initialized store on ``db_path``, else on ``config``'s URL or path, sharing
-        this pool's handle of that database.
+        """An initialized store on ``db_path`` (a path or URL, or a :class:`StoreConfig`),
+        else on ``config``'s, sharing this pool's handle of that database. With a path,
+        ``wal_mode`` and ``connection_timeout`` (0.4.0's) configure the store.
 
         Raises :class:`~mnesis.errors.MnesisConfigError` for a location no backend takes
         (before anything is opened), a :class:`~mnesis.errors.MnesisStoreError` subclass
         if the database cannot be opened."""
-        store = ImmutableStore(config, pool=self, db_path=db_path)
+        path: str | None = None
+        if isinstance(db_path, StoreConfig):
+            config = db_path
+        elif db_path is not None:
+            path = db_path
+            if config is None:
+                config = StoreConfig(
+                    db_path=db_path, wal_mode=wal_mode, connection_timeout=connection_timeout
+                )
+        store = ImmutableStore(config, pool=self, db_path=path)
         await store.initialize()
         return store
 
@@ -104,6 +122,23 @@ class StorePool:
             self._dbs.clear()
         for db in dbs:
             await db.close()
+
+    async def close_path(self, db_path: str) -> None:
+        """Close the database on ``db_path`` (a path or URL) if this pool has it open,
+        whoever still uses it (as :meth:`close_all`, for one database)."""
+        key = resolve_location(StoreConfig(), db_path).key
+        with self._lock:
+            entry = self._dbs.pop(key, None)
+            self._write_locks.pop(key, None)
+        if entry is not None:
+            await entry[0].close()
+
+    def write_lock(self, db_path: str) -> asyncio.Lock:
+        """0.4.0's per-database write lock, for the caller's own critical sections. The
+        store needs none: each database's writes run one at a time on its writer."""
+        key = resolve_location(StoreConfig(), db_path).key
+        with self._lock:
+            return self._write_locks.setdefault(key, asyncio.Lock())
 
     def open_count(self) -> int:
         """Number of open databases (for diagnostics and tests)."""

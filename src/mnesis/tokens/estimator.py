@@ -18,19 +18,28 @@ import logging
 import os
 import tempfile
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from functools import lru_cache
 
 from mnesis.models.message import MessageWithParts
+from mnesis.models.model_info import ModelInfo
 from mnesis.models.parts import MessagePart
 from mnesis.models.render import render_part
 
-__all__ = ["MESSAGE_OVERHEAD_TOKENS", "TokenEstimator", "heuristic_token_count"]
+__all__ = [
+    "ESTIMATE_CACHE_SIZE",
+    "MESSAGE_OVERHEAD_TOKENS",
+    "TokenEstimator",
+    "heuristic_token_count",
+]
 
 logger = logging.getLogger("mnesis.tokens")
 
 MESSAGE_OVERHEAD_TOKENS = 4
 """Per-message framing tokens (role markers) that providers add."""
+ESTIMATE_CACHE_SIZE = 4096
+"""Entries :meth:`TokenEstimator.estimate_cached` keeps per estimator."""
 
 _PUNCT = "{}()[]<>:;,.\"'=_-/\\*#|+@$%&!?`~^"
 _DIGITS = "0123456789"
@@ -160,12 +169,27 @@ class TokenEstimator:
     """Counts tokens of text, parts and messages.
 
     ``exact=None`` (default) uses an offline exact encoding when one is available;
-    ``exact=False`` forces the heuristic (fast and deterministic everywhere).
+    ``exact=False`` forces the heuristic (fast and deterministic everywhere), and so does
+    ``heuristic_only=True`` (0.4.0's name).
     """
 
-    def __init__(self, encoding: str = "cl100k_base", *, exact: bool | None = None) -> None:
+    def __init__(
+        self,
+        encoding: str = "cl100k_base",
+        *,
+        exact: bool | None = None,
+        heuristic_only: bool = False,
+    ) -> None:
         self.encoding = encoding
         self._counter: Callable[[str], int] | None = None
+        self._cache: OrderedDict[tuple[str, str], int] = OrderedDict()
+        if heuristic_only:
+            if exact is True:
+                from mnesis.errors import InvalidArgumentError
+
+                raise InvalidArgumentError("give exact=True or heuristic_only=True, not both")
+            exact = False
+        self._exact = exact
         if exact is not False and os.environ.get("MNESIS_EXACT_TOKENS", "1") != "0":
             self._counter = _load_exact_counter(encoding)
             if exact is True and self._counter is None:
@@ -178,8 +202,10 @@ class TokenEstimator:
         """True when counts come from a real BPE encoding."""
         return self._counter is not None
 
-    def estimate(self, text: str) -> int:
-        """Return the token count of ``text``."""
+    def estimate(self, text: str, model: ModelInfo | None = None) -> int:
+        """Return the token count of ``text`` (in ``model``'s encoding when given)."""
+        if model is not None and model.encoding != self.encoding:
+            return self.for_model(model).estimate(text)
         if not text:
             return 0
         if self._counter is not None:
@@ -194,6 +220,37 @@ class TokenEstimator:
         rendered = render_part(part)
         return self.estimate(rendered) if rendered else 0
 
-    def estimate_message(self, message: MessageWithParts) -> int:
-        """Tokens a message costs in a context, including framing overhead."""
-        return MESSAGE_OVERHEAD_TOKENS + sum(self.estimate_part(p) for p in message.parts)
+    def estimate_message(self, msg: MessageWithParts, model: ModelInfo | None = None) -> int:
+        """Tokens a message costs in a context, including framing overhead (in ``model``'s
+        encoding when given)."""
+        if model is not None and model.encoding != self.encoding:
+            return self.for_model(model).estimate_message(msg)
+        return MESSAGE_OVERHEAD_TOKENS + sum(self.estimate_part(p) for p in msg.parts)
+
+    @staticmethod
+    def content_hash(text: str) -> str:
+        """A stable key for ``text`` (SHA-256, hex), e.g. for :meth:`estimate_cached`."""
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def estimate_cached(self, text: str, cache_key: str, model: ModelInfo | None = None) -> int:
+        """:meth:`estimate`, remembered under ``cache_key`` (the newest
+        :data:`ESTIMATE_CACHE_SIZE` keys per estimator are kept)."""
+        if model is not None and model.encoding != self.encoding:
+            return self.for_model(model).estimate_cached(text, cache_key)
+        key = (cache_key, self.encoding)
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._cache.move_to_end(key)
+            return cached
+        count = self.estimate(text)
+        self._cache[key] = count
+        if len(self._cache) > ESTIMATE_CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return count
+
+    def for_model(self, model: ModelInfo | None) -> TokenEstimator:
+        """An estimator in ``model``'s encoding (this one for ``None`` or the same
+        encoding), exact or heuristic as this one is."""
+        if model is None or model.encoding == self.encoding:
+            return self
+        return TokenEstimator(model.encoding, exact=self._exact)

@@ -10,7 +10,7 @@ from mnesis.models.clock import now_ms
 from mnesis.store.codec import dumps
 from mnesis.store.records import FileReference, SessionRecord
 from mnesis.store.shared.rows import session_record
-from mnesis.store.shared.sql import FILE_SELECT, SESSION_COLUMNS, select_list
+from mnesis.store.shared.sql import FILE_BY_PATH, FILE_SELECT, SESSION_COLUMNS, select_list
 from mnesis.store.shared.statements import Statements
 
 __all__ = [
@@ -104,4 +104,8 @@ class SessionReads(ABC):
 
     async def get_file_reference(self, content_or_file_id: str) -> FileReference | None:
         rows = await self.statements.rows(FILE_SELECT, (content_or_file_id,) * 2)
+        return FileReference(*rows[0]) if rows else None
+
+    async def get_file_reference_by_path(self, path: str) -> FileReference | None:
+        rows = await self.statements.rows(FILE_BY_PATH, (path,))
         return FileReference(*rows[0]) if rows else None

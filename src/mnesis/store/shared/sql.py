@@ -11,6 +11,7 @@ from collections.abc import Iterable
 __all__ = [
     "CONTEXT_TOKENS_UPDATE",
     "DOWN_CTE",
+    "FILE_BY_PATH",
     "FILE_SELECT",
     "MESSAGE_COLUMNS",
     "MESSAGE_INSERT",
@@ -114,6 +115,11 @@ FILE_SELECT = (
     "SELECT content_id, file_id, path, file_type, token_count, exploration_summary, "
     "byte_size, session_id, created_at FROM file_references "
     "WHERE content_id = ? OR file_id = ?"
+)
+FILE_BY_PATH = (
+    "SELECT content_id, file_id, path, file_type, token_count, exploration_summary, "
+    "byte_size, session_id, created_at FROM file_references "
+    "WHERE path = ? ORDER BY created_at DESC, file_id DESC LIMIT 1"
 )
 DOWN_CTE = (
     "WITH RECURSIVE down(id) AS (SELECT CAST(? AS TEXT) UNION SELECT sp.parent_summary_id "

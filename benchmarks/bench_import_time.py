@@ -12,7 +12,8 @@ all of them; each number is the median over the rounds.
 * ``modules``: ``len(sys.modules)`` after the statement (the floor's own ~35 included).
 
 ``--tree`` compares source trees (``src`` folders put first on ``PYTHONPATH``), e.g.
-before and after a change: ``--tree /path/to/main/src --tree src``.
+before and after a change (``git archive BASE src | tar -x -C /tmp/before``, then
+``--tree /tmp/before/src --tree src``).
 
 Run: ``python -m benchmarks.bench_import_time [--rounds N] [--tree SRC ...]``.
 """
@@ -62,7 +63,9 @@ def _children_cpu() -> float:
 def _run(argv: list[str], env: dict[str, str]) -> tuple[str, float]:
     """The child's stdout and its CPU seconds (user + system)."""
     before = _children_cpu()
-    done = subprocess.run(argv, capture_output=True, text=True, env=env, check=True)
+    done = subprocess.run(argv, capture_output=True, text=True, env=env)
+    if done.returncode:
+        raise RuntimeError(f"{argv[1:]} failed:\n{done.stderr[-2000:]}")
     return done.stdout, _children_cpu() - before
 
 

@@ -47,7 +47,6 @@ from mnesis.errors import (
 )
 from mnesis.files.access import check_path, confine, run_bounded
 from mnesis.files.detect import detect_file_type, is_binary_data
-from mnesis.files.explorers import explore
 from mnesis.files.scan import INLINE_MAX_BYTES, Scan, Unsteady, read_any, sample_tokens, scan_file
 from mnesis.models.parts import FileRefPart, TextPart
 from mnesis.models.summary import file_id_for
@@ -252,6 +251,8 @@ class LargeFileHandler:
 
     def _explore(self, scan: Scan) -> tuple[str, str]:
         """``(file_type, bounded summary)``; runs in a worker thread."""
+        from mnesis.files.explorers import explore  # here: the explorers load on first use
+
         try:
             detected = detect_file_type(scan.path, scan.head)
             summary = explore(

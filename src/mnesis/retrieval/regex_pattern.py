@@ -25,8 +25,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import regex
-
 from mnesis.errors import InvalidArgumentError
 
 __all__ = ["MAX_EXPANDED_SIZE", "MAX_PATTERN_CHARS", "check_pattern", "compile_pattern"]
@@ -78,6 +76,8 @@ def compile_pattern(pattern: str) -> Any:
     """Check and compile a user's regular expression (``InvalidArgumentError`` if it is
     not one, or is outside the limits)."""
     check_pattern(pattern)
+    import regex  # here, not at the top: ``import mnesis`` stays light
+
     try:
         return regex.compile(pattern, regex.MULTILINE)
     except (regex.error, ValueError, OverflowError, RecursionError) as exc:

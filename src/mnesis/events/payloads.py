@@ -85,6 +85,12 @@ class CompactionCompletedPayload(TypedDict):
     rounds: int
     error: str | None
     result: dict[str, Any]
+    stop_reason: NotRequired[str]
+    """Why the run stopped (``CompactionResult.stop_reason``); not in 0.4.0."""
+    stop_detail: NotRequired[str]
+    target_tokens: NotRequired[int]
+    tokens_left: NotRequired[int]
+    protected_tail_tokens: NotRequired[int]
 
 
 class CompactionFailedPayload(CompactionCompletedPayload):

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter
 
+from mnesis.models.checked import CheckedModel
 from mnesis.models.limits import INT64_MAX, INT64_MIN
 from mnesis.models.tokens import TokenUsage
 
@@ -54,7 +55,7 @@ def _non_empty(value: str) -> str:
 NonEmptyStr = Annotated[str, AfterValidator(_non_empty)]
 
 
-class _Part(BaseModel):
+class _Part(CheckedModel):
     model_config = ConfigDict(validate_assignment=False)
 
     id: str | None = None
@@ -77,7 +78,7 @@ class ReasoningPart(_Part):
     text: str
 
 
-class ToolStatus(BaseModel):
+class ToolStatus(CheckedModel):
     """Lifecycle of a tool call. ``compacted_at`` (Unix ms) marks a tombstone."""
 
     state: ToolState = "completed"

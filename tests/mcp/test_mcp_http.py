@@ -62,6 +62,24 @@ class TestAuth:
                     assert response.content == b""
             assert (await http.get(f"{url}/healthz")).text == "ok"
 
+    async def test_the_scheme_is_case_insensitive_and_the_token_exact(self, stored: Stored) -> None:
+        # Issue 34: "bearer <token>" got 401; RFC 9110 makes the scheme case-insensitive.
+        state = MnesisMCP(MnesisConfig(), db_path=stored.db_path)
+        async with http_server(state, TOKEN) as url, httpx2.AsyncClient() as http:
+            for scheme in ("bearer", "BEARER", "Bearer", "bEaReR"):
+                headers = {"Authorization": f"{scheme} {TOKEN}"}
+                # Past the auth: no metrics are configured here, so the route is 404.
+                assert (await http.get(f"{url}/metrics", headers=headers)).status_code == 404
+            for given in (
+                f"Basic {TOKEN}",
+                f"bearer {TOKEN.upper()}",
+                f"xbearer {TOKEN}",
+                f"bearer {TOKEN}x",
+                "bearer",
+            ):
+                headers = {"Authorization": given}
+                assert (await http.get(f"{url}/metrics", headers=headers)).status_code == 401
+
     def test_a_non_loopback_host_needs_a_token(self) -> None:
         with pytest.raises(InvalidArgumentError, match="without a bearer token"):
             check_bind("0.0.0.0", None)

@@ -27,9 +27,9 @@ class _Held:
         self._pattern = pattern
         self._gate = gate
 
-    def search(self, text: str, start: int, end: int, timeout: float) -> Any:
+    def search(self, text: str, start: int, end: int, **options: Any) -> Any:
         self._gate.hold()
-        return self._pattern.search(text, start, end, timeout=timeout)
+        return self._pattern.search(text, start, end, **options)
 
 
 async def test_the_scan_finds_through_the_held_pattern() -> None:

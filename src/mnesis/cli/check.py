@@ -53,6 +53,7 @@ from mnesis.integrity import (
 )
 from mnesis.store.factory import parse_location
 from mnesis.store.immutable import ImmutableStore
+from mnesis.store.lease import LeaseRow, lease_started_at, owner_is_dead
 from mnesis.store.pool import StorePool
 from mnesis.store.readonly import open_read_only
 
@@ -66,6 +67,8 @@ class _CheckRun:
     outcome: RepairOutcome | None = None
     after: IntegrityReport | None = None
     """The same check run again after the repair."""
+    leases: list[LeaseRow] | None = None
+    """The compaction leases found (none on PostgreSQL: its lock is not a row)."""
 
     @property
     def final(self) -> IntegrityReport:
@@ -138,6 +141,11 @@ async def _check_store(
 ) -> _CheckRun:
     checker = IntegrityChecker(store, check_tokens=tokens, engine_check=True, deep=deep)
     run = _CheckRun(await checker.run(session_id))
+    run.leases = [
+        lease
+        for lease in await store.compaction_leases()
+        if session_id is None or lease.session_id == session_id
+    ]
     if plan:
         run.plan = plan_repairs(run.report)
     return run
@@ -243,6 +251,7 @@ def _run_json(path: str, session_id: str | None, tokens: bool, run: _CheckRun) -
         "check_tokens": tokens,
         **_report_json(run.report),
     }
+    data["compaction_leases"] = [_lease_json(lease) for lease in run.leases or []]
     if run.plan is not None:
         data["plan"] = run.plan.model_dump(mode="json")
     if run.outcome is not None and run.after is not None:
@@ -252,6 +261,34 @@ def _run_json(path: str, session_id: str | None, tokens: bool, run: _CheckRun) -
             "after": _report_json(run.after),
         }
     return data
+
+
+def _lease_json(lease: LeaseRow) -> dict[str, Any]:
+    now = time.time()
+    started = lease_started_at(lease.owner)
+    return {
+        "session_id": lease.session_id,
+        "holder": lease.owner,
+        "age_seconds": None if started is None else round(now - started, 1),
+        "expires_in_seconds": round(lease.expires_at_ms / 1000 - now, 1),
+        "holder_gone": owner_is_dead(lease.owner),
+    }
+
+
+def _lease_line(lease: LeaseRow) -> str:
+    shown = _lease_json(lease)
+    age = shown["age_seconds"]
+    expires = shown["expires_in_seconds"]
+    line = (
+        f"compaction lease on session {lease.session_id}: held by {escape(lease.owner)}"
+        f"{'' if age is None else f' for {age:,.0f} s'}, "
+        + (f"expires in {expires:,.0f} s" if expires > 0 else "expired")
+    )
+    return line + (
+        " [yellow](its process is gone: the next compaction takes it over)[/]"
+        if shown["holder_gone"]
+        else ""
+    )
 
 
 def _summary_line(path: str, report: IntegrityReport) -> str:
@@ -306,6 +343,8 @@ def _print_report(path: str, report: IntegrityReport, *, title: str) -> None:
 def _print_run(path: str, run: _CheckRun) -> None:
     console = stdout_console()
     _print_report(path, run.report, title="Violations by kind")
+    for lease in run.leases or []:
+        console.print(_lease_line(lease))
     if run.plan is not None and not run.report.ok:
         table = Table(
             title="Repair plan", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False

@@ -8,8 +8,10 @@ return nothing, return garbage, return a fixed text, or call tools::
     llm.script(Fail("rate limited"), Hang(), Garbage(), Respond("ok"))
 
 Each call consumes the next scripted behaviour; when the script is empty the
-default reply is used. ``calls`` records every request; ``max_in_flight``
-counts the highest number of concurrent calls seen.
+default reply is used. ``calls`` keeps the most recent requests (``keep_calls`` of
+them, so a long session on the fake model does not grow without bound) and
+``call_count`` counts them all; ``max_in_flight`` counts the highest number of
+concurrent calls seen.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
-from mnesis.errors import LLMError
+from mnesis.errors import InvalidArgumentError, LLMError
 from mnesis.llm.base import LLMChunk, LLMRequest, ToolCall
 from mnesis.models.tokens import TokenUsage
 from mnesis.tokens.estimator import heuristic_token_count
@@ -122,6 +124,19 @@ def default_reply(request: LLMRequest) -> str:
     return f"[fake {digest}] Noted: {head}"
 
 
+class _RecentCalls(list[LLMRequest]):
+    """A list that keeps only its ``limit`` most recent items on ``append``."""
+
+    def __init__(self, limit: int, items: list[LLMRequest]) -> None:
+        super().__init__(items[-limit:] if limit else [])
+        self.limit = limit
+
+    def append(self, item: LLMRequest) -> None:
+        super().append(item)
+        if len(self) > self.limit:
+            del self[0]
+
+
 @dataclass
 class FakeLLM:
     """Deterministic stand-in for a model. Implements :class:`~mnesis.llm.base.LLMClient`."""
@@ -129,10 +144,22 @@ class FakeLLM:
     reply: Callable[[LLMRequest], str] = default_reply
     chunk_chars: int = 24
     delay_seconds: float = 0.0
+    keep_calls: int = 1000
+    """How many of the most recent requests ``calls`` keeps."""
     calls: list[LLMRequest] = field(default_factory=list)
+    """The most recent requests, oldest first (at most ``keep_calls``)."""
+    call_count: int = 0
+    """How many requests were made in all."""
     in_flight: int = 0
     max_in_flight: int = 0
     _script: deque[FakeBehaviour] = field(default_factory=deque)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.keep_calls, bool) or not isinstance(self.keep_calls, int):
+            raise InvalidArgumentError(f"keep_calls must be an int, got {self.keep_calls!r}")
+        if self.keep_calls < 0:
+            raise InvalidArgumentError(f"keep_calls must be >= 0, got {self.keep_calls}")
+        self.calls = _RecentCalls(self.keep_calls, self.calls)
 
     def script(self, *behaviours: FakeBehaviour) -> FakeLLM:
         """Queue behaviours for the next calls (in order)."""
@@ -156,6 +183,7 @@ class FakeLLM:
     async def stream(self, request: LLMRequest) -> AsyncIterator[LLMChunk]:
         """Stream the next behaviour's response."""
         self.calls.append(request)
+        self.call_count += 1
         behaviour: FakeBehaviour | None = self._script.popleft() if self._script else None
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)

@@ -54,7 +54,7 @@ class BearerAuth:
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self._expected = token.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope.get("path") not in _OPEN_PATHS:
@@ -63,7 +63,10 @@ class BearerAuth:
                 if key.lower() == b"authorization":
                     given = value
                     break
-            if not hmac.compare_digest(given, self._expected):
+            # The scheme is case-insensitive (RFC 9110 §11.1); the token is compared exactly.
+            scheme, _, credentials = given.partition(b" ")
+            matches = hmac.compare_digest(credentials.lstrip(b" "), self._expected)
+            if not (matches and scheme.lower() == b"bearer"):
                 await send(
                     {
                         "type": "http.response.start",

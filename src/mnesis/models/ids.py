@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-__all__ = ["ID_PREFIXES", "is_valid_id", "new_id", "seeded_ids"]
+__all__ = ["ID_PREFIXES", "id_milliseconds", "is_valid_id", "new_id", "seeded_ids"]
 
 ID_PREFIXES = ("sess", "msg", "part", "sum", "file", "run")
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -129,6 +129,15 @@ def seeded_ids(seed: int, *, era: int = 0) -> Iterator[None]:
         with _lock:
             _seeded = saved[0]
             _last_ms = max(saved[1], time.time_ns() // 1_000_000)
+
+
+def id_milliseconds(value: str) -> int:
+    """The clock reading (milliseconds since the epoch) a valid ID was made at."""
+    digits = value.partition("_")[2][:22]
+    key = 0
+    for char in digits:
+        key = (key << 5) | _ALPHABET.index(char)
+    return key >> 60
 
 
 def is_valid_id(value: object, prefix: str | None = None) -> bool:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AfterValidator, AliasChoices, ConfigDict, Field, TypeAdapter
 
+from mnesis.models.checked import CheckedModel
 from mnesis.models.limits import INT64_MAX, INT64_MIN
 from mnesis.models.tokens import TokenUsage
 
@@ -64,7 +65,7 @@ recorded: per wire format (``"openai"``, ``"anthropic"``, ``"responses"``), what
 format's renderer puts back (see :mod:`mnesis.context.intake`)."""
 
 
-class _Part(BaseModel):
+class _Part(CheckedModel):
     model_config = ConfigDict(validate_assignment=False)
 
     id: str | None = None
@@ -93,7 +94,7 @@ class ReasoningPart(_Part):
     """Provider fields of a recorded reasoning block or item; None otherwise."""
 
 
-class ToolStatus(BaseModel):
+class ToolStatus(CheckedModel):
     """Lifecycle of a tool call. ``compacted_at`` (Unix ms) marks a tombstone."""
 
     state: ToolState = "completed"

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from mnesis.models.checked import CheckedModel
 from mnesis.models.limits import INT64_MAX, saturating_add
 
 __all__ = ["TokenUsage"]
 
 
-class TokenUsage(BaseModel):
+class TokenUsage(CheckedModel):
     """Token counts of one model call or of a whole session (supports ``+``).
 
     Each counter is a 64-bit integer (what the store can hold); ``+`` saturates at the

@@ -1,13 +1,15 @@
 """Regex search: scan stored texts newest first, within a wall-clock budget, off the loop.
 
-Matching runs in a worker thread, so a catastrophic pattern never stalls the event
-loop. It keeps the GIL (no ``concurrent=True``): it then hands the interpreter to
-the loop at every switch interval, where a GIL-free match would compete with the
-loop for the CPU and delay it more on a busy machine (measured: no missed 10 ms
-tick against 16-27 missed per second). Every window of text is matched with the
-time left as its own timeout (converted to the CPU time the engine counts), and
-the loop stops waiting at the wall-clock bound whatever the thread does, so the
-scan returns on time and an abandoned thread ends about then too.
+Matching runs in a worker thread that releases the GIL inside the engine
+(``concurrent=True``), so a catastrophic pattern never holds the event loop: a
+thread holding the GIL in C code does not give it up at the switch interval, and
+the loop would wait for the whole engine call (issue 34: gaps up to 0.5 s). The
+``regex`` package releases it by default only for some inputs; asking for it makes
+that a guarantee (the texts are immutable ``str``, as ``concurrent`` requires).
+Every window of text is matched with the time left as its own timeout (converted
+to the CPU time the engine counts), and the loop stops waiting at the wall-clock
+bound whatever the thread does, so the scan returns on time and an abandoned
+thread ends about then too.
 
 The paging state is, per pool (``"messages"`` / ``"summaries"``), the key of the
 last text scanned (``<pool>_before``) and whether the pool is exhausted
@@ -114,7 +116,7 @@ def _search_window(
             budget = min(_PROBE_CPU_SECONDS, remaining)
         wall, cpu = time.monotonic(), time.process_time()
         try:
-            return pattern.search(text, start, end, timeout=budget)
+            return pattern.search(text, start, end, concurrent=True, timeout=budget)
         except TimeoutError:
             rate = (time.process_time() - cpu) / max(time.monotonic() - wall, 1e-6)
             budget = max(rate * (deadline - time.monotonic()), _MIN_CPU_SECONDS)

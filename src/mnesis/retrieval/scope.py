@@ -22,7 +22,13 @@ from mnesis.models.parts import FileRefPart
 from mnesis.store.base import FileReference, SummaryRecord
 from mnesis.store.immutable import ImmutableStore
 
-__all__ = ["RetrievalScope"]
+__all__ = ["RetrievalScope", "out_of_scope"]
+
+
+def out_of_scope(object_id: str) -> OutOfScopeError:
+    """The one error for an ID outside the caller's scope, whatever its kind: it says
+    nothing of whose the object is or why (another session, an ungranted summary)."""
+    return OutOfScopeError(f"{object_id} is not in this caller's scope")
 
 _GRANT_CACHE_SIZE = 4096
 _PAGE = 500
@@ -53,9 +59,7 @@ class RetrievalScope:
         """Refuse ``object_id`` when it belongs to a session outside this scope."""
         allowed = self.allowed_sessions or {self.session_id}
         if session_id not in allowed:
-            raise OutOfScopeError(
-                f"{object_id} belongs to another session; it is not in this caller's scope"
-            )
+            raise out_of_scope(object_id)
 
     async def check_summary_grant(self, summary_id: str) -> None:
         """Restricted engines may only reach granted summaries and what is under them."""
@@ -82,7 +86,7 @@ class RetrievalScope:
                 self._summary_grant_cache.clear()
             self._summary_grant_cache[summary_id] = cached
         if not cached:
-            raise OutOfScopeError(f"{summary_id} is outside the summaries granted to this call")
+            raise out_of_scope(summary_id)
 
     async def load_summary(self, summary_id: str) -> SummaryRecord:
         """The summary ``summary_id``, if it exists and is within this scope."""
@@ -99,9 +103,7 @@ class RetrievalScope:
         for session_id in sessions:
             if await self._references_file(session_id, ref):
                 return
-        raise OutOfScopeError(
-            f"{ref.file_id} was handled by another session; it is not in this caller's scope"
-        )
+        raise out_of_scope(ref.file_id or ref.content_id)
 
     async def _references_file(self, session_id: str, ref: FileReference) -> bool:
         in_context = await self.store.get_context_items(session_id, item_type="summary")

@@ -27,7 +27,7 @@ from mnesis.models.message import Message, MessageWithParts
 from mnesis.models.parts import MessagePart
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.jobs import CompactionQueue
-from mnesis.store.lease import lease_lock
+from mnesis.store.lease import LeaseRow, lease_lock
 from mnesis.store.map_runs import MapRunStore
 from mnesis.store.records import (
     AppendedMessage,
@@ -265,6 +265,11 @@ class StoreBackend(ABC):
     @abstractmethod
     async def release_compaction_lock(self, session_id: str, owner: str) -> None:
         """Release the lock if ``owner`` holds it."""
+
+    async def compaction_leases(self) -> list[LeaseRow]:
+        """Every compaction lease row (expired or not), for ``mnesis check``; empty on a
+        backend whose lock is not a row (PostgreSQL's advisory lock)."""
+        return []
 
     def compaction_lock(
         self, session_id: str, owner: str, ttl_seconds: float

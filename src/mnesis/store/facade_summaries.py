@@ -10,6 +10,7 @@ from contextlib import AbstractAsyncContextManager
 from mnesis.store.base import StoreBackend
 from mnesis.store.checks import check_id, check_ids, check_number, check_optional_id
 from mnesis.store.jobs import CompactionQueue
+from mnesis.store.lease import LeaseRow
 from mnesis.store.record_checks import check_commit
 from mnesis.store.records import AppendedMessage, CompactionCommit, SummaryRecord
 
@@ -64,6 +65,9 @@ class SummaryFacade(StoreBackend):
         check_id(session_id, "session_id")
         check_id(owner, "owner")
         await self.backend.release_compaction_lock(session_id, owner)
+
+    async def compaction_leases(self) -> list[LeaseRow]:
+        return await self.backend.compaction_leases()
 
     def compaction_lock(
         self, session_id: str, owner: str, ttl_seconds: float

@@ -8,7 +8,14 @@ from typing import Any
 
 from mnesis.store.shared.sql import DOWN_CTE
 
-__all__ = ["LOCK_ACQUIRE", "LOCK_OWNER", "LOCK_RELEASE", "LineageReads", "lock_args"]
+__all__ = [
+    "LOCK_ACQUIRE",
+    "LOCK_LIST",
+    "LOCK_OWNER",
+    "LOCK_RELEASE",
+    "LineageReads",
+    "lock_args",
+]
 
 LOCK_ACQUIRE = (
     "INSERT INTO compaction_locks (session_id, owner, expires_at) VALUES (?, ?, ?) "
@@ -21,6 +28,7 @@ LOCK_ACQUIRE = (
 changed when taken); values from :func:`lock_args`."""
 LOCK_OWNER = "SELECT owner FROM compaction_locks WHERE session_id = ?"
 LOCK_RELEASE = "DELETE FROM compaction_locks WHERE session_id = ? AND owner = ?"
+LOCK_LIST = "SELECT session_id, owner, expires_at FROM compaction_locks ORDER BY session_id"
 
 
 def lock_args(

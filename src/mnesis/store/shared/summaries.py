@@ -8,9 +8,16 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 from mnesis.models.clock import now_ms
+from mnesis.store.lease import LeaseRow
 from mnesis.store.records import ContextItem, SummaryRecord
 from mnesis.store.shared.commit import CONTEXT_TOKEN_TOTAL
-from mnesis.store.shared.lineage import LOCK_ACQUIRE, LOCK_OWNER, LOCK_RELEASE, lock_args
+from mnesis.store.shared.lineage import (
+    LOCK_ACQUIRE,
+    LOCK_LIST,
+    LOCK_OWNER,
+    LOCK_RELEASE,
+    lock_args,
+)
 from mnesis.store.shared.rows import summary_record
 from mnesis.store.shared.sql import SUMMARY_COLUMNS, select_list
 from mnesis.store.shared.statements import Statements
@@ -120,3 +127,9 @@ class ContextAndLocks(ABC):
 
     async def release_compaction_lock(self, session_id: str, owner: str) -> None:
         await self.statements.change(LOCK_RELEASE, (session_id, owner))
+
+    async def compaction_leases(self) -> list[LeaseRow]:
+        return [
+            LeaseRow(str(r[0]), str(r[1]), int(r[2]))
+            for r in await self.statements.rows(LOCK_LIST, ())
+        ]

@@ -55,7 +55,11 @@ def translate_sqlite_error(exc: sqlite3.Error, path: str) -> MnesisStoreError:
     if "readonly" in low or "read-only" in low:
         return StoreReadOnlyError(f"database {path} is read-only: {msg}")
     if "disk is full" in low or "database or disk is full" in low:
-        return StoreFullError(f"disk full while writing {path}: {msg}")
+        return StoreFullError(
+            f"disk full while writing {path}: {msg} (besides the database file, SQLite "
+            "needs free space for its write-ahead log: about 5 MB before its first "
+            "checkpoint; free some space and retry)"
+        )
     if "not a database" in low or "malformed" in low or "file is encrypted" in low:
         return StoreCorruptError(f"{path} is not a usable mnesis database: {msg}")
     if "unable to open" in low:

@@ -13,7 +13,7 @@ import pytest
 from tests.providers.servers import FINAL_TEXT, ProviderServer
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
-FRAMEWORKS = ["OpenAI Agents SDK", "pydantic-ai"]
+FRAMEWORKS = ["OpenAI Agents SDK", "pydantic-ai", "LangChain / LangGraph"]
 
 
 def _example(heading: str) -> str:

@@ -3,7 +3,7 @@
 The layers, highest first; a package may import its own layer and any lower one, never a
 higher one::
 
-    adapters     cli  mcp  metrics  testing  importers  workers  report
+    adapters     cli  mcp  metrics  testing  importers  workers  report  integrations
                  (and the top-level ``mnesis`` API)
     operators    operators
     session      session
@@ -36,7 +36,8 @@ LAYERS: list[set[str]] = [
     {"compaction"},
     {"session"},
     {"operators"},
-    {"cli", "mcp", "metrics", "testing", "importers", "workers", "report", "mnesis"},
+    {"cli", "mcp", "metrics", "testing", "importers", "workers", "report", "mnesis"}
+    | {"integrations"},
 ]
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 

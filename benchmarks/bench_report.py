@@ -34,7 +34,6 @@ from pathlib import Path
 
 from benchmarks.bench_session import Workload
 from mnesis import StorePool
-from mnesis.config import StoreConfig
 from mnesis.importers.api import import_file
 from mnesis.models.ids import new_id
 from mnesis.models.parts import ToolPart
@@ -178,7 +177,7 @@ async def build(path: str, n: int) -> tuple[str, int, int, float]:
     transcript = path + ".jsonl"
     write_transcript(transcript, n)
     pool = StorePool()
-    store = await pool.acquire(StoreConfig(), db_path=path)
+    store = await pool.acquire(path)
     try:
         imported = await import_file(store, transcript, "jsonl")
         session_id = imported.session_ids[0]

@@ -29,7 +29,7 @@ from mnesis.store.postgres.rows import DOWN_CTE, fetch, fetch_one
 from mnesis.store.postgres.search_sql import filter_sql, group_condition, own_text_condition
 from mnesis.store.search_query import GroupMatches, SearchQuery
 
-__all__ = ["DEFAULT_WINDOWS", "newest_group_keys"]
+__all__ = ["DEFAULT_WINDOWS", "WINDOW_TSV", "Condition", "Finder", "newest_group_keys"]
 
 DEFAULT_WINDOWS = (256, 4096)
 """Sizes of the windows read before a group asks the GIN index, smallest first."""
@@ -37,12 +37,12 @@ DEFAULT_WINDOWS = (256, 4096)
 _EVIDENCE = 4
 """Matches a window must hold before its density counts (see ``_Window.promising``)."""
 _Direction = Literal["DESC", "ASC"]
-_WINDOW_TSV = "p.tsv_all"
+WINDOW_TSV = "p.tsv_all"
 """The window's precomputed ``search_tsv || context_tsv`` (see ``PART_TSV``)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class _Condition:
+class Condition:
     """One match condition, rendered over the table (GIN) and over the window (compared
     and hashed by identity)."""
 
@@ -50,18 +50,16 @@ class _Condition:
     window: tuple[str, list[str]]
 
 
-def _conditions(group: SearchQuery, scope: str) -> tuple[_Condition, _Condition | None]:
+def _conditions(group: SearchQuery, scope: str) -> tuple[Condition, Condition | None]:
     """A group's condition and (messages only) its own-text condition."""
-    condition = _Condition(
-        group_condition(group, scope), group_condition(group, scope, _WINDOW_TSV)
-    )
+    condition = Condition(group_condition(group, scope), group_condition(group, scope, WINDOW_TSV))
     if scope != "messages":
         return condition, None
     own = own_text_condition(group)
-    own_window = own_text_condition(group, _WINDOW_TSV)
+    own_window = own_text_condition(group, WINDOW_TSV)
     if own is None or own_window is None:
         return condition, None
-    return condition, _Condition(own, own_window)
+    return condition, Condition(own, own_window)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,18 +69,18 @@ class _Window:
     size: int
     full: bool
     """The walk read ``size`` rows (else the window holds every row it could)."""
-    keys: dict[_Condition, list[int]]
+    keys: dict[Condition, list[int]]
     table_rows: float
     """The planner's estimate of the table's rows (``reltuples``; -1: never counted)."""
 
-    def first(self, condition: _Condition, n: int) -> list[int] | None:
+    def first(self, condition: Condition, n: int) -> list[int] | None:
         """The first ``n`` matches of ``condition``, when the window proves them."""
         keys = self.keys.get(condition)
         if keys is None or (len(keys) < n and self.full):
             return None
         return keys[:n]
 
-    def promising(self, condition: _Condition, n: int, size: int) -> bool:
+    def promising(self, condition: Condition, n: int, size: int) -> bool:
         """This window holds a few matches (one mention of a rare word reaches a few
         rows through their neighbour context), at a density that promises twice ``n``
         in a window of ``size`` rows and more than ``size`` in the whole table (the
@@ -94,7 +92,7 @@ class _Window:
         return found * size >= 2 * n * self.size and found * self.table_rows > size * self.size
 
 
-class _Finder:
+class Finder:
     """The first ``n`` matches of a condition in key order, from the windows (each
     read once, for every condition planned and still unanswered) or the GIN index."""
 
@@ -145,14 +143,14 @@ class _Finder:
             )
             self.alias = "s"
         self.table = "message_parts" if scope == "messages" else "summaries"
-        self.planned: dict[_Direction, list[tuple[_Condition, int]]] = {"DESC": [], "ASC": []}
+        self.planned: dict[_Direction, list[tuple[Condition, int]]] = {"DESC": [], "ASC": []}
         self.read: dict[_Direction, list[_Window]] = {"DESC": [], "ASC": []}
 
-    def plan(self, direction: _Direction, condition: _Condition, n: int) -> None:
+    def plan(self, direction: _Direction, condition: Condition, n: int) -> None:
         """Collect up to ``n`` matches of ``condition`` when a ``direction`` window is read."""
         self.planned[direction].append((condition, n))
 
-    async def first(self, direction: _Direction, condition: _Condition, n: int) -> list[int]:
+    async def first(self, direction: _Direction, condition: Condition, n: int) -> list[int]:
         """The first ``n`` keys matching ``condition``, newest (``DESC``) or oldest first:
         from the smallest window that proves them; a larger window is read only when
         the previous one's density says it would hold ``n``; else the GIN index."""
@@ -228,7 +226,7 @@ async def newest_group_keys(
     :class:`GroupMatches` orders them, until ``wanted`` are found (see
     ``SearchQuery.group_limit``; no ``windows``: the GIN index for every group)."""
     group_limit = query.group_limit or wanted
-    finder = _Finder(conn, scope, where, windows)
+    finder = Finder(conn, scope, where, windows)
     levels = [[_conditions(g, scope) for g in groups] for groups in query.planned_groups()]
     for groups in levels:
         for condition, own_text in groups:

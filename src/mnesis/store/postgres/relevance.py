@@ -6,19 +6,24 @@ sum of their weights, and each gives its newest ``group_limit`` matches in
 conversation text (lexemes of weight A), then in tool input/output (weight D), until
 enough candidates. ``tsquery`` has no "within n words" operator, so a combination
 matches a tool input/output wherever its terms are (SQLite asks for them near each
-other). Each subquery is one ``ORDER BY key + 0 DESC LIMIT`` over the GIN index.
+other). Each combination's matches come from windows of the newest (oldest) rows
+when those hold enough, else from one ``ORDER BY key + 0 DESC LIMIT`` over the GIN
+index (see :mod:`~mnesis.store.postgres.newest`): the GIN index hands over every row
+holding the words in text *or* context and each one's vector is read to check the
+weights, so a combination of common words must not reach it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from mnesis.store.base import SearchFilter
 from mnesis.store.postgres.db import Conn
-from mnesis.store.postgres.rows import DOWN_CTE, fetch, fetch_one
+from mnesis.store.postgres.newest import DEFAULT_WINDOWS, WINDOW_TSV, Condition, Finder
+from mnesis.store.postgres.rows import fetch_one
 from mnesis.store.postgres.search_sql import (
     PART_TSV,
-    filter_sql,
     render_tsquery,
     render_weighted,
 )
@@ -27,32 +32,19 @@ from mnesis.store.search_query import TERM_COUNT_CAP, SearchQuery, Term
 __all__ = ["relevance_keys"]
 
 _BATCH = 4
-"""Groups asked per statement."""
+"""Groups answered before the pool is checked for enough candidates."""
 _MATCH = "@@ to_tsquery('english', %s)"
 
 
-class _Plan:
-    """The SQL pieces every subquery of one search shares."""
-
-    def __init__(self, where: SearchFilter) -> None:
-        self.clauses, self.args = filter_sql(where, "messages")
-        lineage = where.under_summary is not None
-        self.head: list[Any] = [where.under_summary] if lineage else []
-        self.cte = DOWN_CTE if lineage else ""
-
-    def matches(self, condition: str, limit: int, direction: str = "DESC") -> str:
-        return (
-            "(SELECT p.key FROM message_parts p JOIN messages m ON m.id = p.message_id "
-            f"WHERE {condition} AND NOT m.is_summary {self.clauses} "
-            f"ORDER BY p.key + 0 {direction} LIMIT {int(limit)})"
-        )
-
-
 async def relevance_keys(
-    conn: Conn, query: SearchQuery, where: SearchFilter, enough: int
+    conn: Conn,
+    query: SearchQuery,
+    where: SearchFilter,
+    enough: int,
+    windows: Sequence[int] = DEFAULT_WINDOWS,
 ) -> list[int]:
-    """The keys of a ``relevance`` query's candidates, best group first."""
-    plan = _Plan(where)
+    """The keys of a ``relevance`` query's candidates, best group first (no
+    ``windows``: the GIN index answers every group)."""
     terms = query.any_of
     # Counted over text and context together, in the searched sessions only (a weight,
     # not a result): the GIN index answers without reading a vector.
@@ -69,47 +61,31 @@ async def relevance_keys(
     assert row is not None
     counts = [int(c) for c in row]
     total = await _rows_searched(conn, where)
-    groups = query.relevance_groups(counts, total)
+    groups = [
+        _conditions((*query.all_of, *group)) for group in query.relevance_groups(counts, total)
+    ]
     limit = query.group_limit or enough
+    # Each condition's newest matches come from windows of the newest rows when they
+    # hold enough (a common word's own-text matches: the GIN index would hand over
+    # every row holding the words in text or context, each vector read to check its
+    # weights), from the GIN index otherwise (rare words: few rows to check).
+    finder = Finder(conn, "messages", where, windows)
+    for conditions in groups:
+        for condition in conditions:
+            finder.plan("DESC", condition, limit + 1)
+            finder.plan("ASC", condition, max(1, limit // 2))
     keys: dict[int, None] = {}
     for start in range(0, len(groups), _BATCH):
-        conditions = [
-            c
-            for group in groups[start : start + _BATCH]
-            for c in _conditions((*query.all_of, *group))
-        ]
-        newest = await _limited(conn, plan, conditions, "DESC", limit + 1)
-        crowded = [i for i, found in enumerate(newest) if len(found) > limit]
-        oldest = await _limited(
-            conn, plan, [conditions[i] for i in crowded], "ASC", max(1, limit // 2)
-        )
-        olds = dict(zip(crowded, oldest, strict=True))
         # Group by group (its newest matches, then its oldest), best group first.
-        for index, found in enumerate(newest):
-            keys.update(dict.fromkeys(found[:limit] + olds.get(index, [])))
+        for conditions in groups[start : start + _BATCH]:
+            for condition in conditions:
+                found = await finder.first("DESC", condition, limit + 1)
+                if len(found) > limit:
+                    found = found[:limit] + await finder.first("ASC", condition, max(1, limit // 2))
+                keys.update(dict.fromkeys(found))
         if len(keys) >= enough:
             break
     return list(keys)
-
-
-async def _limited(
-    conn: Conn, plan: _Plan, conditions: list[tuple[str, list[str]]], direction: str, limit: int
-) -> list[list[int]]:
-    """Each condition's first ``limit`` keys in ``direction``, in one statement."""
-    if not conditions:
-        return []
-    parts = [
-        f"SELECT {index} AS g, k.key FROM {plan.matches(c, limit, direction)} k"
-        for index, (c, _) in enumerate(conditions)
-    ]
-    args = [a for _, condition_args in conditions for a in (*condition_args, *plan.args)]
-    out: list[list[int]] = [[] for _ in conditions]
-    sql = f"{plan.cte} SELECT g, key FROM ({' UNION ALL '.join(parts)}) u"
-    for index, key in await fetch(conn, sql, [*plan.head, *args]):
-        out[index].append(key)
-    for keys in out:
-        keys.sort(reverse=direction == "DESC")
-    return out
 
 
 def _sessions(where: SearchFilter) -> tuple[str, list[Any]]:
@@ -119,13 +95,13 @@ def _sessions(where: SearchFilter) -> tuple[str, list[Any]]:
     return " AND p.session_id = ANY(%s)", [list(ids)]
 
 
-def _conditions(terms: tuple[Term, ...]) -> list[tuple[str, list[str]]]:
+def _conditions(terms: tuple[Term, ...]) -> list[Condition]:
     """A group's conditions: in conversation text (with its speaker/date terms in the
     context), then in tool input/output."""
     own, speaker_date = SearchQuery(all_of=terms).own_text_terms()
     everything = render_tsquery(SearchQuery(all_of=terms))
     if not own:
-        return [(f"{PART_TSV} {_MATCH} AND p.context_tsv {_MATCH}", [everything, everything])]
+        return [_condition(f"{PART_TSV} {_MATCH} AND p.context_tsv {_MATCH}", [everything] * 2)]
     text = f"{PART_TSV} {_MATCH} AND p.search_tsv {_MATCH}"
     text_args = [everything, render_weighted(own, "A")]
     if speaker_date:
@@ -133,7 +109,15 @@ def _conditions(terms: tuple[Term, ...]) -> list[tuple[str, list[str]]]:
         text_args.append(render_tsquery(SearchQuery(all_of=speaker_date)))
     own_query = render_tsquery(SearchQuery(all_of=own))
     tool = f"{PART_TSV} {_MATCH} AND p.search_tsv {_MATCH}"
-    return [(text, text_args), (tool, [own_query, render_weighted(own, "D")])]
+    return [
+        _condition(text, text_args),
+        _condition(tool, [own_query, render_weighted(own, "D")]),
+    ]
+
+
+def _condition(sql: str, args: list[str]) -> Condition:
+    """A condition over the table (its GIN index) and over a window's rows."""
+    return Condition((sql, args), (sql.replace(PART_TSV, WINDOW_TSV), args))
 
 
 async def _rows_searched(conn: Conn, where: SearchFilter) -> int:

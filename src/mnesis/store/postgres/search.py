@@ -105,7 +105,9 @@ class SearchMixin(PostgresStoreBase, TextSearches):
                 # every row of a scan: the GIN index over it is the cheaper plan.
                 await conn.execute("SET LOCAL enable_seqscan = off")
                 if query.relevance:
-                    keys = await relevance_keys(conn, query, where, limit + offset)
+                    keys = await relevance_keys(
+                        conn, query, where, limit + offset, self.search_windows
+                    )
                 else:
                     keys = await newest_group_keys(
                         conn, query, scope, where, limit + offset, self.search_windows

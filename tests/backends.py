@@ -161,7 +161,12 @@ class PgPool(StorePool):
         self.max_connections = max_connections
 
     async def acquire(
-        self, config: StoreConfig | None = None, *, db_path: str | None = None
+        self,
+        db_path: StoreConfig | str | None = None,
+        *,
+        wal_mode: bool = True,
+        connection_timeout: float = 30.0,
+        config: StoreConfig | None = None,
     ) -> ImmutableStore:
         db = PostgresDatabase(
             self.url, StoreConfig(database_url=self.url), max_connections=self.max_connections

@@ -292,9 +292,9 @@ API_CASES = [
         InvalidArgumentError,
     ),
     Case(
-        "malformed: a message ID to expand",
+        "unknown: a message ID to expand (expand opens a message's leaf)",
         lambda w: w.api.expand(UNKNOWN_MESSAGE),
-        InvalidArgumentError,
+        MessageNotFoundError,
     ),
     Case("malformed: sum_!!", lambda w: w.api.describe("sum_!!"), InvalidArgumentError),
     Case("malformed: parent ID", lambda w: _create(w, parent_id="sess_x"), InvalidArgumentError),

@@ -17,7 +17,6 @@ import pytest
 
 from mnesis import MnesisSession, StorePool
 from mnesis.cli import run
-from mnesis.config import StoreConfig
 from mnesis.report import data as report_data
 from mnesis.report import write_report
 from mnesis.report.charts import token_chart
@@ -248,7 +247,7 @@ class TestInChromium:
 
 async def _collect(db_path: str, session_id: str, **options: int) -> ReportData:
     pool = StorePool()
-    store = await pool.acquire(StoreConfig(), db_path=db_path)
+    store = await pool.acquire(db_path)
     try:
         return await collect(store, session_id, **options)
     finally:

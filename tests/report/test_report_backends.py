@@ -11,7 +11,6 @@ import pytest
 
 from mnesis import StorePool
 from mnesis.cli import run
-from mnesis.config import StoreConfig
 from mnesis.report.data import ReportData, collect
 from tests.backends import template_location
 from tests.cli.recorded import record_compacted
@@ -19,7 +18,7 @@ from tests.cli.recorded import record_compacted
 
 async def _collect(location: str, session_id: str) -> ReportData:
     pool = StorePool()
-    store = await pool.acquire(StoreConfig(), db_path=location)
+    store = await pool.acquire(location)
     try:
         return await collect(store, session_id)
     finally:

@@ -108,7 +108,7 @@ async def test_workers_started_while_postgresql_is_down_outlive_its_restart_mid_
     dsn = f"postgresql://postgres@127.0.0.1:{own_cluster.port}/postgres"
     with throwaway_database(dsn) as url:
         await ensure_queue_schema(url)
-        sessions = await asyncio.gather(*(grow_session(url, 22) for _ in names))
+        sessions = await asyncio.gather(*(grow_session(url, 28) for _ in names))
         await asyncio.to_thread(own_cluster.halt)
         workers = [start_worker(url, tmp_path, name, "0.3") for name in names]
 

@@ -49,13 +49,14 @@ def test_sqlite_and_postgres_give_the_same_report(
             assert 'id="transcript"' in out.read_text(encoding="utf-8")
             shapes.append(_shape(asyncio.run(_collect(location, session_id))))
     sqlite, postgres = shapes
-    # The summary's own text names message IDs, which differ: its tokens may differ by a
-    # few, so the turn it lands in is compared within 2%; everything else is equal.
+    # The summary's own text names message IDs, which are random: the token estimate of a
+    # ~560-token summary spreads by ~20 between runs of the same backend, so the turn it
+    # lands in is compared within 5%; everything else is equal.
     assert sqlite[0][:-1] == postgres[0][:-1]
     assert sqlite[1:] == postgres[1:]
     turns, messages, compactions, nodes, _ = sqlite
     last = postgres[0][-1]
     assert (last[0], last[1], last[3]) == (turns[-1][0], turns[-1][1], True)
-    assert abs(last[2] - turns[-1][2]) <= 0.02 * turns[-1][2]
+    assert abs(last[2] - turns[-1][2]) <= 0.05 * turns[-1][2]
     assert len(turns) == 30 and len(messages) == 60
     assert compactions and nodes and any(t[3] for t in turns)

@@ -10,7 +10,9 @@ all of them; each number is the median over the rounds.
   the CLI cases: importing ``mnesis.cli`` and running the command, its output kept);
 * ``process CPU``: user + system time of the whole child (interpreter start-up
   included), from ``getrusage(RUSAGE_CHILDREN)``; the floor is ``python -c pass``;
-* ``modules``: ``len(sys.modules)`` after the statement (the floor's own ~35 included).
+* ``modules``: ``len(sys.modules)`` after the statement (the floor's own ~35 included);
+* ``typer app --help (floor)``: a one-command typer app with the same Markdown help, the
+  least any typer CLI's ``--help`` costs.
 
 ``--tree`` compares source trees (``src`` folders put first on ``PYTHONPATH``), e.g.
 before and after a change (``git archive BASE src | tar -x -C /tmp/before``, then
@@ -46,11 +48,25 @@ with contextlib.redirect_stdout(io.StringIO()) as out:
 if code or {expect!r} not in out.getvalue():
     raise SystemExit(f"exit code {{code}}: {{out.getvalue()[:200]!r}}")"""
 
+_TYPER_FLOOR = """import contextlib, io
+import typer
+from typer.main import get_command
+app = typer.Typer(add_completion=False, rich_markup_mode="markdown")
+@app.callback()
+def main() -> None:
+    \"\"\"An app.\"\"\"
+@app.command()
+def one() -> None:
+    \"\"\"One.\"\"\"
+with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+    get_command(app).main(args=["--help"], prog_name="app")"""
+
 CASES: dict[str, str] = {
     "import mnesis": "import mnesis",
     "from mnesis import MnesisSession": "from mnesis import MnesisSession",
     "mnesis --help": _CLI.format(argv=["--help"], expect="Usage"),
     "mnesis --version": _CLI.format(argv=["--version"], expect="mnesis "),
+    "typer app --help (floor)": _TYPER_FLOOR,
 }
 FLOOR = "python -c pass"
 

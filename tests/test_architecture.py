@@ -230,3 +230,44 @@ def test_the_folder_map_names_every_module_once() -> None:
         if names.count(name) > 1
     )
     assert (missing, unknown, repeated) == ([], [], [])
+
+
+MAX_LINES = 400
+"""A module is one job: a few hundred lines at most."""
+
+OVER_THE_LIMIT: dict[str, str] = {
+    # The store: issue 32 item 1 reorganises it into named collaborators (pending; until
+    # then its largest modules stay as they are).
+    "store/immutable.py": "the store's facade, pending its collaborators (issue 32 item 1)",
+    "store/base.py": "the backend interface, pending its collaborators (issue 32 item 1)",
+    "store/sqlite/search.py": "SQLite's search topic, pending issue 32 item 1",
+    # Not logic: the recorded tool outputs of the test kit's payments story.
+    "testing/_payments_outputs.py": "data: the scenario's recorded tool outputs",
+    # The session facade keeps one public method per seed entry point (see the
+    # decisions in docs/architecture.md).
+    "session.py": "MnesisSession: the public facade, one short method per entry point",
+    # Work in flight elsewhere when this list was written (the compaction loss ledger,
+    # the store's hash chain): split after those merge.
+    "compaction/engine.py": "CompactionEngine, pending the loss-ledger change",
+    "integrity/checker.py": "IntegrityChecker, pending the hash-chain change",
+}
+"""Modules allowed above :data:`MAX_LINES`, each with its reason. An entry whose file
+is gone or back under the limit fails the test, so the list only shrinks."""
+
+
+def _line_counts() -> dict[str, int]:
+    return {
+        path.relative_to(SRC).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
+        for path in SRC.rglob("*.py")
+    }
+
+
+def test_no_module_is_above_a_few_hundred_lines() -> None:
+    counts = _line_counts()
+    too_long = sorted(
+        f"{path}: {lines}"
+        for path, lines in counts.items()
+        if lines > MAX_LINES and path not in OVER_THE_LIMIT
+    )
+    stale = sorted(path for path in OVER_THE_LIMIT if counts.get(path, 0) <= MAX_LINES)
+    assert (too_long, stale) == ([], [])

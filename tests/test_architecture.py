@@ -271,3 +271,29 @@ def test_no_module_is_above_a_few_hundred_lines() -> None:
     )
     stale = sorted(path for path in OVER_THE_LIMIT if counts.get(path, 0) <= MAX_LINES)
     assert (too_long, stale) == ([], [])
+
+
+def _arrows_on_disk() -> dict[str, set[str]]:
+    arrows: dict[str, set[str]] = {name: set() for name in RANK}
+    for source, targets in _import_graph().items():
+        for target in targets:
+            if _package(source) != _package(target):
+                arrows[_package(source)].add(_package(target))
+    return arrows
+
+
+def _arrows_in_the_doc() -> dict[str, set[str]]:
+    arrows: dict[str, set[str]] = {}
+    for line in _code_block_after("## Arrows"):
+        room, _, targets = line.partition("→")
+        arrows[room.strip()] = set(targets.split()) - {"(nothing)"}
+    return arrows
+
+
+def test_the_doc_draws_every_arrow_between_rooms() -> None:
+    on_disk = _arrows_on_disk()
+    expected = "\n".join(
+        f"{room:<13}→ {' '.join(sorted(targets, key=lambda t: (-RANK[t], t))) or '(nothing)'}"
+        for room, targets in sorted(on_disk.items(), key=lambda item: (-RANK[item[0]], item[0]))
+    )
+    assert _arrows_in_the_doc() == on_disk, f"the tree's arrows:\n{expected}"

@@ -20,6 +20,7 @@ cycle); only imports under ``if TYPE_CHECKING:`` are ignored.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -58,6 +59,19 @@ def _package(module: str) -> str:
 
 
 def _import_graph() -> dict[str, set[str]]:
+    """``module -> the mnesis modules it imports`` (a fresh copy: callers may add edges)."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    graph.update((module, set(targets)) for module, targets in _parsed_graph().items())
+    return graph
+
+
+@functools.cache
+def _parsed_graph() -> dict[str, frozenset[str]]:
+    """The import graph, parsed once per test run."""
+    return {module: frozenset(targets) for module, targets in _parse_graph().items()}
+
+
+def _parse_graph() -> dict[str, set[str]]:
     modules = {_module_name(p): p for p in SRC.rglob("*.py")}
     graph: dict[str, set[str]] = defaultdict(set)
     for module, path in modules.items():

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from typer.main import get_command
+from typer.testing import CliRunner
 
 from mnesis.cli import COMMANDS, app
 from mnesis.cli._lazy import LazyCommands, load_target
@@ -106,8 +107,6 @@ def test_every_entry_is_a_cli_module_attribute() -> None:
 
 
 def test_an_unknown_command_is_refused_with_a_suggestion() -> None:
-    got = subprocess.run(
-        [sys.executable, "-m", "mnesis.cli", "sesions"], capture_output=True, text=True
-    )
-    assert got.returncode == 2
-    assert "Did you mean 'sessions'?" in got.stderr
+    result = CliRunner().invoke(app, ["sesions"])
+    assert result.exit_code == 2
+    assert "Did you mean 'sessions'?" in result.stderr

@@ -30,6 +30,7 @@ import gc
 import os
 import pstats
 import resource
+import sys
 import tempfile
 import time
 from typing import TextIO
@@ -44,6 +45,11 @@ from mnesis.importers.reader import read_jsonl
 from mnesis.store.immutable import ImmutableStore
 
 __all__ = ["realistic_lines", "write_session"]
+
+_BYTECODE_NOTE = (
+    "\n  (PYTHONDONTWRITEBYTECODE is set: without cached bytecode the parser process "
+    "compiles its modules at each start, a few tenths of a second more than an install)"
+)
 
 
 def write_session(folder: str, exchanges: int) -> tuple[str, list[str], int]:
@@ -151,7 +157,8 @@ async def _run(exchanges: int, show_profile: bool) -> None:
             f"parser process {child:.2f} s): {n / wall:,.0f} messages/s, {mb / wall:.1f} MB/s "
             f"wall; {n / cpu:,.0f} messages and {mb / cpu:.1f} MB per CPU-second\n"
             f"  parser process's work in-process (no start): {parse:.2f} s CPU, "
-            f"{n / parse:,.0f} messages and {mb / parse:.1f} MB per CPU-second (session file)\n"
+            f"{n / parse:,.0f} messages and {mb / parse:.1f} MB per CPU-second (session file)"
+            f"{_BYTECODE_NOTE if sys.flags.dont_write_bytecode else ''}\n"
             f"  floor, orjson.loads of each line: {plain:.2f} s CPU, {n / plain:,.0f} messages "
             f"and {mb / plain:.1f} MB per CPU-second\n"
             f"  floor, the import's reader (every line decoded): {floor:.2f} s CPU, "

@@ -28,6 +28,7 @@ def test_a_piped_import_reports_progress_notes_and_parents(
     result = CliRunner().invoke(app, args, env={"LCM_DATABASE_URL": ""})
     assert result.exit_code == 0, result.output
     assert "importing: " in result.output and "MB/s" in result.output
+    assert "importing: " in result.stderr and "importing: " not in result.stdout
     assert "empty file: skipped" in result.output
     assert "no message in the file" in result.output
     result = CliRunner().invoke(app, [*args, "--json"], env={"LCM_DATABASE_URL": ""})

@@ -24,7 +24,7 @@ from mnesis.importers import detect_format, parse_child
 from mnesis.importers.batches import Batch, BatchBuilder
 from mnesis.importers.formats import FORMATS
 from mnesis.importers.light import LightMessage, LightTool, new_messages
-from mnesis.importers.parse_child import _prepared
+from mnesis.importers.parse_child import prepared_batch
 from mnesis.importers.pipeline import Limits, cut_batches
 from mnesis.importers.reader import JsonLine, LineError, read_jsonl
 from mnesis.importers.records import Text
@@ -54,7 +54,7 @@ def _batches(
     with seeded_ids(7):
         try:
             for batch in cut_batches(source, parser, builder, limits, (0, 0)):
-                out.append(_plain(_prepared(batch, preparer)))
+                out.append(_plain(prepared_batch(batch, preparer)))
         except Exception as exc:
             out.append((type(exc).__name__, str(exc)))
     return out

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmarks.bench_import_real import realistic_lines
+from benchmarks._real_session import realistic_lines
 
 from mnesis.importers.claude_code import ClaudeCodeParser, skip_line
 from mnesis.importers.reader import SKIPPED, read_jsonl

@@ -10,6 +10,7 @@ killed at any point resumes without losing or repeating a line.
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import os
@@ -21,7 +22,7 @@ from mnesis.errors import InvalidArgumentError, MessageNotFoundError
 from mnesis.importers import claude_code, codex
 from mnesis.importers.batches import Batch, BatchBuilder
 from mnesis.importers.formats import FORMATS, Parser, skip_lines
-from mnesis.importers.parse_child import ParseJob
+from mnesis.importers.parse_child import ParseJob, prepared_batch
 from mnesis.importers.pipeline import Limits, ParseThread, SourceLine
 from mnesis.importers.process import ParseProcess
 from mnesis.importers.reader import FINGERPRINT_BYTES, LineError, fingerprint, read_jsonl
@@ -29,6 +30,7 @@ from mnesis.importers.writer import BatchWriter
 from mnesis.models.ids import new_id
 from mnesis.store.base import ImportSource
 from mnesis.store.immutable import ImmutableStore
+from mnesis.store.shared.batch import RowPreparer
 from mnesis.store.sqlite.batch import BatchMixin
 
 __all__ = ["FORMATS", "ImportReport", "Parser", "default_paths", "detect_format", "import_file"]
@@ -212,11 +214,21 @@ async def _import(
         )
         batches: ParseThread | ParseProcess = ParseProcess(job)
     else:
+        # On SQLite the thread builds the rows too, from plain data (as the parser
+        # process does): no pydantic model per message and part.
+        finish = None
+        if isinstance(store.backend, BatchMixin):
+            starts = await store.backend.batch_starts(list((sessions or {}).values()))
+            finish = functools.partial(prepared_batch, preparer=RowPreparer(starts))
         builder = BatchBuilder(
-            label=parser.label, sessions=sessions, tails=tails, parent_session=parent_session
+            label=parser.label,
+            sessions=sessions,
+            tails=tails,
+            parent_session=parent_session,
+            light=finish is not None,
         )
         lines = _lines(full, fmt, source, skip_lines(parser))
-        batches = ParseThread(lines, parser, builder, limits, start)
+        batches = ParseThread(lines, parser, builder, limits, start, finish)
     known: dict[str, str] = {}
     created: list[str] = []
     async with batches:

@@ -30,7 +30,7 @@ from mnesis.store.checks import check_new_messages
 from mnesis.store.codec import searchable_text
 from mnesis.store.shared.batch import RowPreparer, SessionStart, encode_batch
 
-__all__ = ["BATCH", "END", "ERROR", "HEADER_BYTES", "ParseJob", "main"]
+__all__ = ["BATCH", "END", "ERROR", "HEADER_BYTES", "ParseJob", "main", "prepared_batch"]
 
 BATCH, END, ERROR = b"B", b"E", b"X"
 HEADER_BYTES = 9
@@ -75,7 +75,7 @@ def _encoded(batch: Batch) -> Batch:
     return batch
 
 
-def _prepared(batch: Batch, preparer: RowPreparer) -> Batch:
+def prepared_batch(batch: Batch, preparer: RowPreparer) -> Batch:
     """``batch`` checked and turned into the rows of its inserts (see
     :class:`~mnesis.store.shared.batch.RowPreparer`), so the writing process does little
     more than insert them. The extensions the writer appends first count as neighbours.
@@ -124,7 +124,7 @@ def run(job: ParseJob, out: BinaryIO) -> None:
         lines = read_jsonl(job.path, offset=job.offset, line=job.line, skip=skip_lines(parser))
         preparer = None if job.starts is None else RowPreparer(job.starts)
         for batch in cut_batches(lines, parser, builder, job.limits, (job.offset, job.line)):
-            ready = _encoded(batch) if preparer is None else _prepared(batch, preparer)
+            ready = _encoded(batch) if preparer is None else prepared_batch(batch, preparer)
             _frame(out, BATCH, dump_batch(ready))
     except Exception as exc:  # handed to the writer, raised there
         try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -77,6 +77,7 @@ class ParseThread:
 
     ``start`` is the ``(offset, line number)`` the lines continue from. The last batch
     (cut when the lines end) covers the rest of the file, even if it holds no message.
+    ``finish``, when given, is applied to each batch on the thread (building its rows).
     Use as ``async with``: leaving stops and joins the thread.
     """
 
@@ -87,8 +88,10 @@ class ParseThread:
         builder: BatchBuilder,
         limits: Limits,
         start: tuple[int, int],
+        finish: Callable[[Batch], Batch] | None = None,
     ) -> None:
         self._lines = lines
+        self._finish = finish
         self._parser = parser
         self._builder = builder
         self._limits = limits
@@ -138,6 +141,8 @@ class ParseThread:
             for batch in cut_batches(
                 self._lines, self._parser, self._builder, self._limits, self._start
             ):
+                if self._finish is not None:
+                    batch = self._finish(batch)
                 if not self._put(batch):
                     return
         except BaseException as exc:  # handed to the event loop, raised by next()

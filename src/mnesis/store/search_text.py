@@ -21,6 +21,17 @@ CJK_SEPARATOR = "\n\u2063"
 _CJK_RUN = re.compile(
     r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\u1100-\u11ff]+"
 )
+_CJK_LEADS = tuple(bytes((lead,)) for lead in (0xE1, *range(0xE3, 0xEE), 0xEF))
+"""The first byte of the UTF-8 of every character :data:`_CJK_RUN` matches (U+1100-U+11FF
+begin with E1, U+3040-U+D7AF with E3-ED, U+F900-U+FAFF with EF)."""
+
+
+def _may_hold_cjk(text: str) -> bool:
+    """False when ``text`` surely holds no CJK run: its UTF-8 has none of their first
+    bytes (an encoding and a ``memchr`` per byte, some twenty times faster than the
+    pattern's scan of a long text of arrows and dashes)."""
+    data = text.encode("utf-8", "surrogatepass")
+    return any(lead in data for lead in _CJK_LEADS)
 
 
 def cjk_bigrams(text: str) -> list[str]:
@@ -36,7 +47,7 @@ def cjk_bigrams(text: str) -> list[str]:
 
 def index_text(text: str) -> str:
     """The text stored for indexing: the original plus CJK bigrams when present."""
-    if text.isascii():
+    if text.isascii() or not _may_hold_cjk(text):
         return text
     grams = cjk_bigrams(text)
     if not grams:

@@ -41,3 +41,12 @@ def test_the_example_runs(
     assert openai_server.rejected == []
     assert openai_server.bodies, "the example never called the model"
     assert (tmp_path / "agent.db").exists()
+
+
+def test_the_store_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(_example("LangGraph store"), "docs/integrations.md (store)", "exec"), {})
+    assert out.getvalue().strip() == "The deploy port is 8443."
+    assert (tmp_path / "memory.db").exists()

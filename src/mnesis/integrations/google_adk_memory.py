@@ -17,9 +17,9 @@ from google.adk.sessions.session import Session
 from google.genai import types
 
 from mnesis.errors import InvalidArgumentError
-from mnesis.integrations.adk_registry import Row, key
 from mnesis.integrations.google_adk_events import event_to_messages
 from mnesis.integrations.google_adk_sessions import MnesisSessionService
+from mnesis.integrations.registry import Row, key
 from mnesis.retrieval.results import GrepMatch
 
 __all__ = ["MnesisMemoryService"]

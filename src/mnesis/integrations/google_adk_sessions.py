@@ -5,7 +5,7 @@ Each ADK session ``(app, user, session_id)`` is a mnesis session; every event th
 ``Runner`` appends is recorded into it as OpenAI chat messages (ordered rounds), and
 ``get_session`` returns the mnesis window (compacted history, summaries included) as
 events, so the agent's next model call fits the window. ``state`` (session, ``user:``,
-``app:``; ``temp:`` is never stored) lives in :mod:`~mnesis.integrations.adk_registry`.
+``app:``; ``temp:`` is never stored) lives in :mod:`~mnesis.integrations.registry`.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from pydantic_core import to_jsonable_python
 
 from mnesis.config import MnesisConfig
 from mnesis.errors import InvalidArgumentError
-from mnesis.integrations.adk_registry import AdkRegistry, Row, key
 from mnesis.integrations.google_adk_events import event_to_messages, messages_to_events
+from mnesis.integrations.registry import Registry, Row, key
 from mnesis.llm.resolve import ClientLike
 from mnesis.session import MnesisSession
 from mnesis.store.pool import StorePool
@@ -70,7 +70,7 @@ class MnesisSessionService(BaseSessionService):
         self._pool = pool
         self._llm = llm
         self._system_prompt = system_prompt
-        self._registry: AdkRegistry | None = None
+        self._registry: Registry | None = None
         self._open: dict[str, MnesisSession] = {}
         self._lock = asyncio.Lock()
 
@@ -216,16 +216,14 @@ class MnesisSessionService(BaseSessionService):
         compaction = event.actions is not None and event.actions.compaction is not None
         messages = [] if compaction else event_to_messages(event)
         registry = await self._rows()
-        row = await registry.get("session", session.app_name, session.user_id, session.id)
-        if row is None or row.state.get("deleted"):
-            raise SessionNotFoundError(f"Session {session.id} not found.")
-        if messages:
-            await (await self._session(row.session_id)).record_messages(messages)
-        event = await super().append_event(session, event)
-        deltas = _split_state(event.actions.state_delta if event.actions else {})
         async with self._lock:
             row = await registry.get("session", session.app_name, session.user_id, session.id)
-            assert row is not None
+            if row is None or row.state.get("deleted"):
+                raise SessionNotFoundError(f"Session {session.id} not found.")
+            if messages:
+                await (await self._session(row.session_id)).record_messages(messages)
+            event = await super().append_event(session, event)
+            deltas = _split_state(event.actions.state_delta if event.actions else {})
             row.state["state"].update(deltas["session"])
             row.state["updated"] = max(float(row.state["updated"]), event.timestamp)
             row.count += 1
@@ -267,7 +265,7 @@ class MnesisSessionService(BaseSessionService):
                 ids.extend([*row.state.get("previous", []), row.session_id])
         return ids
 
-    async def registry(self) -> AdkRegistry:
+    async def registry(self) -> Registry:
         """The registry rows of this service's store."""
         return await self._rows()
 
@@ -291,13 +289,13 @@ class MnesisSessionService(BaseSessionService):
         await self.close()
 
     # -- helpers --------------------------------------------------------------
-    async def _rows(self) -> AdkRegistry:
+    async def _rows(self) -> Registry:
         if self._registry is None:
             config = self._config or MnesisConfig()
             store = await (self._pool or StorePool.default()).acquire(
                 self._db_path, config=config.store
             )
-            self._registry = AdkRegistry(store)
+            self._registry = Registry(store)
         return self._registry
 
     async def _new_session(self, app_name: str, parent_id: str | None) -> MnesisSession:

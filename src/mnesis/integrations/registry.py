@@ -1,10 +1,11 @@
-"""Where :mod:`mnesis.integrations.google_adk` keeps what ADK names but mnesis does not:
-which mnesis session an ADK session ``(app, user, session)`` is, its ``state``, the
-sessions of a user, the user and app ``state``.
+"""Where an adapter keeps what its framework names but mnesis does not: for
+:mod:`mnesis.integrations.google_adk`, which mnesis session an ADK session ``(app, user,
+session)`` is, its ``state``, the sessions of a user, the user and app ``state``; for
+:mod:`mnesis.integrations.langgraph_store`, the keys of each namespace.
 
-One row per name in the store's ``import_sources`` table (``format="google-adk"``; the
-table keeps progress records keyed by a source, which these are: where an ADK name
-stands now). Rows are updated in place; the conversation itself stays append-only in
+One row per name in the store's ``import_sources`` table (``format`` the adapter's; the
+table keeps progress records keyed by a source, which these are: where a framework's
+name stands now). Rows are updated in place; the conversation itself stays append-only in
 the sessions they point to. A row belongs to a session (``session_id``): an ADK
 session's row to its mnesis session (``mnesis purge`` of that session removes the ADK
 session too), the app's and users' rows to the app's *registry session*, an empty
@@ -21,7 +22,7 @@ from typing import Any
 from mnesis.store.immutable import ImmutableStore
 from mnesis.store.records import ImportSource
 
-__all__ = ["AdkRegistry", "Row"]
+__all__ = ["Registry", "Row"]
 
 FORMAT = "google-adk"
 
@@ -37,21 +38,23 @@ class Row:
     """Events stored through the row (an ADK session) or imported (a memory copy)."""
 
 
-def key(kind: str, *names: str) -> str:
-    """The row key of ``kind`` (``app``, ``user``, ``session``, ``memory``) for ``names``."""
-    return f"{FORMAT}/{kind}/" + json.dumps(list(names), ensure_ascii=False)
+def key(kind: str, *names: str, fmt: str = FORMAT) -> str:
+    """The row key of ``kind`` (``app``, ``user``, ``session``, ``memory``, ...) for
+    ``names`` in the rows of format ``fmt``."""
+    return f"{fmt}/{kind}/" + json.dumps(list(names), ensure_ascii=False)
 
 
-class AdkRegistry:
+class Registry:
     """Reads and writes registry rows on one store (serialise writers yourself)."""
 
-    def __init__(self, store: ImmutableStore) -> None:
-        """Rows on ``store`` (open; closed by the caller)."""
+    def __init__(self, store: ImmutableStore, fmt: str = FORMAT) -> None:
+        """Rows of format ``fmt`` on ``store`` (open; closed by the caller)."""
         self.store = store
+        self.fmt = fmt
 
     async def get(self, kind: str, *names: str) -> Row | None:
         """The row of ``kind`` for ``names``, or None."""
-        row_key = key(kind, *names)
+        row_key = key(kind, *names, fmt=self.fmt)
         source = await self.store.get_import_source(row_key)
         if source is None:
             return None
@@ -62,7 +65,7 @@ class AdkRegistry:
         await self.store.put_import_source(
             ImportSource(
                 source_key=row.key,
-                format=FORMAT,
+                format=self.fmt,
                 path=row.key,
                 session_id=row.session_id,
                 messages=row.count,

@@ -4,6 +4,7 @@ an append-only store, search by grep with filters, namespaces; sync and async.""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -100,6 +101,9 @@ async def test_operations(tmp_path: Path) -> None:
         await store.adelete(NS, "lang")
         assert await store.aget(NS, "lang") is None
         assert [h.key for h in await store.asearch(NS, query="Python")] == []
+        # Concurrent puts to one namespace lose no key.
+        await asyncio.gather(*(store.aput(("burst",), f"k{n}", {"n": n}) for n in range(20)))
+        assert len(await store.asearch(("burst",), limit=50)) == 20
         with pytest.raises(InvalidArgumentError, match="embedding index"):
             await store.aput(NS, "x", {"text": "y"}, index=["text"])
     finally:

@@ -16,6 +16,7 @@ reads back across threads by key and by search, which is what mnesis retrieval i
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -43,6 +44,8 @@ from mnesis.store.pool import StorePool
 __all__ = ["MnesisStore"]
 
 FORMAT = "langgraph-store"
+_CHUNK = 100
+"""Items read per query while a search walks its candidates."""
 _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     "$eq": lambda a, b: a == b,
     "$ne": lambda a, b: a != b,
@@ -61,10 +64,11 @@ class MnesisStore(BaseStore):
     (``abatch``) both work, from any thread or loop: the store runs on an event loop of
     its own (:class:`~mnesis.integrations.portal.Portal`). ``search(query=...)`` is
     mnesis full-text grep over the namespaces under the prefix (best first, ``score``
-    its rank); without a query, the newest items first. ``filter`` matches top-level
-    value fields (equality, or ``$eq`` / ``$ne`` / ``$gt`` / ``$gte`` / ``$lt`` /
-    ``$lte``). Not supported: embedding indexes (``index=``) and TTLs. Call
-    :meth:`close` when done.
+    its rank; the best ``max(50, 5 * (offset + limit))`` hits are looked at, older
+    versions of an item among them skipped); without a query, the newest items first.
+    ``filter`` matches top-level value fields (equality, or ``$eq`` / ``$ne`` / ``$gt`` /
+    ``$gte`` / ``$lt`` / ``$lte``). Not supported: embedding indexes (``index=``) and
+    TTLs. Call :meth:`close` when done.
     """
 
     def __init__(
@@ -85,6 +89,7 @@ class MnesisStore(BaseStore):
         self._portal = Portal()
         self._registry: Registry | None = None
         self._open: dict[str, MnesisSession] = {}
+        self._lock = asyncio.Lock()
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run ``ops`` in order (blocking this thread)."""
@@ -116,7 +121,8 @@ class MnesisStore(BaseStore):
             if isinstance(op, GetOp):
                 results.append(await self._get(op))
             elif isinstance(op, PutOp):
-                await self._put(op)
+                async with self._lock:  # one read-modify-write of a namespace at a time
+                    await self._put(op)
                 results.append(None)
             elif isinstance(op, SearchOp):
                 results.append(await self._search(op))
@@ -131,7 +137,7 @@ class MnesisStore(BaseStore):
         entry = row.state["items"].get(op.key) if row else None
         if entry is None:
             return None
-        return (await self._items(op.namespace, {op.key: entry}))[0]
+        return (await self._items([(op.namespace, op.key, entry)]))[0]
 
     async def _put(self, op: PutOp) -> None:
         if op.index not in (None, False):
@@ -203,21 +209,22 @@ class MnesisStore(BaseStore):
         else:
             entries.sort(key=lambda e: str(e[2]["updated"]), reverse=True)
         items: list[SearchItem] = []
-        for ns, name, entry in entries:
+        for start in range(0, len(entries), _CHUNK):
             if len(items) >= op.offset + op.limit:
                 break
-            item = (await self._items(ns, {name: entry}))[0]
-            if _matches(item.value, op.filter):
-                items.append(
-                    SearchItem(
-                        namespace=item.namespace,
-                        key=item.key,
-                        value=item.value,
-                        created_at=item.created_at,
-                        updated_at=item.updated_at,
-                        score=scores.get(entry["message_id"]),
+            chunk = entries[start : start + _CHUNK]
+            for item, (_, _, entry) in zip(await self._items(chunk), chunk, strict=True):
+                if len(items) < op.offset + op.limit and _matches(item.value, op.filter):
+                    items.append(
+                        SearchItem(
+                            namespace=item.namespace,
+                            key=item.key,
+                            value=item.value,
+                            created_at=item.created_at,
+                            updated_at=item.updated_at,
+                            score=scores.get(entry["message_id"]),
+                        )
                     )
-                )
         return items[op.offset :]
 
     async def _list(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
@@ -229,12 +236,15 @@ class MnesisStore(BaseStore):
         return sorted(found)[op.offset : op.offset + op.limit]
 
     # -- helpers --------------------------------------------------------------
-    async def _items(self, namespace: tuple[str, ...], entries: dict[str, Any]) -> list[Item]:
+    async def _items(
+        self, entries: list[tuple[tuple[str, ...], str, dict[str, Any]]]
+    ) -> list[Item]:
+        """The items of ``(namespace, key, entry)`` triples, in their order (one read)."""
         registry = await self._rows()
-        ids = [entry["message_id"] for entry in entries.values()]
+        ids = [entry["message_id"] for _, _, entry in entries]
         messages = {m.id: m for m in await registry.store.get_messages_by_ids(ids)}
         items = []
-        for name, entry in entries.items():
+        for namespace, name, entry in entries:
             document = json.loads(messages[entry["message_id"]].text)
             items.append(
                 Item(

@@ -139,6 +139,8 @@ async def test_runner_answers_from_compacted_history(
         assert last["messages"][0]["content"].startswith("You are a coding agent.")
         assert any("8443" in text for text in tool_results_sent(last))
         assert {"role": "user", "content": PORT_FACT} not in last["messages"]
+        # The runner sent the mnesis window: the compacted history as summaries.
+        assert any("[LCM summary" in str(m.get("content")) for m in last["messages"])
         # The runner's turns were stored as ordered rounds: question, call + result, answer.
         rounds = (await stored.conversation_messages())[-3:]
         assert [m.role for m in rounds] == ["user", "assistant", "assistant"]

@@ -96,6 +96,7 @@ async def test_responses_model_answers_from_compacted_history(
         # The fact reached the model only through the tool's output, not the window.
         window = [i for i in last["input"] if i.get("type") != "function_call_output"]
         assert PORT_FACT not in json.dumps(window)
+        assert "[LCM summary" in json.dumps(window)
         stored = (await session.conversation_messages())[-3:]
         assert [m.role for m in stored] == ["user", "assistant", "assistant"]
         assert [type(p).__name__ for p in stored[1].parts] == ["ToolPart"]

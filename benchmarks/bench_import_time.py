@@ -1,15 +1,18 @@
 """Import cost: CPU time and modules loaded by ``import mnesis``, ``from mnesis import
-MnesisSession`` and ``mnesis --help``, each in a fresh interpreter.
+MnesisSession``, ``mnesis --help`` and ``mnesis --version``, each in a fresh interpreter.
 
 Every measurement is a new process (nothing cached in ``sys.modules``; the ``.pyc``
 files are warm after the first round, which is what a user sees from the second run
 on). The rounds run the cases interleaved, so a noisy moment on a shared machine hits
 all of them; each number is the median over the rounds.
 
-* ``import CPU``: ``time.process_time()`` around the statement inside the child;
+* ``import CPU``: ``time.process_time()`` around the statement inside the child (for
+  the CLI cases: importing ``mnesis.cli`` and running the command, its output kept);
 * ``process CPU``: user + system time of the whole child (interpreter start-up
   included), from ``getrusage(RUSAGE_CHILDREN)``; the floor is ``python -c pass``;
-* ``modules``: ``len(sys.modules)`` after the statement (the floor's own ~35 included).
+* ``modules``: ``len(sys.modules)`` after the statement (the floor's own ~35 included);
+* ``typer app --help (floor)``: a one-command typer app with the same Markdown help, the
+  least any typer CLI's ``--help`` costs.
 
 ``--tree`` compares source trees (``src`` folders put first on ``PYTHONPATH``), e.g.
 before and after a change (``git archive BASE src | tar -x -C /tmp/before``, then
@@ -38,11 +41,33 @@ cpu = time.process_time() - started
 print(json.dumps({{"cpu": cpu, "modules": len(sys.modules)}}))
 """
 
+_CLI = """import contextlib, io
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    from mnesis.cli import run
+    code = run({argv!r})
+if code or {expect!r} not in out.getvalue():
+    raise SystemExit(f"exit code {{code}}: {{out.getvalue()[:200]!r}}")"""
+
+_TYPER_FLOOR = """import contextlib, io
+import typer
+from typer.main import get_command
+app = typer.Typer(add_completion=False, rich_markup_mode="markdown")
+@app.callback()
+def main() -> None:
+    \"\"\"An app.\"\"\"
+@app.command()
+def one() -> None:
+    \"\"\"One.\"\"\"
+with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+    get_command(app).main(args=["--help"], prog_name="app")"""
+
 CASES: dict[str, str] = {
     "import mnesis": "import mnesis",
     "from mnesis import MnesisSession": "from mnesis import MnesisSession",
+    "mnesis --help": _CLI.format(argv=["--help"], expect="Usage"),
+    "mnesis --version": _CLI.format(argv=["--version"], expect="mnesis "),
+    "typer app --help (floor)": _TYPER_FLOOR,
 }
-HELP = "mnesis --help"
 FLOOR = "python -c pass"
 
 
@@ -72,10 +97,6 @@ def _run(argv: list[str], env: dict[str, str]) -> tuple[str, float]:
 def _measure(case: str, env: dict[str, str], into: Samples) -> None:
     if case == FLOOR:
         _, cpu = _run([sys.executable, "-c", "pass"], env)
-    elif case == HELP:
-        out, cpu = _run([sys.executable, "-m", "mnesis.cli", "--help"], env)
-        if "Usage" not in out:
-            raise RuntimeError(f"mnesis --help printed no usage: {out[:200]!r}")
     else:
         out, cpu = _run([sys.executable, "-c", _TIMED.format(statement=CASES[case])], env)
         child = json.loads(out)
@@ -114,7 +135,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     trees: list[str | None] = list(args.tree) if args.tree else [None]
-    cases = [FLOOR, *CASES, HELP]
+    cases = [FLOOR, *CASES]
     samples = {(tree, case): Samples() for tree in trees for case in cases}
     load_start = os.getloadavg()
     for _ in range(args.rounds):

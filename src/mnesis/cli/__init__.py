@@ -4,68 +4,159 @@
 exiting, so it can be called from tests and other programs. Exit codes: 0 success,
 1 a mnesis error or an unexpected failure (printed as one red line on stderr, never a
 traceback unless ``--debug`` is given), 2 a usage error, 130 interrupted.
+
+The commands are the :data:`COMMANDS` table: each module is imported only when its
+command runs (see :mod:`mnesis.cli._lazy`), so ``mnesis --help`` and ``mnesis --version``
+load typer and rich, not the store. A new command is one line in the table.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from typer.main import get_command
 
-from mnesis.cli._common import fail, tolerate_unencodable_output
-from mnesis.cli.check import check_command
-from mnesis.cli.commands import context_command, sessions_command, show_command
-from mnesis.cli.compact_command import compact_command
-from mnesis.cli.demo import demo_command
-from mnesis.cli.export_command import dag_command, export_command
-from mnesis.cli.hooks_command import hooks_app
-from mnesis.cli.import_command import import_command
-from mnesis.cli.mcp_command import mcp_command
-from mnesis.cli.purge_command import purge_command
-from mnesis.cli.report_command import report_command
-from mnesis.cli.retrieval_commands import describe_command, expand_command, grep_command
-from mnesis.cli.stats_command import stats_command
-from mnesis.cli.upgrade_command import upgrade_command
-from mnesis.cli.worker_command import jobs_command, worker_command
+from mnesis.cli._lazy import Entry, LazyGroup
 from mnesis.errors import MnesisError
 
-__all__ = ["app", "run"]
+__all__ = ["COMMANDS", "app", "run"]
+
+COMMANDS: dict[str, Entry] = {
+    "demo": Entry(
+        "mnesis.cli.demo.command:demo_command",
+        "Run a long coding-agent session offline and show what mnesis kept and compacted.",
+    ),
+    "sessions": Entry(
+        "mnesis.cli.commands:sessions_command",
+        "List the sessions of a database: ID, model, status, turns, context size and last "
+        "activity (newest first).",
+    ),
+    "show": Entry(
+        "mnesis.cli.commands:show_command",
+        "Show the stored messages of a session: roles and abbreviated parts, or with --full / "
+        "--message every text and tool output in full (pruned outputs included).",
+    ),
+    "context": Entry(
+        "mnesis.cli.context_command:context_command",
+        "Show the context the next turn of a session would send: summaries annotated, and "
+        "where the tokens go against the budget.",
+    ),
+    "check": Entry(
+        "mnesis.cli.check:check_command",
+        "Check the database file, lineage, the context view and file references of every "
+        "session (or one).",
+    ),
+    "mcp": Entry(
+        "mnesis.cli.mcp_command:mcp_command",
+        "Serve `lcm_grep`, `lcm_describe`, `lcm_expand` and `lcm_sessions` over MCP, for "
+        "Claude Code, Cursor and other MCP clients (needs the `mcp` extra).",
+    ),
+    "report": Entry(
+        "mnesis.cli.report_command:report_command",
+        "Write a self-contained HTML report of a session: history versus context tokens per "
+        "turn with the compactions marked, the summary DAG (click a node to read it), "
+        "compactions by level, pruned tool outputs (paged), a search box over the messages "
+        "and a transcript with the compaction points. Opens offline in any browser.",
+    ),
+    "upgrade": Entry(
+        "mnesis.cli.upgrade_command:upgrade_command",
+        "Copy a database written by the earlier `mnesis` library (0.4.x) into a NEW file in "
+        "this schema: every session, message, part, tool state, tombstone, summary (its span "
+        "becomes its lineage) and file reference. The original is only read (its sha256 is "
+        "compared before and after); counts are verified and the integrity check runs.",
+    ),
+    "worker": Entry(
+        "mnesis.cli.worker_command:worker_command",
+        "Run compaction and integrity jobs from the PostgreSQL database's queue until SIGTERM "
+        "(running jobs finish first). Waits for the database while it is down (at start too) "
+        "instead of exiting. Needs the `workers` extra.",
+    ),
+    "jobs": Entry(
+        "mnesis.cli.worker_command:jobs_command",
+        "List the queue's jobs: queued, running, stalled (worker gone) and failed, with their "
+        "worker, runs and last error.",
+    ),
+    "grep": Entry(
+        "mnesis.cli.retrieval_commands:grep_command",
+        "Search the stored history: messages, tool outputs and summaries, best hits first, "
+        "each with the summary that now covers it (expand that to read around the hit).",
+    ),
+    "describe": Entry(
+        "mnesis.cli.retrieval_commands:describe_command",
+        "Describe a summary (kind, depth, what it covers), a message or a file.",
+    ),
+    "expand": Entry(
+        "mnesis.cli.retrieval_commands:expand_command",
+        "Print what a summary covers: its child summaries and original messages, in full, one "
+        "page of --max-tokens at a time.",
+    ),
+    "stats": Entry(
+        "mnesis.cli.stats_command:stats_command",
+        "Count messages, parts, tokens, summaries (by kind, level and depth), compactions, "
+        "pruned tool outputs and the database size.",
+    ),
+    "compact": Entry(
+        "mnesis.cli.compact_command:compact_command",
+        "Compact a session now: summaries replace old messages in its context (nothing is "
+        "deleted; grep and expand still reach every message).",
+    ),
+    "import": Entry(
+        "mnesis.cli.import_command:import_command",
+        "Import agent transcripts (Claude Code, Codex, OpenAI chat JSON/JSONL, generic JSONL): "
+        "one session per source session, tool calls paired with their results. Safe to "
+        "repeat: files already imported add only their new turns.",
+    ),
+    "export": Entry(
+        "mnesis.cli.export_command:export_command",
+        "Print a session's original messages (never the summaries): `jsonl` (one stored "
+        "message per line, lossless), `openai` or `anthropic` (API message lists), "
+        "`markdown`.",
+    ),
+    "dag": Entry(
+        "mnesis.cli.export_command:dag_command",
+        "Print a session's summary DAG (condensed summaries → the summaries they merge; leaf "
+        "summaries with the number of messages they cover) as Mermaid or Graphviz dot.",
+    ),
+    "purge": Entry(
+        "mnesis.cli.purge_command:purge_command",
+        "Delete a session, its sub-agent sessions and everything stored for them (messages, "
+        "parts, summaries, context, search index). Cannot be undone.",
+    ),
+    "hooks": Entry(
+        "mnesis.cli.hooks_command:hooks_app",
+        "Keep Claude Code and Codex sessions in mnesis: import before each compaction.",
+    ),
+}
+"""``name -> Entry``, in the order ``mnesis --help`` lists them. The summary is the first
+paragraph of the command's help (``tests/cli/test_lazy.py`` checks they agree)."""
+
+_SETTINGS: dict[str, Any] = {
+    "add_completion": False,
+    "pretty_exceptions_enable": False,
+    "rich_markup_mode": "markdown",
+}
+
+
+class _Commands(LazyGroup):
+    table = COMMANDS
+    settings = _SETTINGS
+
 
 app = typer.Typer(
     name="mnesis",
+    cls=_Commands,
     no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode="markdown",
     context_settings={"help_option_names": ["-h", "--help"]},
+    **_SETTINGS,
 )
-app.command("demo")(demo_command)
-app.command("sessions")(sessions_command)
-app.command("show")(show_command)
-app.command("context")(context_command)
-app.command("check")(check_command)
-app.command("mcp")(mcp_command)
-app.command("report")(report_command)
-app.command("upgrade")(upgrade_command)
-app.command("worker")(worker_command)
-app.command("jobs")(jobs_command)
-app.command("grep")(grep_command)
-app.command("describe")(describe_command)
-app.command("expand")(expand_command)
-app.command("stats")(stats_command)
-app.command("compact")(compact_command)
-app.command("import")(import_command)
-app.command("export")(export_command)
-app.command("dag")(dag_command)
-app.command("purge")(purge_command)
-app.add_typer(hooks_app, name="hooks")
 
 
 def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("mnesis-lcm")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree
@@ -113,6 +204,8 @@ def _main(
     Try `mnesis demo`: a few hundred agent turns on a local SQLite file with a fake
     model, then `mnesis sessions`, `mnesis show` and `mnesis context` to look inside.
     """
+    from mnesis.cli._common import tolerate_unencodable_output
+
     tolerate_unencodable_output()
 
 
@@ -127,6 +220,8 @@ def run(argv: Sequence[str] | None = None) -> int:
             return 0
         return code if isinstance(code, int) else 1
     except MnesisError as exc:  # a command let one through: still no traceback
+        from mnesis.cli._common import fail
+
         try:
             fail(str(exc))
         except typer.Exit as exit_:
@@ -136,6 +231,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # a bug or an environment failure: one line unless --debug
         if _debug["on"]:
             raise
+        from mnesis.cli._common import fail
+
         try:
             fail(f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)")
         except typer.Exit as exit_:

@@ -13,7 +13,7 @@ import pytest
 from tests.providers.servers import FINAL_TEXT, ProviderServer
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
-FRAMEWORKS = ["OpenAI Agents SDK", "pydantic-ai", "LangChain / LangGraph"]
+FRAMEWORKS = ["OpenAI Agents SDK", "pydantic-ai", "LangChain / LangGraph", "Google ADK"]
 
 
 def _example(heading: str) -> str:
@@ -33,6 +33,7 @@ def test_the_example_runs(
     monkeypatch.setenv("OPENAI_BASE_URL", openai_server.base_url + "/v1")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
     monkeypatch.setenv("OPENAI_AGENTS_DISABLE_TRACING", "1")
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         exec(compile(_example(heading), f"docs/integrations.md ({heading})", "exec"), {})
@@ -40,3 +41,12 @@ def test_the_example_runs(
     assert openai_server.rejected == []
     assert openai_server.bodies, "the example never called the model"
     assert (tmp_path / "agent.db").exists()
+
+
+def test_the_store_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(_example("LangGraph store"), "docs/integrations.md (store)", "exec"), {})
+    assert out.getvalue().strip() == "The deploy port is 8443."
+    assert (tmp_path / "memory.db").exists()

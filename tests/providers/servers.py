@@ -257,3 +257,274 @@ def serve(
         httpd.shutdown()
         httpd.server_close()
         thread.join()
+
+
+# -- the OpenAI Responses API (``POST /v1/responses``) ---------------------------------
+
+RESPONSES_ITEM_TYPES = frozenset(
+    {
+        "message",
+        "function_call",
+        "function_call_output",
+        "reasoning",
+        "item_reference",
+        "custom_tool_call",
+        "custom_tool_call_output",
+    }
+)
+"""The input item types a Responses request may hold (the hosted tools' items left out:
+this server offers none)."""
+_INPUT_PARTS = frozenset({"input_text", "input_image", "input_file"})
+_OUTPUT_PARTS = frozenset({"output_text", "refusal"})
+
+
+@dataclass
+class ResponsesServer(ProviderServer):
+    """An OpenAI Responses endpoint: ``POST /v1/responses``, whole or streamed.
+
+    Rejects (HTTP 400, ``rejected``) what the real API rejects: an ``input`` that breaks
+    the pairing rules (:func:`mnesis.context.validate`, ``"responses"``: a
+    ``function_call_output`` without its ``function_call``, a call without its output),
+    an unknown item type, a message with a role or content part the API does not take
+    (an output message's parts are ``output_text`` / ``refusal``, a user message's
+    ``input_*``), a call or output missing its fields, a function tool without a name,
+    and a ``previous_response_id`` (this server stores no responses, so it is unknown)."""
+
+    kind: str = "openai-responses"
+
+    def problems(self, body: dict[str, Any]) -> list[str]:
+        """What the Responses API would reject in ``body`` (empty: nothing)."""
+        problems: list[str] = []
+        if not body.get("model"):
+            problems.append("model: required")
+        if body.get("previous_response_id"):
+            problems.append(f"previous_response_id {body['previous_response_id']!r} not found")
+        items = body.get("input")
+        if isinstance(items, str):
+            items = [{"role": "user", "content": items}]
+        if not isinstance(items, list):
+            return [*problems, "input: must be a string or a list of items"]
+        for index, item in enumerate(items):
+            problems.extend(_responses_item_problems(index, item))
+        for index, tool in enumerate(body.get("tools") or []):
+            if tool.get("type") != "function" or not tool.get("name"):
+                problems.append(f"tools[{index}]: only named function tools are offered")
+        return problems or validate(items, "responses")
+
+    def reply(self, body: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+        """(text, tool calls): a call to ``lcm_grep`` (or the first tool) unless the input
+        ends with a function call's output, then the final text."""
+        items = body.get("input") or []
+        answered = isinstance(items, list) and bool(items)
+        answered = answered and items[-1].get("type") == "function_call_output"
+        tools = body.get("tools") or []
+        if tools and (self.always_call or not answered):
+            names = [t["name"] for t in tools]
+            name = "lcm_grep" if "lcm_grep" in names else names[0]
+            return "", [{"id": f"call_{len(self.bodies)}", "name": name, "input": TOOL_ARGS}]
+        return FINAL_TEXT, []
+
+
+def _responses_item_problems(index: int, item: Any) -> list[str]:
+    where = f"input[{index}]"
+    if not isinstance(item, dict):
+        return [f"{where}: not an object"]
+    kind = item.get("type", "message")
+    if kind not in RESPONSES_ITEM_TYPES:
+        return [f"{where}: invalid item type {kind!r}"]
+    if kind == "function_call":
+        missing = [k for k in ("call_id", "name") if not item.get(k)]
+        if not isinstance(item.get("arguments"), str):
+            missing.append("arguments")
+        return [f"{where}: function_call without {', '.join(missing)}"] if missing else []
+    if kind == "function_call_output":
+        if not item.get("call_id") or not isinstance(item.get("output"), str | list):
+            return [f"{where}: function_call_output needs call_id and output"]
+        return []
+    if kind != "message":
+        return []
+    role = item.get("role")
+    if role not in ("user", "assistant", "system", "developer"):
+        return [f"{where}: invalid role {role!r}"]
+    content = item.get("content")
+    if isinstance(content, str):
+        return [] if role == "user" or content else [f"{where}: empty content"]
+    if not isinstance(content, list) or not content:
+        return [f"{where}: content must be a string or a non-empty list"]
+    allowed = _OUTPUT_PARTS if role == "assistant" else _INPUT_PARTS
+    if role == "assistant" and "id" not in item:
+        allowed = _OUTPUT_PARTS | {"input_text"}
+    bad = [
+        p.get("type") for p in content if not isinstance(p, dict) or p.get("type") not in allowed
+    ]
+    return [f"{where}: {role} message with content part types {bad}"] if bad else []
+
+
+def _responses_output(text: str, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    output: list[dict[str, Any]] = [
+        {
+            "type": "function_call",
+            "id": f"fc_{call['id']}",
+            "call_id": call["id"],
+            "name": call["name"],
+            "arguments": json.dumps(call["input"]),
+            "status": "completed",
+        }
+        for call in calls
+    ]
+    if text:
+        output.append(
+            {
+                "type": "message",
+                "id": "msg_1",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
+        )
+    return output
+
+
+def _responses_body(
+    body: dict[str, Any], number: int, output: list[dict[str, Any]], status: str
+) -> dict[str, Any]:
+    usage = {
+        "input_tokens": 11,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 7,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 18,
+    }
+    return {
+        "id": f"resp_{number}",
+        "object": "response",
+        "created_at": 1,
+        "status": status,
+        "model": body.get("model", "m"),
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": body.get("tool_choice", "auto"),
+        "tools": body.get("tools") or [],
+        "instructions": body.get("instructions"),
+        "text": {"format": {"type": "text"}},
+        "usage": usage if status == "completed" else None,
+    }
+
+
+def _responses(
+    body: dict[str, Any], number: int, text: str, calls: list[dict[str, Any]]
+) -> tuple[str, bytes]:
+    output = _responses_output(text, calls)
+    if not body.get("stream"):
+        return "application/json", json.dumps(
+            _responses_body(body, number, output, "completed")
+        ).encode()
+    events: list[tuple[str | None, dict[str, Any] | str]] = []
+
+    def emit(kind: str, **data: Any) -> None:
+        events.append((kind, {"type": kind, "sequence_number": len(events), **data}))
+
+    emit("response.created", response=_responses_body(body, number, [], "in_progress"))
+    for index, item in enumerate(output):
+        if item["type"] == "function_call":
+            emit("response.output_item.added", output_index=index, item={**item, "arguments": ""})
+            emit(
+                "response.function_call_arguments.delta",
+                item_id=item["id"],
+                output_index=index,
+                delta=item["arguments"],
+            )
+            emit(
+                "response.function_call_arguments.done",
+                item_id=item["id"],
+                output_index=index,
+                arguments=item["arguments"],
+            )
+        else:
+            emit("response.output_item.added", output_index=index, item={**item, "content": []})
+            part = {"type": "output_text", "text": "", "annotations": []}
+            emit(
+                "response.content_part.added",
+                item_id=item["id"],
+                output_index=index,
+                content_index=0,
+                part=part,
+            )
+            for piece in (text[: len(text) // 2], text[len(text) // 2 :]):
+                emit(
+                    "response.output_text.delta",
+                    item_id=item["id"],
+                    output_index=index,
+                    content_index=0,
+                    delta=piece,
+                    logprobs=[],
+                )
+            emit(
+                "response.output_text.done",
+                item_id=item["id"],
+                output_index=index,
+                content_index=0,
+                text=text,
+                logprobs=[],
+            )
+            emit(
+                "response.content_part.done",
+                item_id=item["id"],
+                output_index=index,
+                content_index=0,
+                part={**part, "text": text},
+            )
+        emit("response.output_item.done", output_index=index, item=item)
+    emit("response.completed", response=_responses_body(body, number, output, "completed"))
+    return "text/event-stream", _sse(events)
+
+
+def _responses_handler(server: ResponsesServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            if self.path.rstrip("/") != "/v1/responses":
+                self._send(404, {"error": {"type": "not_found", "message": self.path}})
+                return
+            problems = server.problems(body)
+            if problems:
+                server.rejected.append((body, problems))
+                error = {"type": "invalid_request_error", "message": "; ".join(problems)}
+                self._send(400, {"error": {**error, "param": "input", "code": None}})
+                return
+            text, calls = server.reply(body)
+            server.bodies.append(body)
+            server.paths.append(self.path)
+            content_type, data = _responses(body, len(server.bodies), text, calls)
+            self._send(200, data, content_type)
+
+        def _send(self, status: int, payload: Any, content_type: str = "application/json") -> None:
+            data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    return Handler
+
+
+def serve_responses(*, always_call: bool = False) -> Iterator[ResponsesServer]:
+    """Run a Responses server until the generator ends."""
+    state = ResponsesServer(always_call=always_call)
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _responses_handler(state))
+    state.port = httpd.server_address[1]
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()

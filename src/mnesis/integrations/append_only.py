@@ -7,10 +7,13 @@ mnesis stores a conversation append-only: nothing a framework asks to remove is 
   the adapter moves to a *new linked session*: a fresh session on the same store whose
   ``parent_id`` is the old one. The next model call sees an empty history; the old
   session stays stored and searchable (``mnesis grep``, ``session.grep(...,
-  session_ids=[old_id])``, ``mnesis show``).
+  session_ids=[old_id])``, ``mnesis show``). ADK's ``delete_session`` removes the
+  session from ADK's view; the linked session starts when its ID is created again.
 * **pop** (Agents SDK ``pop_item``): the adapter moves to a new linked session that holds
   the current context view (summaries included, as text) minus its last item, and returns
   that item. The old session, the popped item included, stays stored and searchable.
+* **delete an item** (LangGraph store ``delete``): the key leaves the store's map of
+  current items (:mod:`mnesis.integrations.langgraph_store`); its versions stay stored.
 
 The adapters keep the ID of the session they currently write to in ``session_id``; the
 chain of sessions is the ``parent_id`` links.

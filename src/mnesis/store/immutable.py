@@ -92,6 +92,7 @@ from mnesis.store.record_checks import (
     check_tombstones,
 )
 from mnesis.store.records import (
+    ChainReport,
     ContextItemsQuery,
     EngineCheck,
     MessageChange,
@@ -438,6 +439,14 @@ class ImmutableStore(LegacyStoreAPI):
     async def integrity_snapshot(self, session_id: str) -> IntegritySnapshot:
         check_id(session_id, "session_id")
         return await self.backend.integrity_snapshot(session_id)
+
+    async def verify_chain(self, session_id: str) -> ChainReport:
+        """The session's hash chain, checked link by link: its head (hash, link count,
+        last ``seq``) and the first link that no longer matches the rows it covers (see
+        ``docs/integrity.md``); raises ``SessionNotFoundError``."""
+        check_id(session_id, "session_id")
+        await self.backend.get_session(session_id)
+        return await self.backend.verify_chain(session_id)
 
     async def engine_check(self, *, full: bool = False) -> EngineCheck:
         """What the database engine's own consistency check ran and found: SQLite's

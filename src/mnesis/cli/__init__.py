@@ -30,6 +30,7 @@ from mnesis.cli.report_command import report_command
 from mnesis.cli.retrieval_commands import describe_command, expand_command, grep_command
 from mnesis.cli.stats_command import stats_command
 from mnesis.cli.upgrade_command import upgrade_command
+from mnesis.cli.verify_command import verify_command
 from mnesis.cli.worker_command import jobs_command, worker_command
 from mnesis.errors import MnesisError
 
@@ -62,6 +63,7 @@ app.command("import")(import_command)
 app.command("export")(export_command)
 app.command("dag")(dag_command)
 app.command("purge")(purge_command)
+app.command("verify")(verify_command)
 app.add_typer(hooks_app, name="hooks")
 
 

@@ -335,8 +335,9 @@ class StoreBackend(ABC):
     async def integrity_snapshot(self, session_id: str) -> IntegritySnapshot:
         """The rows the integrity checker needs for one session."""
 
-    async def verify_chain(self, session_id: str) -> ChainReport:
-        """The session's hash chain, checked link by link (see ``docs/integrity.md``)."""
+    async def verify_chain(self, session_id: str, expect: bytes | None = None) -> ChainReport:
+        """The session's hash chain, checked link by link (see ``docs/integrity.md``);
+        ``expect``: a head recorded earlier, looked for among the links."""
         raise NotImplementedError(f"{type(self).__name__} keeps no hash chain")
 
     async def engine_check(self, *, full: bool = False) -> EngineCheck:

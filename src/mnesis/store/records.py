@@ -314,3 +314,11 @@ class ChainReport:
     store)."""
     available: bool = True
     """False when the database has no chain yet (not migrated to m011; read-only)."""
+    expected_link: int | None = None
+    """With an expected head: the link whose stored hash it is (None: no link's), so a
+    head recorded earlier is found again after the session grew."""
+
+    @property
+    def intact(self) -> bool:
+        """Every link matches its row and every row has a link."""
+        return self.available and self.broken is None and not self.unchained

@@ -44,7 +44,7 @@ async def extend_chain(
     await execute_many(conn, _INSERT, chain_links(heads, links))
 
 
-async def read_chain(conn: Conn, session_id: str) -> ChainReport:
+async def read_chain(conn: Conn, session_id: str, expect: bytes | None = None) -> ChainReport:
     """A session's chain, checked (in the caller's snapshot)."""
     rows = [await fetch(conn, sql, (session_id,) * sql.count("%s")) for sql in READS]
-    return check_chain(session_id, (rows[0], rows[1], rows[2], rows[3], rows[4], rows[5]))
+    return check_chain(session_id, (rows[0], rows[1], rows[2], rows[3], rows[4], rows[5]), expect)

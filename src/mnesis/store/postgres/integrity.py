@@ -47,8 +47,8 @@ _BATCH = 1000
 class IntegrityMixin(PostgresStoreBase):
     """Snapshots, repairs and backups (part of ``PostgresStore``)."""
 
-    async def verify_chain(self, session_id: str) -> ChainReport:
-        return await self.db.snapshot(lambda conn: read_chain(conn, session_id))
+    async def verify_chain(self, session_id: str, expect: bytes | None = None) -> ChainReport:
+        return await self.db.snapshot(lambda conn: read_chain(conn, session_id, expect))
 
     async def integrity_snapshot(self, session_id: str) -> IntegritySnapshot:
         async def _read(conn: Conn) -> IntegritySnapshot:

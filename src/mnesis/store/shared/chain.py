@@ -100,28 +100,39 @@ Link = tuple[str, str, str, bytes]
 """``(session_id, kind, row_id, digest)``: one row's link before it is chained."""
 
 
-def _encode(value: Any) -> bytes:
+def _feed(update: Any, value: Any) -> None:
+    """Feed one value, length-prefixed, to a hash's ``update``."""
     if value is None:
-        return b"n"
-    if isinstance(value, bool | int):
-        return b"i%d;" % int(value)
-    if isinstance(value, str):
-        value = value.encode("utf-8", "surrogatepass")
-    if isinstance(value, bytes | bytearray | memoryview):
-        raw = bytes(value)
-        return b"s%d:%b" % (len(raw), raw)
-    if isinstance(value, float):
-        return b"f" + repr(value).encode()
-    if isinstance(value, list | tuple):
-        return b"l%d:" % len(value) + b"".join(_encode(v) for v in value)
-    raise TypeError(f"cannot hash a {type(value).__name__}")
+        update(b"n")
+    elif isinstance(value, str):
+        raw = value.encode("utf-8", "surrogatepass")
+        update(b"s%d:" % len(raw))
+        update(raw)
+    elif isinstance(value, bool | int):
+        update(b"i%d;" % int(value))
+    elif isinstance(value, bytes | bytearray | memoryview):
+        update(b"s%d:" % len(value))
+        update(value)
+    elif isinstance(value, float):
+        update(b"f" + repr(value).encode())
+    elif isinstance(value, list | tuple):
+        update(b"l%d:" % len(value))
+        for item in value:
+            _feed(update, item)
+    else:
+        raise TypeError(f"cannot hash a {type(value).__name__}")
 
 
 def digest(kind: str, fields: Iterable[Any]) -> bytes:
-    """BLAKE2b-256 of a row's canonical content: each value length-prefixed (text as
-    UTF-8, integers and booleans as decimal integers, NULL distinct from ``''``)."""
-    body = _encode(kind) + b"".join(_encode(v) for v in fields)
-    return hashlib.blake2b(body, digest_size=32).digest()
+    """BLAKE2b-256 of a row's canonical content: the kind, then each value
+    length-prefixed (text as UTF-8, integers and booleans as decimal integers, NULL
+    distinct from ``''``)."""
+    h = hashlib.blake2b(digest_size=32)
+    update = h.update
+    _feed(update, kind)
+    for value in fields:
+        _feed(update, value)
+    return h.digest()
 
 
 def genesis(session_id: str) -> bytes:

@@ -142,8 +142,9 @@ def _fields(kind: str, row: Sequence[Any], lineage: tuple[Any, Any]) -> tuple[An
     return None
 
 
-def check_chain(session_id: str, rows: ChainRows) -> ChainReport:
-    """Walk a session's links (rows of :func:`chain_reads`); the first broken one."""
+def check_chain(session_id: str, rows: ChainRows, expect: bytes | None = None) -> ChainReport:
+    """Walk a session's links (rows of :func:`chain_reads`); the first broken one, and
+    the link whose stored hash is ``expect``."""
     links, messages, parts, summaries, sources, parents = rows
     tables: dict[str, dict[bytes, Sequence[Any]]] = {
         "message": {_text(r[0]): r for r in messages},
@@ -164,6 +165,8 @@ def check_chain(session_id: str, rows: ChainRows) -> ChainReport:
     previous = genesis(session_id)
     covered: set[tuple[str, bytes]] = set()
     for expected, (number, kind_raw, row_raw, stored, _migrated) in enumerate(links, 1):
+        if expect is not None and bytes(stored) == expect and report.expected_link is None:
+            report.expected_link = expected
         kind, row_id = _shown(kind_raw), _text(row_raw)
         table = "part" if kind in ("part_open", "result") else kind
         covered.add((table, row_id))

@@ -35,7 +35,9 @@ def has_chain(conn: sqlite3.Connection) -> bool:
     return found.fetchone() is not None
 
 
-def read_chain(conn: sqlite3.Connection, session_id: str) -> ChainReport:
+def read_chain(
+    conn: sqlite3.Connection, session_id: str, expect: bytes | None = None
+) -> ChainReport:
     """A session's chain, checked (in the caller's read transaction)."""
     if not has_chain(conn):
         last = conn.execute(
@@ -43,4 +45,4 @@ def read_chain(conn: sqlite3.Connection, session_id: str) -> ChainReport:
         ).fetchone()[0]
         return ChainReport(ChainHead(session_id, 0, "", int(last)), available=False)
     rows = [conn.execute(sql, (session_id,) * sql.count("?")).fetchall() for sql in _READS]
-    return check_chain(session_id, (rows[0], rows[1], rows[2], rows[3], rows[4], rows[5]))
+    return check_chain(session_id, (rows[0], rows[1], rows[2], rows[3], rows[4], rows[5]), expect)

@@ -44,11 +44,11 @@ class IntegrityMixin(SQLiteStoreBase):
 
         return await self.db.read(_run)
 
-    async def verify_chain(self, session_id: str) -> ChainReport:
+    async def verify_chain(self, session_id: str, expect: bytes | None = None) -> ChainReport:
         def _get(conn: sqlite3.Connection) -> ChainReport:
             conn.execute("BEGIN")
             try:
-                return read_chain(conn, session_id)
+                return read_chain(conn, session_id, expect)
             finally:
                 conn.execute("COMMIT")
 

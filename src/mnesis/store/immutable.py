@@ -444,8 +444,9 @@ class ImmutableStore(LegacyStoreAPI):
     async def verify_chain(self, session_id: str, expect: str | bytes | None = None) -> ChainReport:
         """The session's hash chain, checked link by link: its head (hash, link count,
         last ``seq``), the first link that no longer matches the rows it covers, and
-        (``expect``: a head recorded earlier, 64 hex digits or its 32 bytes) which link that head is, so
-        history recorded then is known unchanged (see ``docs/integrity.md``). Raises
+        (``expect``: a head recorded earlier, 64 hex digits or its 32 bytes) which link
+        that head is, so history recorded then is known unchanged (see
+        ``docs/integrity.md``). Raises
         ``SessionNotFoundError``, ``InvalidArgumentError`` for a malformed ``expect``."""
         check_id(session_id, "session_id")
         expected = None if expect is None else chain_head_bytes(expect)

@@ -389,8 +389,14 @@ async def test_postgres_text_changes_are_reported_and_concurrent_writers_chain(
             ))  # fmt: skip
         finally:
             await other_pool.close_all()
+        call = ToolPart(
+            tool_name="run", tool_call_id="c1", input={}, status=ToolStatus(state="pending")
+        )
+        m = Message(id=new_id("msg"), session_id=sid, role="assistant", created_at=200)
+        (landed,) = await store.append_messages([NewMessage(m, [call])])
+        await store.update_part_status(landed.part_ids[0], state="completed", output="done")
         report = await store.verify_chain(sid)
-        assert report.intact and report.head.links == 2 * 16 + 4 * 3
+        assert report.intact and report.head.links == 2 * 16 + 4 * 3 + 3
         with psycopg.connect(pg_url) as conn:
             texts = conn.execute(
                 "SELECT id, text_content FROM message_parts WHERE session_id = %s ORDER BY key",

@@ -305,14 +305,14 @@ FAULTS = [
     Fault(
         "a part's stored JSON cut short",
         undecodable_part,
-        frozenset({K.UNDECODABLE_ROW}),
+        frozenset({K.UNDECODABLE_ROW, K.CHAIN_BROKEN}),
         drop_triggers=("message_parts_immutable",),
         deep=True,
     ),
     Fault(
         "a part's type column changed",
         part_of_another_type,
-        frozenset({K.UNDECODABLE_ROW}),
+        frozenset({K.UNDECODABLE_ROW, K.CHAIN_BROKEN}),
         drop_triggers=("message_parts_immutable",),
         deep=True,
     ),

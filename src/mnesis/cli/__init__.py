@@ -125,6 +125,11 @@ COMMANDS: dict[str, Entry] = {
         "Delete a session, its sub-agent sessions and everything stored for them (messages, "
         "parts, summaries, context, search index). Cannot be undone.",
     ),
+    "verify": Entry(
+        "mnesis.cli.verify_command:verify_command",
+        "Check a session's hash chain and print its head (hash, links, last seq) to record "
+        "elsewhere; ``--expect`` compares with a head recorded earlier.",
+    ),
     "hooks": Entry(
         "mnesis.cli.hooks_command:hooks_app",
         "Keep Claude Code and Codex sessions in mnesis: import before each compaction.",

@@ -77,7 +77,7 @@ def _marshalled_rows(batch: Batch) -> bytes:
         return b""
     rows = prepared.rows
     try:
-        data = marshal.dumps((rows.messages, rows.parts, rows.context, batch.calls))
+        data = marshal.dumps((rows.messages, rows.parts, rows.context, batch.calls, rows.links))
     except ValueError:  # not plain data (a str subclass, say): pickled with the batch
         return b""
     batch.rows, batch.calls = PreparedRows(prepared.starts, BatchRows()), []
@@ -132,7 +132,7 @@ def load_batch(data: bytes) -> Batch:
     batch = packed.batch
     if packed.marshalled and batch.rows is not None:
         rows = batch.rows.rows
-        rows.messages, rows.parts, rows.context, batch.calls = marshal.loads(
+        rows.messages, rows.parts, rows.context, batch.calls, rows.links = marshal.loads(
             view[_LENGTH_BYTES + size :]
         )
     encoded = batch.encoded

@@ -15,7 +15,13 @@ from enum import StrEnum
 from pydantic import BaseModel, Field
 
 from mnesis.errors import InvalidArgumentError, StoreCorruptError
-from mnesis.integrity.deep import Finding, decode_findings, engine_damage, engine_findings
+from mnesis.integrity.deep import (
+    Finding,
+    chain_findings,
+    decode_findings,
+    engine_damage,
+    engine_findings,
+)
 from mnesis.models.ids import is_valid_id
 from mnesis.store.base import IntegritySnapshot
 from mnesis.store.immutable import ImmutableStore
@@ -42,6 +48,9 @@ class ViolationKind(StrEnum):
     validity, checksum counters and ``amcheck``) found damage."""
     UNDECODABLE_ROW = "undecodable_row"
     """A stored row no longer decodes (a damaged file)."""
+    CHAIN_BROKEN = "chain_broken"
+    """With ``deep``: a row no longer matches the hash its chain link recorded when it
+    was written (its text, order or lineage changed), or a row is in no link."""
 
 
 REPAIRABLE = frozenset(
@@ -164,6 +173,10 @@ class IntegrityChecker:
             if self.deep:
                 damaged = await decode_findings(self.store, sid, [m[0] for m in snapshot.messages])
                 report.violations.extend(_damage(ViolationKind.UNDECODABLE_ROW, sid, damaged))
+                chain, unavailable = await chain_findings(self.store, sid)
+                report.violations.extend(_damage(ViolationKind.CHAIN_BROKEN, sid, chain))
+                if unavailable and unavailable not in report.engine_checks_unavailable:
+                    report.engine_checks_unavailable.append(unavailable)
             if self.check_tokens and not damaged:
                 report.violations.extend(await self._check_tokens(sid))
         report.elapsed_ms = (time.perf_counter() - started) * 1000

@@ -15,7 +15,7 @@ from mnesis.errors import MnesisStoreError, StoreCorruptError
 from mnesis.store.immutable import ImmutableStore
 from mnesis.store.records import EngineCheck
 
-__all__ = ["Finding", "decode_findings", "engine_damage", "engine_findings"]
+__all__ = ["Finding", "chain_findings", "decode_findings", "engine_damage", "engine_findings"]
 
 Finding = tuple[str, str]
 """``(object_id, detail)`` of one piece of damage."""
@@ -60,3 +60,34 @@ async def decode_findings(
         except StoreCorruptError as exc:
             out.append((message_id, str(exc)))
     return out
+
+
+CHAIN_UNAVAILABLE = (
+    "hash chain: the database has none yet (written before m011; opening it for writing "
+    "migrates it)"
+)
+
+
+async def chain_findings(store: ImmutableStore, session_id: str) -> tuple[list[Finding], str]:
+    """The session's hash chain checked (see ``docs/integrity.md``): the first broken
+    link, then (when none) each row no link covers; and why the check could not run
+    (empty: it ran)."""
+    try:
+        report = await store.verify_chain(session_id)
+    except StoreCorruptError as exc:
+        return [(session_id, f"hash chain unreadable: {exc}")], ""
+    except NotImplementedError as exc:
+        return [], f"hash chain: {exc}"
+    if not report.available:
+        return [], CHAIN_UNAVAILABLE
+    out: list[Finding] = []
+    if report.broken is not None:
+        b = report.broken
+        out.append(
+            (b.row_id, f"first broken link of the hash chain: link {b.link} ({b.kind}): {b.detail}")
+        )
+    out += [
+        (row_id, "row is in no link of the hash chain (written around the store)")
+        for row_id in report.unchained
+    ]
+    return out, ""

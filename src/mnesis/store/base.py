@@ -31,6 +31,7 @@ from mnesis.store.lease import LeaseRow, lease_lock
 from mnesis.store.map_runs import MapRunStore
 from mnesis.store.records import (
     AppendedMessage,
+    ChainReport,
     CompactionCommit,
     ContextItem,
     ContextItemsQuery,
@@ -333,6 +334,11 @@ class StoreBackend(ABC):
     @abstractmethod
     async def integrity_snapshot(self, session_id: str) -> IntegritySnapshot:
         """The rows the integrity checker needs for one session."""
+
+    async def verify_chain(self, session_id: str, expect: bytes | None = None) -> ChainReport:
+        """The session's hash chain, checked link by link (see ``docs/integrity.md``);
+        ``expect``: a head recorded earlier, looked for among the links."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no hash chain")
 
     async def engine_check(self, *, full: bool = False) -> EngineCheck:
         """What the database engine's own consistency check ran and found.

@@ -21,6 +21,7 @@ from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import NewMessage, SearchFilter, SummaryRecord
 
 __all__ = [
+    "chain_head_bytes",
     "check_choice",
     "check_count",
     "check_filter",
@@ -318,3 +319,18 @@ def check_filter(where: object) -> None:
     check_optional_timestamp(where.since, "since")
     check_optional_timestamp(where.until, "until")
     check_optional_id(where.under_summary, "under_summary")
+
+
+def chain_head_bytes(value: object) -> bytes:
+    """A chain head given as text (64 hex digits, as ``mnesis verify`` prints it) as
+    bytes (32 bytes pass as they are); raises :class:`InvalidArgumentError` for anything
+    else."""
+    if isinstance(value, bytes) and len(value) == 32:
+        return value
+    text = value.strip().lower() if isinstance(value, str) else ""
+    if len(text) != 64 or any(c not in "0123456789abcdef" for c in text):
+        raise InvalidArgumentError(
+            f"expected chain head must be 64 hex digits (as `mnesis verify` prints it), "
+            f"got {value!r:.80}"
+        )
+    return bytes.fromhex(text)

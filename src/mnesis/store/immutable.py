@@ -54,6 +54,7 @@ from mnesis.store.base import (
     StoreBackend,
 )
 from mnesis.store.checks import (
+    chain_head_bytes,
     check_choice,
     check_count,
     check_id,
@@ -92,6 +93,7 @@ from mnesis.store.record_checks import (
     check_tombstones,
 )
 from mnesis.store.records import (
+    ChainReport,
     ContextItemsQuery,
     EngineCheck,
     MessageChange,
@@ -438,6 +440,18 @@ class ImmutableStore(LegacyStoreAPI):
     async def integrity_snapshot(self, session_id: str) -> IntegritySnapshot:
         check_id(session_id, "session_id")
         return await self.backend.integrity_snapshot(session_id)
+
+    async def verify_chain(self, session_id: str, expect: str | bytes | None = None) -> ChainReport:
+        """The session's hash chain, checked link by link: its head (hash, link count,
+        last ``seq``), the first link that no longer matches the rows it covers, and
+        (``expect``: a head recorded earlier, 64 hex digits or its 32 bytes) which link
+        that head is, so history recorded then is known unchanged (see
+        ``docs/integrity.md``). Raises
+        ``SessionNotFoundError``, ``InvalidArgumentError`` for a malformed ``expect``."""
+        check_id(session_id, "session_id")
+        expected = None if expect is None else chain_head_bytes(expect)
+        await self.backend.get_session(session_id)
+        return await self.backend.verify_chain(session_id, expected)
 
     async def engine_check(self, *, full: bool = False) -> EngineCheck:
         """What the database engine's own consistency check ran and found: SQLite's

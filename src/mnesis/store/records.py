@@ -15,6 +15,9 @@ from mnesis.store.search_query import SearchQuery
 
 __all__ = [
     "AppendedMessage",
+    "ChainBreak",
+    "ChainHead",
+    "ChainReport",
     "CompactionCommit",
     "ContextItem",
     "ContextItemsQuery",
@@ -270,3 +273,52 @@ class TextSearch(_RequiredTextSearch, total=False):
     """A full-text search (``search_text`` keywords); ``offset`` defaults to 0."""
 
     offset: int
+
+
+@dataclass(slots=True)
+class ChainHead:
+    """Where a session's hash chain stands (see ``docs/integrity.md``): record
+    :attr:`head` elsewhere to detect a later rewrite of the whole chain."""
+
+    session_id: str
+    links: int
+    """How many links the chain has (one per message, part, settled tool result and
+    summary written)."""
+    head: str
+    """The newest link's hash, hex (empty: no link yet)."""
+    last_seq: int
+    """The session's highest message ``seq``."""
+    migrated_links: int = 0
+    """Links computed by the m011 migration from rows written before it (they prove
+    the rows did not change since the migration, not since they were written)."""
+
+
+@dataclass(slots=True)
+class ChainBreak:
+    """The first link of a chain that does not match the rows it covers."""
+
+    link: int
+    kind: str
+    row_id: str
+    detail: str
+
+
+@dataclass(slots=True)
+class ChainReport:
+    """A session's chain, checked: its head and the first broken link (None: intact)."""
+
+    head: ChainHead
+    broken: ChainBreak | None = None
+    unchained: list[str] = field(default_factory=list)
+    """IDs of stored rows of the session that no link covers (written around the
+    store)."""
+    available: bool = True
+    """False when the database has no chain yet (not migrated to m011; read-only)."""
+    expected_link: int | None = None
+    """With an expected head: the link whose stored hash it is (None: no link's), so a
+    head recorded earlier is found again after the session grew."""
+
+    @property
+    def intact(self) -> bool:
+        """Every link matches its row and every row has a link."""
+        return self.available and self.broken is None and not self.unchained

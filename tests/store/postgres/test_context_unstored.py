@@ -77,9 +77,11 @@ async def test_m009_clears_the_column_and_searches_exactly_as_before(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     sid = new_id("sess")
-    assert MIGRATIONS[-1][0] == "m009_context_unstored"
+    names = [name for name, _ in MIGRATIONS]
     with monkeypatch.context() as patch:
-        patch.setattr(postgres_db, "MIGRATIONS", MIGRATIONS[:-1])
+        patch.setattr(
+            postgres_db, "MIGRATIONS", MIGRATIONS[: names.index("m009_context_unstored")]
+        )
         store = await _open(pg_url)
         await store.create_session(SessionRecord(id=sid, model="m"))
         await _append(store, sid, 0, 40)

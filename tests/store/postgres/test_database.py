@@ -65,6 +65,7 @@ EXPECTED_TABLES = {
     "part_vectors": ["id", "part_id", "message_id", "session_id", "created_at", "model",
                      "vector"],
     "summary_vectors": ["id", "summary_id", "session_id", "created_at", "model", "vector"],
+    "history_chain": ["session_id", "link", "kind", "row_id", "hash", "migrated"],
 }  # fmt: skip
 
 
@@ -156,9 +157,11 @@ class TestSchema:
             ("summary_parents", "summary_parents_no_change"),
             ("summary_parents", "summary_parents_no_delete"),
             ("sessions", "sessions_no_delete"),
+            ("history_chain", "history_chain_no_update"),
+            ("history_chain", "history_chain_no_delete"),
             *((t, "history_no_truncate") for t in (
                 "sessions", "messages", "message_parts", "summaries", "summary_messages",
-                "summary_parents")),
+                "summary_parents", "history_chain")),
         }  # fmt: skip
 
 

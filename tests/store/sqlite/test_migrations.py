@@ -55,6 +55,8 @@ EXPECTED_TABLES = {
     "summaries_fts_data",
     "summaries_fts_docsize",
     "summaries_fts_idx",
+    # the per-session hash chain over history (m011)
+    "history_chain",
 }
 
 EXPECTED_INDEXES = {
@@ -97,6 +99,9 @@ EXPECTED_TRIGGERS = {
     "context_slots_message_fk",
     "context_slots_session_fk",
     "context_slots_session_id_fk",
+    # the hash chain is append-only (m011)
+    "history_chain_no_update",
+    "history_chain_no_delete",
 }
 
 

@@ -250,14 +250,18 @@ class TestNeighbourCache:
 
 class TestOlderRowsInANewerFile:
     async def test_full_and_marked_json_rows_decode_and_pass_the_deep_check(
-        self, tmp_path: Path
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
         path = str(tmp_path / "mixed.db")
-        pool = StorePool()
-        store = await pool.acquire(db_path=path)
-        sid = new_id("sess")
-        await store.create_session(SessionRecord(id=sid, model="m"))
-        await pool.close_all()
+        # Rows of a file written before the hash chain (m011 chains them when it opens).
+        with monkeypatch.context() as patch:
+            before_chain = [m for m in MIGRATIONS if m[0] != "m011_history_chain"]
+            patch.setattr(sqlite_database, "MIGRATIONS", before_chain)
+            pool = StorePool()
+            store = await pool.acquire(db_path=path)
+            sid = new_id("sess")
+            await store.create_session(SessionRecord(id=sid, model="m"))
+            await pool.close_all()
         conn = sqlite3.connect(path)
         originals: dict[str, MessagePart] = {}
         with conn:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from mnesis.models.clock import now_ms
 from mnesis.store.base import AppendedMessage, NewMessage
+from mnesis.store.postgres.chain import extend_chain
 from mnesis.store.postgres.db import Conn
 from mnesis.store.postgres.rows import (
     PostgresStoreBase,
@@ -49,6 +50,8 @@ class BatchMixin(PostgresStoreBase):
             await execute_many(conn, pg(MESSAGE_INSERT), rows.messages)
             await execute_many(conn, pg(PART_INSERT), rows.parts)
             await execute_many(conn, pg(CONTEXT_MESSAGE_INSERT), rows.context)
+            if self.db.chained:
+                await extend_chain(conn, rows.links)
             return rows.appended
 
         return await self.db.write(_append)

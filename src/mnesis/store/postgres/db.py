@@ -85,6 +85,9 @@ class PostgresDatabase:
         self._open_lock = asyncio.Lock()
         self._closed = False
         self._extra = self._connect_args()
+        self.chained = True
+        """The database keeps the hash chain (``m011_history_chain``): once migrated,
+        always (a test may migrate it only so far)."""
 
     def _connect_args(self) -> dict[str, Any]:
         try:
@@ -221,15 +224,20 @@ class PostgresDatabase:
                     "name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)"
                 )
                 applied = set()
-            for name, sql in MIGRATIONS:
+            for name, migration in MIGRATIONS:
                 if name in applied:
                     continue
-                await conn.execute(sql)
+                if isinstance(migration, str):
+                    await conn.execute(migration)
+                else:
+                    await migration(conn)
+                applied.add(name)
                 await conn.execute(
                     "INSERT INTO _mnesis_migrations (name, applied_at) VALUES (%s, %s)",
                     (name, int(time.time() * 1000)),
                 )
                 logger.info("applied migration %s to %s", name, self.location)
+            self.chained = "m011_history_chain" in applied
 
     # -- running ---------------------------------------------------------------
     async def _guard(self, work: Awaitable[T]) -> T:
@@ -320,13 +328,22 @@ class PostgresDatabase:
 
         await self.write(_write)
 
-    async def change_after(self, sql: str, args: Sequence[Any], plan: Plan) -> None:
+    async def change_after(
+        self, sql: str, args: Sequence[Any], plan: Plan, *, then: str | None = None
+    ) -> None:
         """Read the first row of ``sql``, then run the statements ``plan`` makes of it
-        (``?`` placeholders), all in one write transaction."""
+        (``?`` placeholders), all in one write transaction (``then``: see
+        :class:`~mnesis.store.shared.statements.Statements`)."""
 
         async def _write(conn: Conn) -> None:
             cur = await conn.execute(pg(sql), args)
-            for statement, values in plan(await cur.fetchone()):
+            row = await cur.fetchone()
+            if row is not None and then is not None:
+                cur = await conn.execute(pg(then), (row[-1],))
+                found = await cur.fetchone()
+                width = len(cur.description or ())
+                row = (*row, *(found if found is not None else (None,) * width))
+            for statement, values in plan(row):
                 await conn.execute(pg(statement), values)
 
         await self.write(_write)

@@ -10,11 +10,12 @@ from typing import Any
 
 from mnesis.errors import InvalidArgumentError, MnesisStoreError
 from mnesis.store.base import IntegritySnapshot
+from mnesis.store.postgres.chain import read_chain
 from mnesis.store.postgres.db import Conn, redact_url
 from mnesis.store.postgres.engine_check import run_engine_check
 from mnesis.store.postgres.migrations import MIGRATIONS
 from mnesis.store.postgres.rows import PostgresStoreBase, execute_many, fetch, lock_session, now_ms
-from mnesis.store.records import EngineCheck
+from mnesis.store.records import ChainReport, EngineCheck
 from mnesis.store.shared import integrity as shared
 from mnesis.store.shared.integrity import wanted_files
 from mnesis.store.shared.sql import pg
@@ -45,6 +46,9 @@ _BATCH = 1000
 
 class IntegrityMixin(PostgresStoreBase):
     """Snapshots, repairs and backups (part of ``PostgresStore``)."""
+
+    async def verify_chain(self, session_id: str, expect: bytes | None = None) -> ChainReport:
+        return await self.db.snapshot(lambda conn: read_chain(conn, session_id, expect))
 
     async def integrity_snapshot(self, session_id: str) -> IntegritySnapshot:
         async def _read(conn: Conn) -> IntegritySnapshot:

@@ -11,35 +11,40 @@ from mnesis.store.base import AppendedMessage, NewMessage
 from mnesis.store.codec import (
     usage_from_sums,
 )
+from mnesis.store.postgres.chain import extend_chain
 from mnesis.store.postgres.db import Conn
 from mnesis.store.postgres.rows import (
     LOCK_SESSION,
     MSG_COLS,
     PostgresStoreBase,
+    execute_many,
     fetch,
     fetch_one,
-    insert_message,
-    insert_parts,
     load_messages,
     lock_session,
     now_ms,
 )
+from mnesis.store.shared.chain import HEAD_SELECT, Link, message_link, part_link
 from mnesis.store.shared.messages import (
     MessageRowChange,
     MessageStatements,
     message_changes,
     part_status_select,
 )
-from mnesis.store.shared.rows import EncodedParts
+from mnesis.store.shared.rows import EncodedParts, message_row, part_rows
 from mnesis.store.shared.search_context import (
     NEIGHBOURS_SELECT,
     WINDOW,
     Contexts,
     neighbour_args,
 )
-from mnesis.store.shared.sql import pg
+from mnesis.store.shared.sql import MESSAGE_INSERT, PART_INSERT, pg
 
 __all__ = ["MessagesMixin"]
+
+_HEAD = pg(HEAD_SELECT)
+_MESSAGE_INSERT = pg(MESSAGE_INSERT)
+_PART_INSERT = pg(PART_INSERT)
 
 
 _NEXT_SEQ_AND_POSITION = (
@@ -62,7 +67,12 @@ class MessagesMixin(PostgresStoreBase, MessageStatements):
 
     ROW_KEY = "key"
     MESSAGE_LOCK = "SELECT 1 FROM messages WHERE id = ? FOR NO KEY UPDATE"
-    PART_STATUS_SELECT = part_status_select(as_text=("part_type", "tool_state"), lock=" FOR UPDATE")
+    PART_STATUS_SELECT = part_status_select(
+        as_text=("part_type", "tool_state"),
+        lock=" AND p.session_id = s.id FOR UPDATE OF p FOR NO KEY UPDATE OF s",
+    ).replace("FROM message_parts p", "FROM message_parts p, sessions s")
+    """Locks the part and its session: a settled result's chain link is appended after
+    the session's head, which no other writer can move meanwhile."""
 
     async def _append_messages(
         self, prepared: Sequence[tuple[NewMessage, EncodedParts]], now: int
@@ -74,6 +84,8 @@ class MessagesMixin(PostgresStoreBase, MessageStatements):
             # Sessions locked in one order, so two batches never wait on each other.
             next_seq: dict[str, int] = {}
             next_position: dict[str, int] = {}
+            heads: dict[str, tuple[int, bytes]] = {}
+            chained = self.db.chained
             for session_id in sorted({item.message.session_id for item, _rows in prepared}):
                 # One round trip: the server runs them in order, each statement (READ
                 # COMMITTED) seeing what committed before the lock was granted.
@@ -81,13 +93,18 @@ class MessagesMixin(PostgresStoreBase, MessageStatements):
                     locked = await conn.execute(LOCK_SESSION, (session_id,))
                     counters = await conn.execute(_NEXT_SEQ_AND_POSITION, (session_id,) * 2)
                     latest = await conn.execute(_LATEST_NEIGHBOURS, (session_id,) * 2)
+                    head = await conn.execute(_HEAD, (session_id,)) if chained else None
                 if await locked.fetchone() is None:
                     raise SessionNotFoundError(session_id)
+                found_head = None if head is None else await head.fetchone()
+                if found_head is not None:
+                    heads[session_id] = (int(found_head[0]), bytes(found_head[1]))
                 row = await counters.fetchone()
                 assert row is not None
                 next_seq[session_id], next_position[session_id] = int(row[0]), int(row[1])
                 contexts.start(session_id, next_seq[session_id], await latest.fetchall())
             out: list[AppendedMessage] = []
+            links: list[Link] = []
             # The inserts need no answer: one pipeline, one round trip for the batch.
             async with conn.pipeline():
                 for item, rows in prepared:
@@ -95,8 +112,12 @@ class MessagesMixin(PostgresStoreBase, MessageStatements):
                     seq = next_seq[m.session_id]
                     next_seq[m.session_id] += 1
                     contexts.apply(m.session_id, seq, m.role, m.created_at, m.is_summary, rows)
-                    await insert_message(conn, m, seq)
-                    await insert_parts(conn, m.id, m.session_id, 0, rows, now)
+                    message = message_row(m, seq, bool(m.is_summary))
+                    parts = part_rows(m.id, m.session_id, 0, rows, now)
+                    await conn.execute(_MESSAGE_INSERT, message)
+                    await execute_many(conn, _PART_INSERT, parts)
+                    links.append(message_link(message))
+                    links += map(part_link, parts)
                     position = None
                     if item.in_context:
                         position = next_position[m.session_id]
@@ -108,6 +129,8 @@ class MessagesMixin(PostgresStoreBase, MessageStatements):
                             (m.session_id, position, m.id, m.token_estimate, now),
                         )
                     out.append(AppendedMessage(m.id, seq, position, tuple(r[0] for r in rows)))
+                if chained:
+                    await extend_chain(conn, links, heads)
             return out
 
         return await self.db.write(_append)
@@ -140,7 +163,10 @@ class MessagesMixin(PostgresStoreBase, MessageStatements):
                 (message_id,),
             )
             assert first is not None
-            await insert_parts(conn, message_id, found[0], first[0], rows, now)
+            parts = part_rows(message_id, found[0], first[0], rows, now)
+            await execute_many(conn, _PART_INSERT, parts)
+            if self.db.chained:
+                await extend_chain(conn, [part_link(r) for r in parts])
             for sql, args in message_changes(message_id, change):
                 await conn.execute(pg(sql), args)
             return [r[0] for r in rows]

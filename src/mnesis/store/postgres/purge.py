@@ -12,6 +12,7 @@ from mnesis.store.base import ImportSource, PurgeReport
 from mnesis.store.postgres.db import Conn, PostgresDatabase
 from mnesis.store.postgres.rows import fetch, fetch_one, now_ms
 from mnesis.store.shared import purge as shared
+from mnesis.store.shared.chain import CHAIN_DELETE
 from mnesis.store.shared.sql import pg
 
 __all__ = ["PurgeMixin"]
@@ -57,6 +58,8 @@ class PurgeMixin:
             rows: dict[str, int] = {}
             for sid in ids:
                 await _purge_one(conn, sid, rows)
+                if self.db.chained:  # the session's hash chain goes with its rows
+                    await conn.execute(pg(CHAIN_DELETE), (sid,))
             await conn.execute("SELECT set_config('mnesis.purge_session', '', true)")
             return PurgeReport(session_ids=tuple(ids), rows=rows)
 

@@ -12,24 +12,19 @@ from typing import Any
 
 from mnesis.errors import SessionNotFoundError
 from mnesis.models.clock import now_ms
-from mnesis.models.message import Message, MessageWithParts
+from mnesis.models.message import MessageWithParts
 from mnesis.store.base import FileReference
 from mnesis.store.postgres.db import Conn, PostgresDatabase
 from mnesis.store.shared.lineage import LineageReads
 from mnesis.store.shared.rows import (
-    EncodedParts,
     attach_parts,
-    message_row,
     messages_of,
-    part_rows,
 )
 from mnesis.store.shared.sql import DOWN_CTE as SHARED_DOWN_CTE
 from mnesis.store.shared.sql import (
     FILE_SELECT,
     MESSAGE_COLUMNS,
-    MESSAGE_INSERT,
     PART_COLUMNS,
-    PART_INSERT,
     pg,
     select_list,
 )
@@ -100,25 +95,6 @@ async def next_value(conn: Conn, table: str, column: str, session_id: str) -> in
     )
     assert row is not None
     return int(row[0])
-
-
-async def insert_message(conn: Conn, m: Message, seq: int) -> None:
-    """Insert one ``messages`` row."""
-    await conn.execute(pg(MESSAGE_INSERT), message_row(m, seq, bool(m.is_summary)))
-
-
-async def insert_parts(
-    conn: Conn,
-    message_id: str,
-    session_id: str,
-    first_ordinal: int,
-    rows: EncodedParts,
-    now: int,
-) -> None:
-    """Insert encoded parts ``(part_id, token_estimate, columns)`` of one message."""
-    await execute_many(
-        conn, pg(PART_INSERT), part_rows(message_id, session_id, first_ordinal, rows, now)
-    )
 
 
 async def get_file(conn: Conn, key: str) -> FileReference | None:

@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 
 from mnesis.store.base import AppendedMessage, CompactionCommit
+from mnesis.store.postgres.chain import extend_chain
 from mnesis.store.postgres.db import Conn
 from mnesis.store.postgres.rows import (
     PostgresStoreBase,
@@ -17,6 +18,7 @@ from mnesis.store.postgres.rows import (
     next_value,
     now_ms,
 )
+from mnesis.store.shared.chain import commit_links
 from mnesis.store.shared.commit import (
     COVERING_SUMMARY,
     check_replaced,
@@ -63,6 +65,8 @@ class SummariesMixin(PostgresStoreBase, ContextAndLocks):
             )  # fmt: skip
             for sql, rows in writes:
                 await execute_many(conn, pg(sql), rows)
+            if self.db.chained:
+                await extend_chain(conn, commit_links(writes, list(s.file_ids)))
             return AppendedMessage(m.id, seq, None, tuple(r[0] for r in marker_rows))
 
         return await self.db.write(_commit)

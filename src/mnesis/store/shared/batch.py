@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mnesis.store.records import AppendedMessage, NewMessage
+from mnesis.store.shared.chain import Link, message_link, part_link
 from mnesis.store.shared.rows import EncodedParts, encode_parts, message_row, part_rows
 from mnesis.store.shared.search_context import Contexts, Neighbour
 
@@ -22,6 +23,7 @@ __all__ = [
     "PreparedRows",
     "RowPreparer",
     "SessionStart",
+    "batch_links",
     "batch_rows",
     "encode_batch",
 ]
@@ -42,6 +44,9 @@ class BatchRows:
     messages: list[tuple[Any, ...]] = field(default_factory=list)
     parts: list[tuple[Any, ...]] = field(default_factory=list)
     context: list[tuple[Any, ...]] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
+    """The rows' hash-chain links, in write order (digests only: the writer chains
+    them to each session's head)."""
     appended: list[AppendedMessage] = field(default_factory=list)
 
 
@@ -71,9 +76,13 @@ def batch_rows(
         sid = m.session_id
         seq = next_seq[sid]
         next_seq[sid] = seq + 1
-        out.messages.append(message_row(m, seq, summary_flag(m.is_summary)))
+        message = message_row(m, seq, summary_flag(m.is_summary))
+        out.messages.append(message)
         contexts.apply(sid, seq, m.role, m.created_at, m.is_summary, rows)
-        out.parts += part_rows(m.id, sid, 0, rows, now)
+        parts = part_rows(m.id, sid, 0, rows, now)
+        out.parts += parts
+        out.links.append(message_link(message))
+        out.links += map(part_link, parts)
         position = None
         if item.in_context:
             position = next_position[sid]
@@ -146,3 +155,19 @@ class RowPreparer:
             landed=False,
         )
         return PreparedRows(starts, rows)
+
+
+def batch_links(rows: BatchRows) -> list[Link]:
+    """The chain links of ``rows``: those computed with them, or (rows that crossed a
+    process boundary without them) computed now from the message and part rows, each
+    message followed by its parts."""
+    if rows.links or not rows.messages:
+        return rows.links
+    by_message: dict[str, list[Link]] = {}
+    for part in rows.parts:
+        by_message.setdefault(part[1], []).append(part_link(part))
+    out: list[Link] = []
+    for message in rows.messages:
+        out.append(message_link(message))
+        out += by_message.get(message[0], [])
+    return out

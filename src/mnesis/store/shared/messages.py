@@ -15,6 +15,13 @@ from mnesis.models.message import MessageWithParts
 from mnesis.models.parts import MessagePart, ToolState
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import AppendedMessage, NewMessage
+from mnesis.store.shared.chain import (
+    HEAD_SELECT,
+    LINK_INSERT,
+    chain_links,
+    result_link,
+    settled,
+)
 from mnesis.store.shared.rows import (
     TOOL_STATUS_UPDATE,
     EncodedParts,
@@ -49,10 +56,13 @@ row (None: unchanged)."""
 
 def part_status_select(*, as_text: Sequence[str] = (), lock: str = "") -> str:
     """:attr:`MessageStatements.PART_STATUS_SELECT`: the part ``?``'s columns that
-    :func:`~mnesis.store.shared.rows.tool_status_args` takes, then its message ID;
-    ``as_text`` columns cast to text, ``lock`` the clause that locks the row."""
-    columns = select_list(_PART_STATUS_COLUMNS, as_text)
-    return f"SELECT {columns} FROM message_parts WHERE id = ?{lock}"
+    :func:`~mnesis.store.shared.rows.tool_status_args` takes, then its message ID and
+    session ID; ``as_text`` columns cast to text (``p.`` prefixed), ``lock`` what
+    follows the ``WHERE`` clause (the locks the update needs)."""
+    columns = select_list(
+        [f"p.{c}" for c in (*_PART_STATUS_COLUMNS, "session_id")], [f"p.{c}" for c in as_text]
+    )
+    return f"SELECT {columns} FROM message_parts p WHERE p.id = ?{lock}"
 
 
 def message_changes(message_id: str, change: MessageRowChange) -> Planned:
@@ -190,12 +200,22 @@ class MessageStatements(ABC):
                 token_estimate=token_estimate,
             )
             planned: Planned = [(TOOL_STATUS_UPDATE, args)]
+            if len(row) > 9 and settled(row[2], args[0]):
+                text = row[6] if args[5] is None else args[5]
+                link = result_link(row[8], part_id, args[4], text, args[0])
+                heads = {} if row[9] is None else {row[8]: (int(row[9]), bytes(row[10]))}
+                planned += [(LINK_INSERT, r) for r in chain_links(heads, [link])]
             if message_token_estimate is not None:
                 owner = (message_token_estimate, row[7])
                 planned += [(_MESSAGE_TOKENS_UPDATE, owner), (CONTEXT_TOKENS_UPDATE, owner)]
             return planned
 
-        await self.statements.change_after(self.PART_STATUS_SELECT, (part_id,), _plan)
+        await self.statements.change_after(
+            self.PART_STATUS_SELECT,
+            (part_id,),
+            _plan,
+            then=HEAD_SELECT if self.statements.chained else None,
+        )
 
     async def tombstone_parts(
         self,

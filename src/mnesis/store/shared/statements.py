@@ -24,6 +24,9 @@ it raises to refuse the change."""
 class Statements(Protocol):
     """Single statements on one database (``?`` placeholders)."""
 
+    chained: bool
+    """Whether the database keeps the hash chain (m011 applied)."""
+
     async def rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Every row of one read statement."""
         ...
@@ -36,7 +39,12 @@ class Statements(Protocol):
         """Run each statement over its rows (none: skipped), all in one write transaction."""
         ...
 
-    async def change_after(self, sql: str, args: Sequence[Any], plan: Plan) -> None:
+    async def change_after(
+        self, sql: str, args: Sequence[Any], plan: Plan, *, then: str | None = None
+    ) -> None:
         """Read the first row of ``sql``, then run the statements ``plan`` makes of it,
-        all in one write transaction."""
+        all in one write transaction. ``then``: a second read, run after the first
+        (which may lock what it needs) with the first row's last value as its one
+        argument; the columns of its first row (NULLs when none) are appended to the
+        row ``plan`` gets."""
         ...

@@ -14,12 +14,14 @@ from mnesis.store.base import AppendedMessage, NewMessage
 from mnesis.store.shared.batch import (
     PreparedRows,
     SessionStart,
+    batch_links,
     batch_rows,
     encode_batch,
 )
 from mnesis.store.shared.purge import SESSION_EXISTS
 from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, Contexts, neighbour_args
 from mnesis.store.shared.sql import MESSAGE_INSERT
+from mnesis.store.sqlite.chain import extend_chain
 from mnesis.store.sqlite.context_slots import message_slot_insert, next_position
 from mnesis.store.sqlite.fts_index import insert_indexed_parts
 from mnesis.store.sqlite.rows import SQLiteStoreBase, _next_value
@@ -60,6 +62,8 @@ class BatchMixin(SQLiteStoreBase):
             conn.executemany(MESSAGE_INSERT, rows.messages)
             insert_indexed_parts(conn, rows.parts)
             conn.executemany(message_slot_insert(self.db.context_keys), rows.context)
+            if self.db.chained:
+                extend_chain(conn, rows.links)
             return rows.appended
 
         return await self.db.write(_append)
@@ -98,5 +102,7 @@ class BatchMixin(SQLiteStoreBase):
             conn.executemany(MESSAGE_INSERT, rows.messages)
             insert_indexed_parts(conn, rows.parts)
             conn.executemany(message_slot_insert(self.db.context_keys), rows.context)
+            if self.db.chained:
+                extend_chain(conn, batch_links(rows))
 
         await self.db.write(_append)

@@ -48,6 +48,14 @@ def translate_sqlite_error(exc: sqlite3.Error, path: str) -> MnesisStoreError:
     """Map a driver error to the mnesis error a caller can act on."""
     msg = str(exc)
     low = msg.lower()
+    # A damaged schema's message quotes the schema (an append-only trigger's text too).
+    if "not a database" in low or "malformed" in low or "file is encrypted" in low:
+        return StoreCorruptError(f"{path} is not a usable mnesis database: {msg}")
+    if "could not decode to utf-8" in low:
+        return StoreCorruptError(
+            f"{path}: a stored text is not valid UTF-8 ({msg}); run `mnesis check --deep` "
+            "to name the damaged row, and restore this database from a backup"
+        )
     if "mnesis append-only" in low:
         return AppendOnlyViolationError(msg)
     if "locked" in low or "busy" in low:
@@ -60,11 +68,17 @@ def translate_sqlite_error(exc: sqlite3.Error, path: str) -> MnesisStoreError:
             "needs free space for its write-ahead log: about 5 MB before its first "
             "checkpoint; free some space and retry)"
         )
-    if "not a database" in low or "malformed" in low or "file is encrypted" in low:
-        return StoreCorruptError(f"{path} is not a usable mnesis database: {msg}")
     if "unable to open" in low:
         return StoreReadOnlyError(f"cannot open database {path}: {msg}")
     return MnesisStoreError(f"database error on {path}: {msg}")
+
+
+def _undecodable(exc: UnicodeDecodeError, path: str) -> StoreCorruptError:
+    """A stored text (a row's, or the schema's own) that is no longer UTF-8."""
+    return StoreCorruptError(
+        f"{path}: a stored text is not valid UTF-8 ({exc}); run `mnesis check --deep` to "
+        "name the damaged row, and restore this database from a backup"
+    )
 
 
 def _prepare_path(path: str) -> str:
@@ -109,6 +123,9 @@ class SQLiteDatabase:
         """The context view is stored in ``context_slots`` (``m010_context_keys``): once a
         writable file is migrated, always (a test may migrate it only so far); a file
         opened read-only may predate it."""
+        self.chained = True
+        """The file keeps the hash chain (``m011_history_chain``): once a writable file is
+        migrated, always; a file opened read-only may predate it."""
 
     # -- worker-thread side -------------------------------------------------
     def _connection(self) -> sqlite3.Connection:
@@ -225,6 +242,7 @@ class SQLiteDatabase:
                 conn.execute("ROLLBACK")
                 raise
         self.context_keys = _has_context_keys(conn)
+        self.chained = _has_chain(conn)
 
     def _run_read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         try:
@@ -233,6 +251,8 @@ class SQLiteDatabase:
             raise translate_sqlite_error(exc, self.path) from exc
         except UnicodeEncodeError as exc:
             raise InvalidArgumentError(f"text is not valid Unicode: {exc.reason}") from exc
+        except UnicodeDecodeError as exc:
+            raise _undecodable(exc, self.path) from exc
 
     def _run_write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         try:
@@ -240,6 +260,8 @@ class SQLiteDatabase:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             raise translate_sqlite_error(exc, self.path) from exc
+        except UnicodeDecodeError as exc:
+            raise _undecodable(exc, self.path) from exc
         try:
             result = fn(conn)
             conn.execute("COMMIT")
@@ -249,6 +271,8 @@ class SQLiteDatabase:
                 raise translate_sqlite_error(exc, self.path) from exc
             if isinstance(exc, UnicodeEncodeError):
                 raise InvalidArgumentError(f"text is not valid Unicode: {exc.reason}") from exc
+            if isinstance(exc, UnicodeDecodeError):
+                raise _undecodable(exc, self.path) from exc
             raise
         if self._checkpointer is not None:
             self._checkpointer.after_commit(conn)
@@ -304,12 +328,18 @@ class SQLiteDatabase:
 
         await self.write(_run)
 
-    async def change_after(self, sql: str, args: Sequence[Any], plan: Plan) -> None:
+    async def change_after(
+        self, sql: str, args: Sequence[Any], plan: Plan, *, then: str | None = None
+    ) -> None:
         """Read the first row of ``sql``, then run the statements ``plan`` makes of it,
-        all in one write transaction."""
+        all in one write transaction (``then``: see :class:`Statements`)."""
 
         def _run(conn: sqlite3.Connection) -> None:
-            for statement, values in plan(conn.execute(sql, args).fetchone()):
+            row = conn.execute(sql, args).fetchone()
+            if row is not None and then is not None:
+                cur = conn.execute(then, (row[-1],))
+                row = (*row, *(cur.fetchone() or (None,) * len(cur.description)))
+            for statement, values in plan(row):
                 conn.execute(statement, values)
 
         await self.write(_run)
@@ -349,6 +379,12 @@ class SQLiteDatabase:
 def _has_context_keys(conn: sqlite3.Connection) -> bool:
     """Whether ``m010_context_keys`` is applied to the file."""
     found = conn.execute("SELECT 1 FROM _mnesis_migrations WHERE name = 'm010_context_keys'")
+    return found.fetchone() is not None
+
+
+def _has_chain(conn: sqlite3.Connection) -> bool:
+    """Whether ``m011_history_chain`` is applied to the file."""
+    found = conn.execute("SELECT 1 FROM _mnesis_migrations WHERE name = 'm011_history_chain'")
     return found.fetchone() is not None
 
 

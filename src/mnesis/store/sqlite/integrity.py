@@ -10,7 +10,7 @@ from mnesis.errors import MnesisStoreError
 from mnesis.models.clock import now_ms
 from mnesis.store.base import IntegritySnapshot
 from mnesis.store.codec import dumps, loads_column
-from mnesis.store.records import EngineCheck
+from mnesis.store.records import ChainReport, EngineCheck
 from mnesis.store.shared.integrity import (
     CONTEXT_DELETE,
     CONTEXT_INSERT,
@@ -21,6 +21,7 @@ from mnesis.store.shared.integrity import (
     snapshot_queries,
     wanted_files,
 )
+from mnesis.store.sqlite.chain import read_chain
 from mnesis.store.sqlite.context_slots import SLOTS_SNAPSHOT
 from mnesis.store.sqlite.rows import SQLiteStoreBase
 
@@ -42,6 +43,16 @@ class IntegrityMixin(SQLiteStoreBase):
             return EngineCheck(problems=problems, ran=[f"PRAGMA {pragma}"])
 
         return await self.db.read(_run)
+
+    async def verify_chain(self, session_id: str, expect: bytes | None = None) -> ChainReport:
+        def _get(conn: sqlite3.Connection) -> ChainReport:
+            conn.execute("BEGIN")
+            try:
+                return read_chain(conn, session_id, expect)
+            finally:
+                conn.execute("COMMIT")
+
+        return await self.db.read(_get)
 
     async def integrity_snapshot(self, session_id: str) -> IntegritySnapshot:
         def _get(conn: sqlite3.Connection) -> IntegritySnapshot:

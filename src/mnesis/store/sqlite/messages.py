@@ -17,6 +17,7 @@ from mnesis.store.codec import (
     dumps,
     usage_from_sums,
 )
+from mnesis.store.shared.chain import Link, message_link, part_link
 from mnesis.store.shared.messages import (
     MessageRowChange,
     MessageStatements,
@@ -25,9 +26,12 @@ from mnesis.store.shared.messages import (
 )
 from mnesis.store.shared.rows import (
     EncodedParts,
+    message_row,
     part_rows,
 )
 from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, Contexts, neighbour_args
+from mnesis.store.shared.sql import MESSAGE_INSERT
+from mnesis.store.sqlite.chain import extend_chain
 from mnesis.store.sqlite.context_slots import message_slot_insert
 from mnesis.store.sqlite.context_slots import next_position as next_position_of
 from mnesis.store.sqlite.fts_index import insert_indexed_parts
@@ -35,7 +39,6 @@ from mnesis.store.sqlite.rows import (
     _MSG_COLS,
     _PART_COLS,
     SQLiteStoreBase,
-    _insert_message,
     _load_messages,
     _next_value,
 )
@@ -78,6 +81,7 @@ class MessagesMixin(SQLiteStoreBase, MessageStatements):
             next_seq: dict[str, int] = {}
             next_position: dict[str, int] = {}
             contexts.check(_last_part_key(conn))
+            links: list[Link] = []
             for item, rows in prepared:
                 m = item.message
                 if m.session_id not in next_seq:
@@ -85,13 +89,17 @@ class MessagesMixin(SQLiteStoreBase, MessageStatements):
                 seq = next_seq[m.session_id]
                 next_seq[m.session_id] += 1
                 _set_contexts(conn, contexts, m, seq, rows)
+                message = message_row(m, seq, int(m.is_summary))
                 try:
-                    _insert_message(conn, m, seq)
+                    conn.execute(MESSAGE_INSERT, message)
                 except sqlite3.IntegrityError as exc:
                     if "FOREIGN KEY" in str(exc):
                         raise SessionNotFoundError(m.session_id) from exc
                     raise
-                insert_indexed_parts(conn, part_rows(m.id, m.session_id, 0, rows, now))
+                parts = part_rows(m.id, m.session_id, 0, rows, now)
+                insert_indexed_parts(conn, parts)
+                links.append(message_link(message))
+                links += map(part_link, parts)
                 position = None
                 if item.in_context:
                     if m.session_id not in next_position:
@@ -105,6 +113,8 @@ class MessagesMixin(SQLiteStoreBase, MessageStatements):
                         (m.session_id, position, m.id, m.token_estimate, now),
                     )
                 out.append(AppendedMessage(m.id, seq, position, tuple(r[0] for r in rows)))
+            if self.db.chained:
+                extend_chain(conn, links)
             contexts.finish(_last_part_key(conn))
             return out
 
@@ -132,7 +142,10 @@ class MessagesMixin(SQLiteStoreBase, MessageStatements):
                 "SELECT COALESCE(MAX(ordinal), -1) + 1 FROM message_parts WHERE message_id = ?",
                 (message_id,),
             ).fetchone()[0]
-            insert_indexed_parts(conn, part_rows(message_id, found[0], first, rows, now))
+            parts = part_rows(message_id, found[0], first, rows, now)
+            insert_indexed_parts(conn, parts)
+            if self.db.chained:
+                extend_chain(conn, [part_link(r) for r in parts])
             for sql, args in message_changes(message_id, change):
                 conn.execute(sql, args)
             return [r[0] for r in rows]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from mnesis.errors import SessionNotFoundError
 from mnesis.models.clock import now_ms
 from mnesis.store.base import ImportSource, PurgeReport
+from mnesis.store.shared.chain import CHAIN_DELETE
 from mnesis.store.shared.purge import (
     DELETE_SESSION,
     DELETES,
@@ -87,6 +88,8 @@ class PurgeMixin:
             rows: dict[str, int] = {}
             for sid in ids:
                 _purge_one(conn, sid, rows, self.db.context_keys)
+            if self.db.chained:  # the sessions' hash chains go with their rows
+                conn.executemany(CHAIN_DELETE, [(i,) for i in ids])
             conn.execute("DELETE FROM purge_grants")
             return PurgeReport(session_ids=tuple(ids), rows=rows)
 

@@ -18,7 +18,12 @@ from urllib.parse import quote
 
 from mnesis.config import StoreConfig
 from mnesis.errors import MnesisStoreError, StoreCorruptError, StoreReadOnlyError
-from mnesis.store.sqlite.database import SQLiteDatabase, _check_header, _has_context_keys
+from mnesis.store.sqlite.database import (
+    SQLiteDatabase,
+    _check_header,
+    _has_chain,
+    _has_context_keys,
+)
 from mnesis.store.sqlite.migrations import MIGRATIONS
 
 __all__ = ["ReadOnlySQLiteDatabase"]
@@ -72,6 +77,7 @@ class ReadOnlySQLiteDatabase(SQLiteDatabase):
         if MIGRATIONS[0][0] not in applied:
             raise StoreCorruptError(f"{self.path} is not an initialised mnesis database")
         self.context_keys = _has_context_keys(conn)
+        self.chained = _has_chain(conn)
 
     def _run_write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         raise StoreReadOnlyError(f"database {self.path} is open read-only")

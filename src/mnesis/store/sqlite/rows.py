@@ -12,14 +12,13 @@ import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from mnesis.models.message import Message, MessageWithParts
+from mnesis.models.message import MessageWithParts
 from mnesis.store.base import FileReference
 from mnesis.store.codec import dumps
 from mnesis.store.shared import sql as statements
 from mnesis.store.shared.lineage import LineageReads
 from mnesis.store.shared.rows import (
     attach_parts,
-    message_row,
     messages_of,
 )
 from mnesis.store.shared.search_context import NeighbourCache
@@ -48,11 +47,6 @@ def _next_value(conn: sqlite3.Connection, table: str, column: str, session_id: s
         (session_id,),
     ).fetchone()
     return int(row[0])
-
-
-def _insert_message(conn: sqlite3.Connection, m: Message, seq: int) -> None:
-    """Insert one ``messages`` row."""
-    conn.execute(statements.MESSAGE_INSERT, message_row(m, seq, int(m.is_summary)))
 
 
 def _get_file(conn: sqlite3.Connection, key: str) -> FileReference | None:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from mnesis.models.clock import now_ms
 from mnesis.store.base import AppendedMessage, CompactionCommit
 from mnesis.store.codec import dumps
+from mnesis.store.shared.chain import commit_links
 from mnesis.store.shared.commit import (
     COVERING_SUMMARY,
     check_replaced,
@@ -17,6 +18,7 @@ from mnesis.store.shared.commit import (
 from mnesis.store.shared.rows import encode_parts
 from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, neighbour_args
 from mnesis.store.shared.summaries import ContextAndLocks
+from mnesis.store.sqlite.chain import extend_chain
 from mnesis.store.sqlite.context_slots import SUMMARY_ITEMS, SUMMARY_ITEMS_BEFORE
 from mnesis.store.sqlite.rows import (
     SQLiteStoreBase,
@@ -60,6 +62,8 @@ class SummariesMixin(SQLiteStoreBase, ContextAndLocks):
             for sql, rows in writes:
                 if rows:
                     conn.executemany(sql, rows)
+            if self.db.chained:
+                extend_chain(conn, commit_links(writes, list(s.file_ids)))
             return AppendedMessage(m.id, seq, None, tuple(r[0] for r in marker_rows))
 
         return await self.db.write(_commit)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 from mnesis.store.postgres.migrations import (
     m001_initial,
     m002_map_runs,
@@ -10,11 +13,16 @@ from mnesis.store.postgres.migrations import (
     m005_text_once,
     m007_vectors,
     m009_context_unstored,
+    m011_history_chain,
 )
 
-__all__ = ["MIGRATIONS"]
+__all__ = ["MIGRATIONS", "Migration"]
 
-MIGRATIONS: list[tuple[str, str]] = [
+Migration = str | Callable[[Any], Awaitable[None]]
+"""A migration: an SQL script, or a function of the connection run inside the migration's
+transaction."""
+
+MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", m001_initial.SQL),
     ("m002_map_runs", m002_map_runs.SQL),
     ("m003_purge_imports", m003_purge_imports.SQL),
@@ -22,4 +30,5 @@ MIGRATIONS: list[tuple[str, str]] = [
     ("m005_text_once", m005_text_once.SQL),
     ("m007_vectors", m007_vectors.SQL),
     ("m009_context_unstored", m009_context_unstored.SQL),
+    ("m011_history_chain", m011_history_chain.migrate),
 ]

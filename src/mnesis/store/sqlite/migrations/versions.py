@@ -12,6 +12,7 @@ from mnesis.store.sqlite.migrations import (
     m008_bulk_fts,
     m009_context_unstored,
     m010_context_keys,
+    m011_history_chain,
 )
 from mnesis.store.sqlite.migrations.m001_initial import SQL as M001_INITIAL
 from mnesis.store.sqlite.migrations.m002_map_runs import SQL as M002_MAP_RUNS
@@ -32,4 +33,5 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m008_bulk_fts", m008_bulk_fts.SQL),
     ("m009_context_unstored", m009_context_unstored.migrate),
     ("m010_context_keys", m010_context_keys.migrate),
+    ("m011_history_chain", m011_history_chain.migrate),
 ]

@@ -161,12 +161,18 @@ async def test_the_relevance_search_reads_a_bounded_number_of_rows(
     # Each term's postings are read up to the cap, not to the end.
     ((_, counts),) = counted
     assert counts[:2] == [25, 25]
-    # Each subquery reads at most its group's limit (and one more row, to tell a
-    # crowded group); two statements per batch of groups (newest, then oldest).
+    # Each walk stops one row after its limit: twice the group's limit for its terms
+    # in text or tool output alike, the group's limit for a part of a crowded group;
+    # at most three statements per batch of groups.
     for (_, _, queries), rows in limited:
-        assert all(limit <= 5 for _, _, limit in queries)
-        assert all(len(r) <= 5 for r in rows)
-    assert len(limited) <= 2 * -(-7 // search_levels._BATCH)  # 7 combinations of 3 terms
+        assert all(limit <= 2 * 4 + 1 for _, _, limit in queries)
+        assert all(len(r) <= limit for r, (_, _, limit) in zip(rows, queries, strict=True))
+    assert len(limited) <= 3 * -(-7 // search_levels._BATCH)  # 7 combinations of 3 terms
+    # The three terms together are rare: one walk answers text and tool output alike,
+    # their parts are never asked apart.
+    asked = [match for (_, _, queries), _ in limited for match, _, _ in queries]
+    together = [m for m in asked if '"port" AND "api" AND "listen"' in m]
+    assert len(together) == 1 and together[0].startswith("({text_content tool_content}")
     await session.close()
 
 

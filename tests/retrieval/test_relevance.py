@@ -176,6 +176,46 @@ async def test_the_relevance_search_reads_a_bounded_number_of_rows(
     await session.close()
 
 
+async def test_postgres_answers_rare_combinations_in_one_statement(
+    db_path: str, pool: StorePool, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if backend != "postgres":
+        pytest.skip("counts PostgreSQL statements (the SQLite bound is the test above)")
+    from mnesis.store.postgres import newest, relevance
+
+    session = await new_session(db_path, pool)
+    for index in range(30):
+        await session.record(f"the port {index} is busy", f"the api {index} answered")
+    await session.record("the api will listen on port 8443", "noted")
+    statements: list[str] = []
+
+    def counting(function: Callable[..., Any]) -> Callable[..., Any]:
+        async def counted(conn: Any, sql: str, args: Any = ()) -> Any:
+            statements.append(sql)
+            return await function(conn, sql, args)
+
+        return counted
+
+    for module in (relevance, newest):
+        for name in ("fetch", "fetch_one"):
+            monkeypatch.setattr(module, name, counting(getattr(module, name)))
+    query = SearchQuery(
+        any_of=(Term.word("port"), Term.word("api"), Term.word("listen")),
+        relevance=True,
+        group_limit=4,
+    )
+    hits = await session.store.search_text(
+        query=query, scope="messages", where=SearchFilter(session_ids=[session.id]), limit=10
+    )
+    assert "the api will listen on port 8443" in [h.text for h in hits][:1]
+    # Term counts, rows searched, then one statement for the batch: every combination
+    # has fewer GIN candidates than the cap, so none is asked again (no window, no
+    # per-combination GIN walk).
+    assert len(statements) == 3, statements
+    assert "UNION ALL" in statements[2]
+    await session.close()
+
+
 def test_synonyms_and_latest_state_are_read_from_the_question() -> None:
     parsed = parse_query("how often does the staging DB password get rotated these days?")
     assert Term((("db",), ("database",), ("databases",))) in parsed.optional

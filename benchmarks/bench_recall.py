@@ -6,6 +6,7 @@
     python -m benchmarks.bench_recall --sizes 1000000 --keep /tmp/recall  # build once, reuse
     python -m benchmarks.bench_recall --aged          # issue 28: old facts, 2k and 10k turns
     python -m benchmarks.bench_recall --aged --sizes 2000 10000 100000
+    python -m benchmarks.bench_recall --aged --backend postgres [--dsn DSN] --sizes 10000
 
 A harder benchmark than the planted facts of ``bench_retrieval``: one long session of
 coding-agent and team chat (filler turns that reuse the same names, services and
@@ -35,6 +36,9 @@ question's evidence turns in the top k, averaged) and full-text latency p50/p95:
 planted uniformly over a coding session, asked in words that are common in it, with
 distractors and updated facts; recall@1/5/10 by the fact's age (third of the
 history), by where it was planted, and for updates (the new value above the old).
+``--backend postgres`` runs it on PostgreSQL (``--dsn``, ``MNESIS_BENCH_PG_DSN`` or a
+throwaway cluster; see ``benchmarks/recall_pg.py``), with the server's CPU time per
+call beside the client's.
 
 ``--keep DIR`` stores each database (and a ``.json`` with its questions) in DIR and
 reuses it on later runs: 1M messages take about 15 minutes to build.
@@ -68,7 +72,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks import recall_aged
+from benchmarks import recall_aged, recall_pg
 from mnesis import MnesisConfig, MnesisSession, StorePool
 from mnesis.config import CompactionConfig
 from mnesis.models.ids import new_id
@@ -631,11 +635,24 @@ def aged_rankers(session: MnesisSession) -> dict[str, Ranker]:
     return {"previous": previous, "grep": shipped}
 
 
-async def aged(path: str, total: int, only: list[str] | None, merge: bool = False) -> None:
-    """Issue 28's benchmark at ``total`` turns (database reused from ``path``)."""
+async def aged(
+    path: str,
+    total: int,
+    only: list[str] | None,
+    merge: bool = False,
+    *,
+    sidecar: str | None = None,
+    server: recall_pg.ServerCpu | None = None,
+) -> None:
+    """Issue 28's benchmark at ``total`` turns, on the SQLite file ``path`` or the
+    PostgreSQL database ``path`` names (reused when its ``sidecar``, the questions
+    file, says it holds the session; ``path + ".json"`` on SQLite). ``server``: the
+    PostgreSQL server's CPU time, reported beside the client's."""
     pool = StorePool()
     config = MnesisConfig(compaction=CompactionConfig(auto=False))
-    saved = _sidecar(path)
+    postgres = path.startswith("postgresql://")
+    sidecar = sidecar or path + ".json"
+    saved = _saved_questions(sidecar, None if postgres else path)
     if saved is not None:
         session = await MnesisSession.load(saved["session_id"], config, db_path=path, pool=pool)
         questions = [recall_aged.AgedQuestion(**q) for q in saved["questions"]]
@@ -644,33 +661,55 @@ async def aged(path: str, total: int, only: list[str] | None, merge: bool = Fals
             model="fake/bench", db_path=path, pool=pool, config=config
         )
         corpus = recall_aged.build(session.id, total)
+        started = time.perf_counter()
         for index in range(0, len(corpus.messages), 2_000):
             await session.store.append_messages(corpus.messages[index : index + 2_000])
+        print(f"built {total:,} turns in {time.perf_counter() - started:.0f} s", flush=True)
         questions = corpus.questions
-        _sidecar(
-            path,
-            {"session_id": session.id, "questions": [q.__dict__ for q in questions]},
-        )
-    if merge:
+        corpus.messages = []
+        if postgres:
+            await session.close()
+            print(f"VACUUM ANALYZE in {recall_pg.vacuum_analyze(path):.0f} s", flush=True)
+            session = await MnesisSession.load(session.id, config, db_path=path, pool=pool)
+        _save_questions(sidecar, session.id, questions)
+    if merge and not postgres:
         await session.close()
         _merge(path)
         session = await MnesisSession.load(session.id, config, db_path=path, pool=pool)
     results: dict[str, recall_aged.AgedScores] = {}
+    server_millis: dict[str, list[float]] = {}
+    loads: list[float] = []
     for name, rank in aged_rankers(session).items():
         if only and name not in only:
             continue
         scores = results[name] = recall_aged.AgedScores()
+        spent = server_millis[name] = []
+        loads.append(os.getloadavg()[0])
         for question in questions:
+            used = server.seconds() if server is not None else 0.0
             started, cpu = time.perf_counter(), time.process_time()
             ranked = await rank(question.text)
             scores.millis.append((time.perf_counter() - started) * 1000)
             scores.cpu_millis.append((time.process_time() - cpu) * 1000)
+            if server is not None:
+                spent.append((server.seconds() - used) * 1000)
             recall_aged.score_question(scores, ranked, question, total)
+        loads.append(os.getloadavg()[0])
     await session.close()
     await pool.close_all()
-    print(f"\n## {total:,} turns, {len(questions)} questions, {segments(path)} index segments\n")
-    print("| ranking | " + " | ".join(recall_aged.ROWS) + " | p50 ms | p95 ms | CPU p50 ms |")
-    print("|---|" + "---|" * (len(recall_aged.ROWS) + 3))
+    where = "PostgreSQL" if postgres else f"SQLite, {segments(path)} index segments"
+    print(
+        f"\n## {total:,} turns, {len(questions)} questions, {where}, "
+        f"load average {min(loads):.1f}-{max(loads):.1f}\n"
+    )
+    server_column = " server CPU p50 ms |" if server is not None else ""
+    print(
+        "| ranking | "
+        + " | ".join(recall_aged.ROWS)
+        + " | p50 ms | p95 ms | CPU p50 ms |"
+        + server_column
+    )
+    print("|---|" + "---|" * (len(recall_aged.ROWS) + 3 + (server is not None)))
     for name, s in results.items():
         cells = []
         for row in recall_aged.ROWS:
@@ -680,13 +719,61 @@ async def aged(path: str, total: int, only: list[str] | None, merge: bool = Fals
             )
         cells += [f"{_pct(s.millis, q):.1f}" for q in (0.5, 0.95)]
         cells.append(f"{_pct(s.cpu_millis, 0.5):.1f}")
+        if server is not None:
+            # Clock ticks: the resolution is 10 ms, the median of many calls is finer.
+            cells.append(f"{statistics.median(server_millis[name]):.1f}")
         print(f"| {name} | " + " | ".join(cells) + " |")
-    print("\ncells: recall@1/@5/@10; update: the new value in the top k and above the old one")
+    print(
+        "\ncells: recall@1/@5/@10; update: the new value in the top k and above the old one; "
+        "CPU: the client process (both threads)"
+        + ("; server CPU: the PostgreSQL processes (10 ms ticks)" if server is not None else "")
+    )
+
+
+def _saved_questions(sidecar: str, database: str | None) -> dict[str, Any] | None:
+    """What ``_save_questions`` wrote, when there (and the SQLite ``database`` too)."""
+    if not Path(sidecar).exists() or (database is not None and not Path(database).exists()):
+        return None
+    return dict(json.loads(Path(sidecar).read_text()))
+
+
+def _save_questions(
+    sidecar: str, session_id: str, questions: list[recall_aged.AgedQuestion]
+) -> None:
+    Path(sidecar).write_text(
+        json.dumps({"session_id": session_id, "questions": [q.__dict__ for q in questions]})
+    )
+
+
+def _pg_database(dsn: str, total: int, sidecar: str, keep: bool) -> str:
+    """The database of ``total`` turns: kept from an earlier run (``keep`` and its
+    questions file there), else new (an old questions file removed)."""
+    url, reused = recall_pg.aged_database(dsn, total, reuse=keep and os.path.exists(sidecar))
+    if not reused and os.path.exists(sidecar):
+        os.remove(sidecar)
+    return url
+
+
+async def _aged_postgres(
+    sizes: list[int], only: list[str] | None, dsn: str | None, keep: str | None
+) -> None:
+    """``--aged --backend postgres``: each size in its own database (see ``recall_pg``)."""
+    with recall_pg.pg_server(dsn) as (server_dsn, server), tempfile.TemporaryDirectory() as tmp:
+        for total in sizes:
+            sidecar = os.path.join(keep or tmp, f"aged-{total}.pg.json")
+            url = _pg_database(server_dsn, total, sidecar, keep is not None)
+            try:
+                await aged(url, total, only, sidecar=sidecar, server=server)
+            finally:
+                if keep is None:
+                    recall_pg.drop_database(server_dsn, url)
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000])
+    parser.add_argument(
+        "--sizes", type=int, nargs="*", help="turns (default: 10k and 100k; --aged: 2k and 10k)"
+    )
     parser.add_argument("--quick", action="store_true", help="2k messages only")
     parser.add_argument("--only", nargs="*", help="rankings to run (default: all)")
     parser.add_argument(
@@ -710,10 +797,22 @@ async def main() -> None:
         help="store the databases in DIR and reuse them on later runs (1M takes long to build)",
     )
     parser.add_argument("--aged", action="store_true", help="issue 28's benchmark (old facts)")
+    parser.add_argument(
+        "--backend",
+        choices=["sqlite", "postgres"],
+        default="sqlite",
+        help="with --aged: the store (postgres: --dsn, else a throwaway cluster)",
+    )
+    parser.add_argument(
+        "--dsn", help="with --backend postgres: the server (default: MNESIS_BENCH_PG_DSN)"
+    )
     args = parser.parse_args()
-    sizes = [2_000] if args.quick else args.sizes
+    sizes = [2_000] if args.quick else args.sizes or [10_000, 100_000]
     if args.aged:
-        sizes = [2_000, 10_000] if args.sizes == parser.get_default("sizes") else sizes
+        sizes = args.sizes or ([2_000] if args.quick else [2_000, 10_000])
+        if args.backend == "postgres":
+            await _aged_postgres(sizes, args.only, args.dsn, args.keep)
+            return
         with tempfile.TemporaryDirectory() as tmp:
             for total in sizes:
                 path = os.path.join(args.keep or tmp, f"aged-{total}.db")

@@ -161,12 +161,58 @@ async def test_the_relevance_search_reads_a_bounded_number_of_rows(
     # Each term's postings are read up to the cap, not to the end.
     ((_, counts),) = counted
     assert counts[:2] == [25, 25]
-    # Each subquery reads at most its group's limit (and one more row, to tell a
-    # crowded group); two statements per batch of groups (newest, then oldest).
+    # Each walk stops one row after its limit: twice the group's limit for its terms
+    # in text or tool output alike, the group's limit for a part of a crowded group;
+    # at most three statements per batch of groups.
     for (_, _, queries), rows in limited:
-        assert all(limit <= 5 for _, _, limit in queries)
-        assert all(len(r) <= 5 for r in rows)
-    assert len(limited) <= 2 * -(-7 // search_levels._BATCH)  # 7 combinations of 3 terms
+        assert all(limit <= 2 * 4 + 1 for _, _, limit in queries)
+        assert all(len(r) <= limit for r, (_, _, limit) in zip(rows, queries, strict=True))
+    assert len(limited) <= 3 * -(-7 // search_levels._BATCH)  # 7 combinations of 3 terms
+    # The three terms together are rare: one walk answers text and tool output alike,
+    # their parts are never asked apart.
+    asked = [match for (_, _, queries), _ in limited for match, _, _ in queries]
+    together = [m for m in asked if '"port" AND "api" AND "listen"' in m]
+    assert len(together) == 1 and together[0].startswith("({text_content tool_content}")
+    await session.close()
+
+
+async def test_postgres_answers_rare_combinations_in_one_statement(
+    db_path: str, pool: StorePool, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if backend != "postgres":
+        pytest.skip("counts PostgreSQL statements (the SQLite bound is the test above)")
+    from mnesis.store.postgres import newest, relevance
+
+    session = await new_session(db_path, pool)
+    for index in range(30):
+        await session.record(f"the port {index} is busy", f"the api {index} answered")
+    await session.record("the api will listen on port 8443", "noted")
+    statements: list[str] = []
+
+    def counting(function: Callable[..., Any]) -> Callable[..., Any]:
+        async def counted(conn: Any, sql: str, args: Any = ()) -> Any:
+            statements.append(sql)
+            return await function(conn, sql, args)
+
+        return counted
+
+    for module in (relevance, newest):
+        for name in ("fetch", "fetch_one"):
+            monkeypatch.setattr(module, name, counting(getattr(module, name)))
+    query = SearchQuery(
+        any_of=(Term.word("port"), Term.word("api"), Term.word("listen")),
+        relevance=True,
+        group_limit=4,
+    )
+    hits = await session.store.search_text(
+        query=query, scope="messages", where=SearchFilter(session_ids=[session.id]), limit=10
+    )
+    assert "the api will listen on port 8443" in [h.text for h in hits][:1]
+    # Term counts, rows searched, then one statement for the batch: every combination
+    # has fewer GIN candidates than the cap, so none is asked again (no window, no
+    # per-combination GIN walk).
+    assert len(statements) == 3, statements
+    assert "UNION ALL" in statements[2]
     await session.close()
 
 

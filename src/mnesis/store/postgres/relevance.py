@@ -2,38 +2,78 @@
 
 As on SQLite: each ``any_of`` term's own-text rows are counted (at most
 ``TERM_COUNT_CAP`` per term), the combinations of terms are taken best first by the
-sum of their weights, and each gives its newest ``group_limit`` matches in
-conversation text (lexemes of weight A), then in tool input/output (weight D), until
-enough candidates. ``tsquery`` has no "within n words" operator, so a combination
-matches a tool input/output wherever its terms are (SQLite asks for them near each
-other). Each combination's matches come from windows of the newest (oldest) rows
-when those hold enough, else from one ``ORDER BY key + 0 DESC LIMIT`` over the GIN
-index (see :mod:`~mnesis.store.postgres.newest`): the GIN index hands over every row
-holding the words in text *or* context and each one's vector is read to check the
-weights, so a combination of common words must not reach it.
+sum of their weights, and each gives its matches in conversation text (lexemes of
+weight A), then in tool input/output (weight D): all of them, newest first, when few
+rows hold its terms (at most ``2 * group_limit``), else the newest ``group_limit`` of
+each part and, when it has more, the oldest ``group_limit // 2``; until enough
+candidates. ``tsquery`` has no "within n words" operator, so a combination matches a
+tool input/output wherever its terms are (SQLite asks for them near each other).
+
+A statement per ``_BATCH`` combinations reads, for each one, the rows the GIN index
+hands over for its terms (in text *or* context: the index holds both), at most
+``CANDIDATES`` of them, and sorts those matching in text or tool input/output: a
+combination that fewer rows hold is answered there, exactly, in one round trip. A
+combination of words common in text or context would make the GIN index hand over
+(and each vector be read for) most rows: its parts' matches come from windows of the
+newest (oldest) rows instead, the GIN index only for what those do not prove (see
+:mod:`~mnesis.store.postgres.newest`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from mnesis.store.base import SearchFilter
 from mnesis.store.postgres.db import Conn
 from mnesis.store.postgres.newest import DEFAULT_WINDOWS, WINDOW_TSV, Condition, Finder
-from mnesis.store.postgres.rows import fetch_one
+from mnesis.store.postgres.rows import DOWN_CTE, fetch, fetch_one
 from mnesis.store.postgres.search_sql import (
     PART_TSV,
+    filter_sql,
     render_tsquery,
     render_weighted,
 )
 from mnesis.store.search_query import TERM_COUNT_CAP, SearchQuery, Term
 
-__all__ = ["relevance_keys"]
+__all__ = ["CANDIDATES", "relevance_keys"]
 
-_BATCH = 4
-"""Groups answered before the pool is checked for enough candidates."""
+CANDIDATES = 512
+"""GIN index rows a combination reads (its terms in text or context) before its
+matches are left to the windows."""
+_BATCH = 8
+"""Combinations asked per statement before the pool is checked for enough candidates."""
 _MATCH = "@@ to_tsquery('english', %s)"
+_PARTS = 2
+_MESSAGE = "SELECT m.is_summary, m.created_at FROM messages m WHERE m.id = p.message_id OFFSET 0"
+"""A candidate's message, looked up by its key (``OFFSET 0``: never joined by a scan of
+every message, as the planner would for a few hundred candidates)."""
+"""Most parts of a group (text, tool input/output)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Group:
+    """A combination: the GIN condition of its terms and its parts (text, tool)."""
+
+    everything: str
+    """Its terms, as ``tsquery`` text (the GIN index's condition)."""
+    parts: list[tuple[str, str, list[str]]]
+    """Each part's GIN ``tsquery`` text, its own condition on ``p`` and its parameters."""
+
+    @property
+    def enumerable(self) -> bool:
+        """Whether every part's GIN condition is the group's (no speaker/date terms)."""
+        return all(gin == self.everything for gin, _, _ in self.parts)
+
+    def conditions(self) -> list[Condition]:
+        """The parts as conditions of the windows' walk (see ``newest.Finder``)."""
+        out = []
+        for gin, sql, args in self.parts:
+            table = f"{PART_TSV} {_MATCH} AND {sql}"
+            window = table.replace(PART_TSV, WINDOW_TSV)
+            out.append(Condition((table, [gin, *args]), (window, [gin, *args])))
+        return out
 
 
 async def relevance_keys(
@@ -44,7 +84,7 @@ async def relevance_keys(
     windows: Sequence[int] = DEFAULT_WINDOWS,
 ) -> list[int]:
     """The keys of a ``relevance`` query's candidates, best group first (no
-    ``windows``: the GIN index answers every group)."""
+    ``windows``: the GIN index answers every crowded group)."""
     terms = query.any_of
     # Counted over text and context together, in the searched sessions only (a weight,
     # not a result): the GIN index answers without reading a vector.
@@ -61,31 +101,85 @@ async def relevance_keys(
     assert row is not None
     counts = [int(c) for c in row]
     total = await _rows_searched(conn, where)
-    groups = [
-        _conditions((*query.all_of, *group)) for group in query.relevance_groups(counts, total)
-    ]
+    groups = [_group((*query.all_of, *g)) for g in query.relevance_groups(counts, total)]
     limit = query.group_limit or enough
-    # Each condition's newest matches come from windows of the newest rows when they
-    # hold enough (a common word's own-text matches: the GIN index would hand over
-    # every row holding the words in text or context, each vector read to check its
-    # weights), from the GIN index otherwise (rare words: few rows to check).
-    finder = Finder(conn, "messages", where, windows)
-    for conditions in groups:
-        for condition in conditions:
-            finder.plan("DESC", condition, limit + 1)
-            finder.plan("ASC", condition, max(1, limit // 2))
     keys: dict[int, None] = {}
     for start in range(0, len(groups), _BATCH):
+        batch = groups[start : start + _BATCH]
+        enumerable = [g for g in batch if g.enumerable]
+        answers = dict(zip(enumerable, await _enumerated(conn, enumerable, where), strict=True))
+        found = [answers.get(g) for g in batch]
+        # The batch's crowded groups share the windows (each read once per direction).
+        finder = Finder(conn, "messages", where, windows)
+        for group, parts in zip(batch, found, strict=True):
+            if parts is None:
+                for condition in group.conditions():
+                    finder.plan("DESC", condition, limit + 1)
+                    finder.plan("ASC", condition, max(1, limit // 2))
         # Group by group (its newest matches, then its oldest), best group first.
-        for conditions in groups[start : start + _BATCH]:
-            for condition in conditions:
-                found = await finder.first("DESC", condition, limit + 1)
-                if len(found) > limit:
-                    found = found[:limit] + await finder.first("ASC", condition, max(1, limit // 2))
-                keys.update(dict.fromkeys(found))
+        for group, parts in zip(batch, found, strict=True):
+            if parts is not None:
+                keys.update(dict.fromkeys(_chosen(parts, limit)))
+                continue
+            for condition in group.conditions():
+                newest = await finder.first("DESC", condition, limit + 1)
+                if len(newest) > limit:
+                    newest = newest[:limit] + await finder.first(
+                        "ASC", condition, max(1, limit // 2)
+                    )
+                keys.update(dict.fromkeys(newest))
         if len(keys) >= enough:
             break
     return list(keys)
+
+
+def _chosen(parts: list[list[int]], limit: int) -> list[int]:
+    """A group's keys from every match of each part (ascending): all of them, newest
+    first, when there are at most ``2 * limit``; else, per part, the newest ``limit``
+    and, when it has more, the oldest ``limit // 2``."""
+    every = sorted({k for keys in parts for k in keys}, reverse=True)
+    if len(every) <= 2 * limit:
+        return every
+    out: list[int] = []
+    for keys in parts:
+        newest = keys[::-1][:limit]
+        out += newest + (keys[: max(1, limit // 2)] if len(keys) > limit else [])
+    return out
+
+
+async def _enumerated(
+    conn: Conn, batch: list[_Group], where: SearchFilter
+) -> list[list[list[int]] | None]:
+    """For each group, every match of each of its parts (keys ascending), read from
+    the rows the GIN index hands over for its terms; None when those are more than
+    ``CANDIDATES``. One statement."""
+    if not batch:
+        return []
+    clauses, args = filter_sql(where, "messages")
+    lineage = where.under_summary is not None
+    params: list[Any] = [where.under_summary] if lineage else []
+    selects = []
+    for index, group in enumerate(batch):
+        aggregates = [
+            f"array_agg(c.key ORDER BY c.key) FILTER (WHERE c.part{i})"
+            for i in range(len(group.parts))
+        ]
+        aggregates += ["NULL::bigint[]"] * (_PARTS - len(aggregates))
+        flags = ", ".join(f"{sql} AS part{i}" for i, (_, sql, _) in enumerate(group.parts))
+        for _, _, part_args in group.parts:
+            params += part_args
+        params += [group.everything, *args, CANDIDATES + 1]
+        selects.append(
+            f"SELECT {index}, count(*), {', '.join(aggregates)} FROM ("
+            f"SELECT p.key, {flags} FROM message_parts p CROSS JOIN LATERAL ({_MESSAGE}) m "
+            f"WHERE {PART_TSV} {_MATCH} AND NOT m.is_summary {clauses} LIMIT %s) c"
+        )
+    sql = f"{DOWN_CTE if lineage else ''} " + " UNION ALL ".join(selects)
+    out: list[list[list[int]] | None] = [None] * len(batch)
+    for index, candidates, *parts in await fetch(conn, sql, params):
+        if candidates <= CANDIDATES:
+            out[index] = [list(p or []) for p in parts[: len(batch[index].parts)]]
+    return out
 
 
 def _sessions(where: SearchFilter) -> tuple[str, list[Any]]:
@@ -95,29 +189,23 @@ def _sessions(where: SearchFilter) -> tuple[str, list[Any]]:
     return " AND p.session_id = ANY(%s)", [list(ids)]
 
 
-def _conditions(terms: tuple[Term, ...]) -> list[Condition]:
-    """A group's conditions: in conversation text (with its speaker/date terms in the
-    context), then in tool input/output."""
+def _group(terms: tuple[Term, ...]) -> _Group:
+    """A group's parts: in conversation text (with its speaker/date terms in the
+    context), then in tool input/output (its other terms)."""
     own, speaker_date = SearchQuery(all_of=terms).own_text_terms()
     everything = render_tsquery(SearchQuery(all_of=terms))
     if not own:
-        return [_condition(f"{PART_TSV} {_MATCH} AND p.context_tsv {_MATCH}", [everything] * 2)]
-    text = f"{PART_TSV} {_MATCH} AND p.search_tsv {_MATCH}"
-    text_args = [everything, render_weighted(own, "A")]
+        return _Group(everything, [(everything, f"p.context_tsv {_MATCH}", [everything])])
+    text = f"p.search_tsv {_MATCH}"
+    text_args = [render_weighted(own, "A")]
     if speaker_date:
         text += f" AND p.context_tsv {_MATCH}"
         text_args.append(render_tsquery(SearchQuery(all_of=speaker_date)))
-    own_query = render_tsquery(SearchQuery(all_of=own))
-    tool = f"{PART_TSV} {_MATCH} AND p.search_tsv {_MATCH}"
-    return [
-        _condition(text, text_args),
-        _condition(tool, [own_query, render_weighted(own, "D")]),
-    ]
-
-
-def _condition(sql: str, args: list[str]) -> Condition:
-    """A condition over the table (its GIN index) and over a window's rows."""
-    return Condition((sql, args), (sql.replace(PART_TSV, WINDOW_TSV), args))
+    tool = f"p.search_tsv {_MATCH}", [render_weighted(own, "D")]
+    return _Group(
+        everything,
+        [(everything, text, text_args), (render_tsquery(SearchQuery(all_of=own)), *tool)],
+    )
 
 
 async def _rows_searched(conn: Conn, where: SearchFilter) -> int:

@@ -108,10 +108,15 @@ class GrepReads(ABC):
     async def recent_turns(self, session_ids: Sequence[str], count: int) -> list[RecentTurn]:
         if not session_ids:
             return []
-        rows = await self._read_rows(
-            _RECENT.format(ids=self._ID_TABLE), (self._id_list(session_ids), count, False)
-        )
+        rows = await self._read_rows(*self._recent_statement(session_ids, count))
         return [RecentTurn(r[0], r[1], r[2], bool(r[3]), bool(r[4])) for r in rows]
+
+    def _recent_statement(
+        self, session_ids: Sequence[str], count: int
+    ) -> tuple[str, Sequence[Any]]:
+        """The statement of :meth:`recent_turns` and its parameters (a backend may
+        spell it for its planner)."""
+        return _RECENT.format(ids=self._ID_TABLE), (self._id_list(session_ids), count, False)
 
 
 def _at(row: tuple[Any, ...]) -> int:

@@ -58,15 +58,47 @@ SQLITE_HIT_NEIGHBOURS = _neighbours("rowid", "json_each(?) j", by_id=False)
 """The first two neighbours of each hit, ``(row key, role, text)`` in order (args: the
 hits' row keys as a JSON array)."""
 
-PG_HIT_NEIGHBOURS = _neighbours("key", "unnest(%s::bigint[]) AS j(value)", by_id=False)
+_PG_NEIGHBOURS = """
+SELECT hit, role, text FROM (
+    SELECT {hit} AS hit, CAST(nm.role AS TEXT) AS role,
+        substr(np.text_content, 1, {cut}) AS text,
+        row_number() OVER (PARTITION BY p.key ORDER BY nm.seq DESC, np.ordinal) AS n
+    FROM {hits}
+    JOIN message_parts p ON {hit} = j.value
+    JOIN messages m ON m.id = p.message_id
+    CROSS JOIN LATERAL (
+        SELECT nm.id, nm.role, nm.seq FROM messages nm
+        WHERE nm.session_id = m.session_id AND nm.seq < m.seq AND nm.seq >= m.seq - {window}
+            AND NOT nm.is_summary OFFSET 0
+    ) nm
+    CROSS JOIN LATERAL (
+        SELECT np.key, np.ordinal, np.text_content FROM message_parts np
+        WHERE np.message_id = nm.id AND np.part_type = 'text'
+            AND np.text_content IS NOT NULL OFFSET 0
+    ) np
+    WHERE np.key < p.key
+) AS found WHERE n <= 2 ORDER BY hit, n
+"""
+# PostgreSQL's planner would walk the parts' key index back from each hit (every
+# earlier part of the table) for ``np.key < p.key``: each hit's few neighbour
+# messages, then their parts, are looked up by index instead ("OFFSET 0" keeps the
+# subqueries from being flattened into that plan).
+
+
+def _pg_neighbours(hits: str, by_id: bool) -> str:
+    hit = "p.id" if by_id else "p.key"
+    return _PG_NEIGHBOURS.format(hit=hit, hits=hits, cut=_CUT, window=WINDOW)
+
+
+PG_HIT_NEIGHBOURS = _pg_neighbours("unnest(%s::bigint[]) AS j(value)", by_id=False)
 """As :data:`SQLITE_HIT_NEIGHBOURS` on PostgreSQL (args: the hits' keys as an array)."""
 
 SQLITE_PART_NEIGHBOURS = _neighbours("rowid", "json_each(?) j", by_id=True)
 """The first two neighbours of each part, ``(part ID, role, text)`` in order (args: the
 part IDs as a JSON array)."""
 
-PG_PART_NEIGHBOURS = _neighbours(
-    "key", "jsonb_array_elements_text(CAST(? AS jsonb)) AS j(value)", by_id=True
+PG_PART_NEIGHBOURS = _pg_neighbours(
+    "jsonb_array_elements_text(CAST(? AS jsonb)) AS j(value)", by_id=True
 )
 """As :data:`SQLITE_PART_NEIGHBOURS` on PostgreSQL, with ``?`` placeholders (see
 :meth:`~mnesis.store.shared.statements.Statements.rows`)."""

@@ -31,6 +31,7 @@ from mnesis.store.sqlite.rows import SQLiteStoreBase
 from mnesis.store.sqlite.search_levels import (
     NEAR_TOKENS,
     Group,
+    RelevanceGroup,
     absent,
     capped_counts,
     newest_of_groups,
@@ -303,32 +304,35 @@ _NEAR_ALTERNATIVES = 8
 
 def _relevance_groups(
     conn: sqlite3.Connection, query: SearchQuery, sessions: str, where: SearchFilter
-) -> list[list[str]]:
-    """The match expressions of a ``relevance`` query's groups, best first: each
-    group's matches in conversation text, then its terms near each other in a tool
-    input/output (see ``SearchQuery.relevance_groups``)."""
+) -> list[RelevanceGroup]:
+    """The combinations of a ``relevance`` query, best first (see
+    ``SearchQuery.relevance_groups``): each one's matches in conversation text or tool
+    input/output alike, then, when those are crowded, in conversation text, and its
+    terms near each other in a tool input/output."""
     counts = capped_counts(
         conn,
         "message_parts_fts",
         [f"{sessions}({_OWN} : ({_fts5_term(t)}))" for t in query.any_of],
         TERM_COUNT_CAP,
     )
-    out: list[list[str]] = []
+    out: list[RelevanceGroup] = []
     for group in query.relevance_groups(counts, _rows_searched(conn, where)):
         own, speaker_date = SearchQuery(all_of=(*query.all_of, *group)).own_text_terms()
         said = (
             f"context : ({render_fts5(SearchQuery(all_of=speaker_date))})" if speaker_date else ""
         )
         if not own:
-            out.append([f"{sessions}({said})"])
+            out.append(RelevanceGroup(None, (f"{sessions}({said})",)))
             continue
-        text = f"text_content : ({render_fts5(SearchQuery(all_of=own))})"
-        out.append(
-            [
-                f"{sessions}({text}{' AND ' + said if said else ''})",
-                f"{sessions}(tool_content : ({_near(own)}))",
-            ]
+        terms = render_fts5(SearchQuery(all_of=own))
+        text = f"text_content : ({terms})"
+        parts = (
+            f"{sessions}({text}{' AND ' + said if said else ''})",
+            f"{sessions}(tool_content : ({_near(own)}))",
         )
+        # With speaker/date terms only the text part asks for them: asked apart.
+        either = None if said else f"{sessions}({_OWN} : ({terms}))"
+        out.append(RelevanceGroup(either, parts))
     return out
 
 

@@ -17,7 +17,16 @@ from dataclasses import dataclass
 
 from mnesis.store.search_query import GroupMatches, Term
 
-__all__ = ["NEAR_TOKENS", "UNION_TERMS", "Group", "absent", "capped_counts", "newest_of_groups"]
+__all__ = [
+    "NEAR_TOKENS",
+    "UNION_TERMS",
+    "Group",
+    "RelevanceGroup",
+    "absent",
+    "capped_counts",
+    "newest_of_groups",
+    "relevance_keys",
+]
 
 
 UNION_TERMS = 100
@@ -45,25 +54,73 @@ def capped_counts(
     return counts
 
 
+@dataclass(frozen=True, slots=True)
+class RelevanceGroup:
+    """One combination of terms of a ``relevance`` search, as the index is asked."""
+
+    either: str | None
+    """Its terms in a part's own text, conversation text or tool input/output alike
+    (asked first: one walk of the terms' postings answers both when few rows match),
+    or None when its parts must be asked apart (speaker/date terms)."""
+    parts: tuple[str, ...]
+    """Its matches in conversation text, then its terms near each other in a tool
+    input/output (asked when ``either`` is crowded)."""
+
+
 def relevance_keys(
-    conn: sqlite3.Connection, table: str, groups: list[list[str]], group_limit: int, enough: int
+    conn: sqlite3.Connection,
+    table: str,
+    groups: list[RelevanceGroup],
+    group_limit: int,
+    enough: int,
 ) -> list[int]:
-    """The rowids of each group's matches (for each of its expressions, the newest
-    ``group_limit`` and, when it has more, the oldest ``group_limit // 2``: where
-    what later turns repeat was first said), group by group in the order given,
-    until ``enough`` rowids: two statements per ``_BATCH`` groups."""
+    """The rowids of each group's matches, group by group in the order given, until
+    ``enough`` rowids (up to three statements per ``_BATCH`` groups).
+
+    A group whose terms few rows hold (at most ``2 * group_limit`` in text or tool
+    input/output) gives them all, newest first, from one walk of the index. A crowded
+    one gives, for each of its parts, the newest ``group_limit`` matches and, when it
+    has more, the oldest ``group_limit // 2`` (where what later turns repeat was
+    first said). Every walk goes oldest first and stops one row after its limit: a
+    sparse group costs one pass over its terms' postings (a backward pass costs more),
+    a crowded one stops early; only a crowded part is walked again, newest first.
+    """
     keys: dict[int, None] = {}
+    both = 2 * group_limit
+    oldest = max(1, group_limit // 2)
     for start in range(0, len(groups), _BATCH):
-        batch = [e for group in groups[start : start + _BATCH] for e in group]
-        newest = _union_of_limited(conn, table, [(e, "DESC", group_limit + 1) for e in batch])
-        crowded = [i for i, rows in enumerate(newest) if len(rows) > group_limit]
-        oldest = _union_of_limited(
-            conn, table, [(batch[i], "ASC", max(1, group_limit // 2)) for i in crowded]
+        batch = groups[start : start + _BATCH]
+        asked = [g for g in batch if g.either is not None]
+        found = dict(
+            zip(
+                asked,
+                _union_of_limited(conn, table, [(g.either or "", "ASC", both + 1) for g in asked]),
+                strict=True,
+            )
         )
-        olds = dict(zip(crowded, oldest, strict=True))
-        # Group by group (its newest matches, then its oldest), best group first.
-        for index, rows in enumerate(newest):
-            keys.update(dict.fromkeys(rows[:group_limit] + olds.get(index, [])))
+        parts = [
+            part for g in batch if g.either is None or len(found[g]) > both for part in g.parts
+        ]
+        first = _union_of_limited(conn, table, [(p, "ASC", group_limit + 1) for p in parts])
+        crowded = [i for i, rows in enumerate(first) if len(rows) > group_limit]
+        newest = dict(
+            zip(
+                crowded,
+                _union_of_limited(conn, table, [(parts[i], "DESC", group_limit) for i in crowded]),
+                strict=True,
+            )
+        )
+        by_part = {
+            part: newest[i] + rows[:oldest] if i in newest else rows[::-1]
+            for i, (part, rows) in enumerate(zip(parts, first, strict=True))
+        }
+        for group in batch:
+            rows = found.get(group)
+            if rows is not None and len(rows) <= both:
+                keys.update(dict.fromkeys(reversed(rows)))
+                continue
+            for part in group.parts:
+                keys.update(dict.fromkeys(by_part[part]))
         if len(keys) >= enough:
             break
     return list(keys)

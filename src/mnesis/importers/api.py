@@ -221,12 +221,9 @@ async def _import(
             starts = await store.backend.batch_starts(list((sessions or {}).values()))
             finish = functools.partial(prepared_batch, preparer=RowPreparer(starts))
         builder = BatchBuilder(
-            label=parser.label,
-            sessions=sessions,
-            tails=tails,
-            parent_session=parent_session,
+            label=parser.label, sessions=sessions, tails=tails, parent_session=parent_session,
             light=finish is not None,
-        )
+        )  # fmt: skip
         lines = _lines(full, fmt, source, skip_lines(parser))
         batches = ParseThread(lines, parser, builder, limits, start, finish)
     known: dict[str, str] = {}

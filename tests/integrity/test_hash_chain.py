@@ -326,8 +326,9 @@ async def test_undecodable_text_and_a_damaged_schema_raise_store_corrupt(
     pool = StorePool()
     try:
         store = await pool.acquire(db_path=path)
-        with pytest.raises(StoreCorruptError, match="not valid UTF-8"):
+        with pytest.raises(StoreCorruptError, match="not valid UTF-8") as raised:
             await store.get_messages(sid)
+        assert f"message_parts id {part_id}, column text" in str(raised.value)
     finally:
         await pool.close_all()
     named = {v.object_id: v.kind for v in await _deep(path, sid)}

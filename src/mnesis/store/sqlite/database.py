@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -32,11 +31,12 @@ from mnesis.errors import (
 from mnesis.store.shared.statements import Batch, Plan
 from mnesis.store.sqlite.checkpoint import WalCheckpointer
 from mnesis.store.sqlite.migrations import MIGRATIONS
+from mnesis.store.sqlite.paths import prepare_path
+from mnesis.store.sqlite.undecodable import is_undecodable, undecodable_error
 
 __all__ = ["SQLiteDatabase", "translate_sqlite_error"]
 
 logger = logging.getLogger("mnesis.store")
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 _LEGACY_TABLES = frozenset(
     {"sessions", "messages", "message_parts", "context_items", "summary_nodes", "file_references"}
 )
@@ -73,47 +73,11 @@ def translate_sqlite_error(exc: sqlite3.Error, path: str) -> MnesisStoreError:
     return MnesisStoreError(f"database error on {path}: {msg}")
 
 
-def _undecodable(exc: UnicodeDecodeError, path: str) -> StoreCorruptError:
-    """A stored text (a row's, or the schema's own) that is no longer UTF-8."""
-    return StoreCorruptError(
-        f"{path}: a stored text is not valid UTF-8 ({exc}); run `mnesis check --deep` to "
-        "name the damaged row, and restore this database from a backup"
-    )
-
-
-def _prepare_path(path: str) -> str:
-    if path == ":memory:":
-        return path
-    full = os.path.abspath(os.path.expanduser(path))
-    parent = os.path.dirname(full)
-    try:
-        os.makedirs(parent, exist_ok=True)
-    except OSError as exc:
-        raise StoreReadOnlyError(f"cannot create directory {parent} for {full}: {exc}") from exc
-    if os.path.isdir(full):
-        raise StoreCorruptError(f"{full} is a directory, not a database file")
-    _check_header(full)
-    return full
-
-
-def _check_header(path: str) -> None:
-    """Refuse an existing file that is not an SQLite database before SQLite touches it."""
-    try:
-        with open(path, "rb") as handle:
-            header = handle.read(len(_SQLITE_MAGIC))
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise MnesisStoreError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    if header and header != _SQLITE_MAGIC:
-        raise StoreCorruptError(f"{path} is not a database (no SQLite header)")
-
-
 class SQLiteDatabase:
     """A database file with its single connection and worker thread."""
 
     def __init__(self, path: str, config: StoreConfig | None = None) -> None:
-        self.path = _prepare_path(path)
+        self.path = prepare_path(path)
         self.config = config or StoreConfig(db_path=path)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mnesis-sqlite")
         self._conn: sqlite3.Connection | None = None
@@ -245,34 +209,41 @@ class SQLiteDatabase:
         self.chained = _has_chain(conn)
 
     def _run_read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        conn: sqlite3.Connection | None = None
         try:
-            return fn(self._connection())
+            conn = self._connection()
+            return fn(conn)
         except sqlite3.Error as exc:
+            if is_undecodable(exc):
+                raise undecodable_error(exc, self.path, conn) from exc
             raise translate_sqlite_error(exc, self.path) from exc
         except UnicodeEncodeError as exc:
             raise InvalidArgumentError(f"text is not valid Unicode: {exc.reason}") from exc
         except UnicodeDecodeError as exc:
-            raise _undecodable(exc, self.path) from exc
+            raise undecodable_error(exc, self.path, conn) from exc
 
     def _run_write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        conn: sqlite3.Connection | None = None
         try:
             conn = self._connection()
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
             raise translate_sqlite_error(exc, self.path) from exc
         except UnicodeDecodeError as exc:
-            raise _undecodable(exc, self.path) from exc
+            raise undecodable_error(exc, self.path, conn) from exc
         try:
             result = fn(conn)
             conn.execute("COMMIT")
         except BaseException as exc:
             self._rollback(conn)
+            if isinstance(exc, sqlite3.Error) and is_undecodable(exc):
+                raise undecodable_error(exc, self.path, conn) from exc
             if isinstance(exc, sqlite3.Error):
                 raise translate_sqlite_error(exc, self.path) from exc
             if isinstance(exc, UnicodeEncodeError):
                 raise InvalidArgumentError(f"text is not valid Unicode: {exc.reason}") from exc
             if isinstance(exc, UnicodeDecodeError):
-                raise _undecodable(exc, self.path) from exc
+                raise undecodable_error(exc, self.path, conn) from exc
             raise
         if self._checkpointer is not None:
             self._checkpointer.after_commit(conn)

@@ -20,11 +20,11 @@ from mnesis.config import StoreConfig
 from mnesis.errors import MnesisStoreError, StoreCorruptError, StoreReadOnlyError
 from mnesis.store.sqlite.database import (
     SQLiteDatabase,
-    _check_header,
     _has_chain,
     _has_context_keys,
 )
 from mnesis.store.sqlite.migrations import MIGRATIONS
+from mnesis.store.sqlite.paths import check_header
 
 __all__ = ["ReadOnlySQLiteDatabase"]
 
@@ -40,7 +40,7 @@ class ReadOnlySQLiteDatabase(SQLiteDatabase):
             raise StoreCorruptError(f"{full} is a directory, not a database file")
         if not os.path.exists(full):
             raise MnesisStoreError(f"no database at {full}")
-        _check_header(full)
+        check_header(full)
         super().__init__(full, config)
 
     def _connect(self) -> sqlite3.Connection:

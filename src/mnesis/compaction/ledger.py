@@ -31,6 +31,7 @@ __all__ = [
     "EntityIndex",
     "condensed_ledger",
     "extract_entities",
+    "holds",
     "leaf_ledger",
     "message_texts",
     "prune_ledger",
@@ -127,6 +128,26 @@ def extract_entities(text: str, *, prose: bool = True) -> list[Key]:
     return found
 
 
+def _word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def holds(text: str, value: str, tries: int = 64) -> bool:
+    """True if ``text`` holds ``value`` as a whole: not as part of a longer word
+    (``payload_respons`` is not in ``payload_response``); at most ``tries`` occurrences
+    are looked at."""
+    start = text.find(value)
+    while start >= 0 and tries > 0:
+        end = start + len(value)
+        before = start == 0 or not (_word_char(text[start - 1]) and _word_char(value[0]))
+        after = end == len(text) or not (_word_char(text[end]) and _word_char(value[-1]))
+        if before and after:
+            return True
+        start = text.find(value, start + 1)
+        tries -= 1
+    return False
+
+
 class EntityIndex:
     """Distinct entities and the first IDs holding each (bounded)."""
 
@@ -152,7 +173,7 @@ class EntityIndex:
         dropped: dict[EntityKind, list[LedgerEntity]] = {k: [] for k in ENTITY_KINDS}
         total = 0
         for (kind, value), ids in self.where.items():
-            if value in kept_in:
+            if holds(kept_in, value):
                 continue
             total += 1
             if len(dropped[kind]) < MAX_PER_KIND:

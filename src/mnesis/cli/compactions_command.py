@@ -73,30 +73,35 @@ def compactions_command(
         title_justify="left",
         box=box.SIMPLE,
     )
-    for name in ("at", "kind", "summary", "out of view", "tokens", "entities dropped"):
-        table.add_column(name, justify="right" if name == "tokens" else "left")
-    for row in data["rows"]:
+    for name in ("#", "when", "kind", "out of view", "tokens", "dropped"):
+        table.add_column(name, no_wrap=True)
+    for number, row in enumerate(data["rows"], 1):
         out = (
             f"{row['removed_summaries']} summaries"
             if row["kind"] == "condensed"
             else f"{row['removed_messages']} messages"
         )
-        shown = [
-            f"{e['kind']} {abbreviate(e['value'], 60)} → {', '.join(e['found_in'])}"
-            for e in row["dropped"]
-        ]
-        more = row["dropped_total"] - len(shown)
-        if more > 0:
-            shown.append(f"… {more:,} more (--entities N, --json)")
         table.add_row(
+            str(number),
             format_time(row["at"]),
             row["kind"] + (f" L{row['level']}" if row["level"] else ""),
-            row["summary_id"] or "-",
             out,
             f"{row['tokens_removed']:,} → {row['tokens_added']:,}",
-            "\n".join(shown) or "-",
+            f"{row['dropped_total']:,} of {row['entities_seen']:,}",
         )
     console.print(table)
+    for number, row in enumerate(data["rows"], 1):
+        if not row["dropped"]:
+            continue
+        written = f" wrote {row['summary_id']}" if row["summary_id"] else ""
+        console.print(f"#{number} {row['kind']}{written}, dropped:", highlight=False)
+        for e in row["dropped"]:
+            where = ", ".join(e["found_in"])
+            line = f"  {e['kind']} {abbreviate(e['value'], 60)} → {where}"
+            console.print(line, highlight=False, markup=False, overflow="fold")
+        more = row["dropped_total"] - len(row["dropped"])
+        if more > 0:
+            console.print(f"  … {more:,} more (--entities N, --json)", highlight=False)
     if data["without_ledger"]:
         console.print(
             f"{data['without_ledger']:,} earlier summaries were written before the ledger "

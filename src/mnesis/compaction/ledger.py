@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 from mnesis.compaction.recognise import is_path
 from mnesis.models.ledger import ENTITY_KINDS, EntityKind, LedgerEntity, LossLedger
@@ -77,7 +78,10 @@ _COMMAND_KEYS = ("command", "cmd")
 Key = tuple[EntityKind, str]
 
 
+@lru_cache(maxsize=65_536)
 def _classify(token: str) -> EntityKind | None:
+    if token.isalpha() and token[1:].islower():
+        return None  # a plain word (most of any text)
     lower = token.lower()
     if lower.startswith(_URL_PREFIXES):
         return "url" if len(token) > lower.index("://") + 3 else None

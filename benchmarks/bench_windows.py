@@ -129,6 +129,8 @@ class WindowRun:
     by_grep: float = 0.0
     """Share of a sample of those out of the context that one grep finds (a hit holds it)."""
     grep_sample: int = 0
+    grep_misses: list[str] = field(default_factory=list)
+    """The sampled entities one grep did not find."""
     in_ledger: float = 0.0
     """Share of those out of the context that a ledger row lists as dropped, or names a
     message holding it (a row past its per-kind listing cap)."""
@@ -252,7 +254,8 @@ def _holds(message: Any, value: str) -> bool:
 async def entity_survival(session: MnesisSession, run: WindowRun, sample: int = 150) -> None:
     """Entity survival after the run's compactions: the share of the stored entities
     still readable in the context, and of those out of it, the share one grep finds
-    (a sample of ``sample``, spread over the session) and the share the ledger lists."""
+    (a sample of ``sample``, spread over the session: a quoted full-text query, a regex
+    for a number) and the share the ledger lists."""
     messages = await _all_messages(session)
     where = _stored_entities(messages)
     by_id = {m.id: m for m in messages}
@@ -287,12 +290,19 @@ async def entity_survival(session: MnesisSession, run: WindowRun, sample: int = 
     run.in_ledger = in_ledger / max(1, len(gone))
     picked = gone[:: max(1, len(gone) // sample)][:sample]
     found = 0
-    for _, value in picked:
-        result = await session.grep(f'"{value}"', limit=10)
+    for kind, value in picked:
+        # A number is found by a regex (full text drops its sign, unit or separators).
+        result = await (
+            session.grep(rf"(?<![\w.]){re.escape(value)}(?![\w%])", mode="regex", limit=10)
+            if kind == "number"
+            else session.grep(f'"{value}"', limit=10)
+        )
         for match in result.matches:
             if match.kind == "message" and match.id in by_id and _holds(by_id[match.id], value):
                 found += 1
                 break
+        else:
+            run.grep_misses.append(value)
     run.grep_sample = len(picked)
     run.by_grep = found / max(1, len(picked))
 
@@ -306,7 +316,10 @@ def assistant_parts(turn: Turn, kind: str) -> list[MessagePart]:
         for p in turn.assistant
         if isinstance(p, TextPart | ToolPart)
     ]
-    return [TextPart(text="\n\n".join(texts)[:CHAT_CHARS])]
+    text = "\n\n".join(texts)
+    if len(text) > CHAT_CHARS:  # cut at a word boundary: prose does not end mid-word
+        text = text[: CHAT_CHARS + 1].rsplit(maxsplit=1)[0]
+    return [TextPart(text=text)]
 
 
 def depth_bound(leaves: int, fan_in: int) -> int:

@@ -67,7 +67,12 @@ class CacheSim:
     cached: int = 0
     shared: int = 0
 
-    def request(self, body: dict[str, Any], estimator: TokenEstimator) -> None:
+    def request(
+        self, body: dict[str, Any], estimator: TokenEstimator, *, count: bool = True
+    ) -> None:
+        """Send ``body``: read the cache, then write it at the breakpoints. With
+        ``count=False`` the request writes the cache but its tokens are left out of the
+        totals (a request inside a turn, when only turn-opening requests are measured)."""
         blocks = _blocks(body)
         tokens = [estimator.estimate(text) for text, _ in blocks]
         digests: list[str] = []
@@ -87,9 +92,10 @@ class CacheSim:
             if a != b:
                 break
             common += 1
-        self.total += sum(tokens)
-        self.cached += sum(tokens[: hit + 1])
-        self.shared += sum(tokens[:common])
+        if count:
+            self.total += sum(tokens)
+            self.cached += sum(tokens[: hit + 1])
+            self.shared += sum(tokens[:common])
         self.written.update(digests[i] for i in breakpoints)
         self.previous = digests
 

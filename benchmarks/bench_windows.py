@@ -12,9 +12,16 @@ Columns: compaction runs that changed the context per 100 turns, summariser (mod
 per 100 turns, leaves and the maximum condensation depth against the bound
 ``ceil(log_fanin(leaves)) + 1``, the largest prompt the summariser received against the
 window, the largest context seen after a turn against the usable budget, the share of
-turn-opening request tokens an Anthropic-style prompt cache serves (the context rendered
-with ``cache_control`` after every turn, ``bench_prompt_cache.CacheSim``), the most
-compaction runs around one turn, and the stop reasons of the runs.
+turn-opening request tokens an Anthropic-style prompt cache serves
+(``bench_prompt_cache.CacheSim``), the most compaction runs around one turn, and the stop
+reasons of the runs.
+
+The cache sees the requests an agent sends: each turn opens with the context and the
+user's message (``context_for_next_turn(user=...)``, with ``cache_control``: the measured
+request); a ``tool`` turn then sends its tool results back to the model (the context
+after the turn), which writes the cache the next turn reads. "one request" is the share
+when only the context after each turn is sent (the tool results of a turn first seen by
+the next turn's request: every turn's newest tool output counts as uncached).
 
 Run: ``python benchmarks/bench_windows.py [--turns N] [--windows 16000,32000]
 [--kinds chat,tool] [--json]`` (default: 400 turns each, about two minutes).
@@ -35,6 +42,8 @@ from typing import Any
 
 from benchmarks.bench_prompt_cache import CacheSim
 from mnesis import MnesisSession
+from mnesis.compaction.ledger import extract_entities, holds, tool_texts
+from mnesis.compaction.ledger_read import read_ledger
 from mnesis.config import MnesisConfig
 from mnesis.events.bus import MnesisEvent
 from mnesis.models.budget import ContextBudget
@@ -49,6 +58,7 @@ __all__ = [
     "WindowRun",
     "assistant_parts",
     "depth_bound",
+    "entity_survival",
     "main",
     "run_window",
 ]
@@ -105,8 +115,25 @@ class WindowRun:
     cache_reuse: float = 0.0
     """Share of the turn-opening requests' tokens an Anthropic-style prompt cache serves
     (``cache_control`` breakpoints; ``bench_prompt_cache.CacheSim``)."""
+    cache_reuse_one_request: float = 0.0
+    """The same with one request per turn, rendered after it (the turn's tool results
+    counted as new in the next turn: the measure before the tool-result request)."""
     max_runs_per_turn: int = 0
     """The most compaction runs that changed the context around one turn."""
+    entities: int = 0
+    """Distinct entities (paths, commands, identifiers, numbers, URLs, decisions) stored."""
+    in_context: float = 0.0
+    """Share of them still readable in the context at the end."""
+    paths_in_context: float = 0.0
+    commands_in_context: float = 0.0
+    by_grep: float = 0.0
+    """Share of a sample of those out of the context that one grep finds (a hit holds it)."""
+    grep_sample: int = 0
+    grep_misses: list[str] = field(default_factory=list)
+    """The sampled entities one grep did not find."""
+    in_ledger: float = 0.0
+    """Share of those out of the context that a ledger row lists as dropped, or names a
+    message holding it (a row past its per-kind listing cap)."""
 
     def per_100(self, count: int) -> float:
         """``count`` per 100 turns."""
@@ -122,6 +149,7 @@ async def run_window(
     seed: int = 5,
     fan_in: int = 4,
     measure_cache: bool = True,
+    measure_entities: bool = True,
 ) -> WindowRun:
     """Replay ``turns`` turns of ``kind`` into a ``window``-token session and measure."""
     spec = ConversationSpec(f"{kind}-{window}", seed=seed, turns=turns, tool_turn_share=1.0)
@@ -147,18 +175,29 @@ async def run_window(
 
     session.subscribe(MnesisEvent.COMPACTION_COMPLETED, on_completed)
     engine = session.compaction_engine
-    cache = CacheSim()
+    cache, single = CacheSim(), CacheSim()
     estimator = TokenEstimator(session.model_info.encoding)
     for turn in conversation.turns:
         before = run.compactions
+        if measure_cache:
+            opening = await session.context_for_next_turn(
+                format="anthropic", cache_control=True, user=turn.user_text
+            )
+            cache.request(opening, estimator)
         await session.record(list(turn.user), assistant_parts(turn, kind))
         await engine.wait_for_pending()
         run.max_runs_per_turn = max(run.max_runs_per_turn, run.compactions - before)
         run.max_context_tokens = max(run.max_context_tokens, session.context_tokens)
         if measure_cache:
-            body = await session.context_for_next_turn(format="anthropic", cache_control=True)
-            cache.request(body, estimator)
+            after = await session.context_for_next_turn(format="anthropic", cache_control=True)
+            single.request(after, estimator)
+            if kind == "tool" and run.compactions == before:
+                # The request that sends the turn's tool results to the model: it writes
+                # the cache the next turn-opening request reads (not itself measured).
+                # After a compaction the view it saw is gone, so it would add nothing.
+                cache.request(after, estimator, count=False)
     run.cache_reuse = cache.cached / cache.total if cache.total else 0.0
+    run.cache_reuse_one_request = single.cached / single.total if single.total else 0.0
     snapshot = await session.store.integrity_snapshot(session.id)
     summaries = await session.store.get_summaries([s[0] for s in snapshot.summaries])
     run.leaves = sum(1 for s in summaries if s.kind == "leaf")
@@ -168,8 +207,104 @@ async def run_window(
     run.summariser_calls = len(summariser.prompt_tokens)
     run.max_prompt_tokens = max(summariser.prompt_tokens, default=0)
     run.stop_reasons = dict(reasons)
+    if measure_entities:
+        await entity_survival(session, run)
     await session.close()
     return run
+
+
+async def _all_messages(session: MnesisSession) -> list[Any]:
+    out: list[Any] = []
+    while page := await session.store.get_messages(session.id, after_seq=len(out), limit=500):
+        out.extend(page)
+    return out
+
+
+Key = tuple[str, str]
+
+
+def _stored_entities(messages: list[Any]) -> dict[Key, set[str]]:
+    """Every entity of the stored conversation (pruned tool outputs included) and every
+    message holding it."""
+    where: dict[Key, set[str]] = {}
+    for m in messages:
+        if m.message.is_summary:
+            continue
+        keys: list[Key] = []
+        for part in m.parts:
+            if isinstance(part, TextPart):
+                keys.extend(extract_entities(part.text))
+            elif isinstance(part, ToolPart):
+                for text in tool_texts(part):
+                    keys.extend(extract_entities(text, prose=False))
+        for key in keys:
+            where.setdefault(key, set()).add(m.id)
+    return where
+
+
+def _holds(message: Any, value: str) -> bool:
+    for part in message.parts:
+        if isinstance(part, TextPart) and holds(part.text, value):
+            return True
+        if isinstance(part, ToolPart) and any(holds(t, value) for t in tool_texts(part)):
+            return True
+    return False
+
+
+async def entity_survival(session: MnesisSession, run: WindowRun, sample: int = 150) -> None:
+    """Entity survival after the run's compactions: the share of the stored entities
+    still readable in the context, and of those out of it, the share one grep finds
+    (a sample of ``sample``, spread over the session: a quoted full-text query, a regex
+    for a number) and the share the ledger lists."""
+    messages = await _all_messages(session)
+    where = _stored_entities(messages)
+    by_id = {m.id: m for m in messages}
+    view = json.dumps(await session.context_for_next_turn(format="text"), ensure_ascii=False)
+    keys = list(where)
+    kept = [k for k in keys if holds(view, k[1])]
+    run.entities = len(keys)
+    run.in_context = len(kept) / max(1, len(keys))
+    for kind, attr in (("path", "paths_in_context"), ("command", "commands_in_context")):
+        of_kind = [k for k in keys if k[0] == kind]
+        setattr(run, attr, sum(1 for k in of_kind if holds(view, k[1])) / max(1, len(of_kind)))
+    items = await session.store.get_context_items(session.id)
+    raw = {i.item_id for i in items if i.item_type == "message"}
+    # Out of the context: not in its text, and no message holding it is in the view.
+    gone = [k for k in keys if not holds(view, k[1]) and where[k].isdisjoint(raw)]
+    rows, _ = await read_ledger(session.store, session.id)
+    listed = {(e.kind, e.value) for r in rows for e in r.ledger.dropped}
+    # A row past its per-kind listing cap names where the rest is: its removed messages,
+    # or the summaries it merged.
+    full = [r.ledger for r in rows if r.ledger.dropped_total > len(r.ledger.dropped)]
+    capped = {i for ledger in full for i in ledger.removed_message_ids}
+    merged = await session.store.get_summaries(
+        sorted({i for ledger in full for i in ledger.removed_summary_ids})
+    )
+    in_ledger = sum(
+        1
+        for k in gone
+        if k in listed
+        or not where[k].isdisjoint(capped)
+        or any(holds(s.content, k[1]) for s in merged)
+    )
+    run.in_ledger = in_ledger / max(1, len(gone))
+    picked = gone[:: max(1, len(gone) // sample)][:sample]
+    found = 0
+    for kind, value in picked:
+        # A number is found by a regex (full text drops its sign, unit or separators).
+        result = await (
+            session.grep(rf"(?<![\w.]){re.escape(value)}(?![\w%])", mode="regex", limit=10)
+            if kind == "number"
+            else session.grep(f'"{value}"', limit=10)
+        )
+        for match in result.matches:
+            if match.kind == "message" and match.id in by_id and _holds(by_id[match.id], value):
+                found += 1
+                break
+        else:
+            run.grep_misses.append(value)
+    run.grep_sample = len(picked)
+    run.by_grep = found / max(1, len(picked))
 
 
 def assistant_parts(turn: Turn, kind: str) -> list[MessagePart]:
@@ -181,7 +316,10 @@ def assistant_parts(turn: Turn, kind: str) -> list[MessagePart]:
         for p in turn.assistant
         if isinstance(p, TextPart | ToolPart)
     ]
-    return [TextPart(text="\n\n".join(texts)[:CHAT_CHARS])]
+    text = "\n\n".join(texts)
+    if len(text) > CHAT_CHARS:  # cut at a word boundary: prose does not end mid-word
+        text = text[: CHAT_CHARS + 1].rsplit(maxsplit=1)[0]
+    return [TextPart(text=text)]
 
 
 def depth_bound(leaves: int, fan_in: int) -> int:
@@ -195,7 +333,7 @@ def _table(runs: list[WindowRun]) -> str:
     head = (
         "| window | turns | compactions /100 turns | summariser calls /100 turns | leaves | "
         "max depth (bound) | largest prompt / window | largest context / usable | "
-        "cache reuse | runs per turn (max) | stop reasons |"
+        "cache reuse (one request) | runs per turn (max) | stop reasons |"
     )
     rows = [head, "|" + "---|" * 11]
     for r in runs:
@@ -204,8 +342,25 @@ def _table(runs: list[WindowRun]) -> str:
             f"| {r.window // 1000}k {r.kind} | {r.turns} | {r.per_100(r.compactions):.1f} | "
             f"{r.per_100(r.summariser_calls):.1f} | {r.leaves} | {r.max_depth} "
             f"({r.depth_bound}) | {r.max_prompt_tokens:,} / {r.window:,} | "
-            f"{r.max_context_tokens:,} / {r.usable:,} | {r.cache_reuse:.1%} | "
+            f"{r.max_context_tokens:,} / {r.usable:,} | {r.cache_reuse:.1%} "
+            f"({r.cache_reuse_one_request:.1%}) | "
             f"{r.max_runs_per_turn} | {reasons} |"
+        )
+    return "\n".join(rows)
+
+
+def _survival_table(runs: list[WindowRun]) -> str:
+    head = (
+        "| window | compactions | entities stored | in context at the end | paths in context | "
+        "commands in context | out of context: found by one grep | out of context: in the "
+        "ledger |"
+    )
+    rows = [head, "|" + "---|" * 8]
+    for r in runs:
+        rows.append(
+            f"| {r.window // 1000}k {r.kind} | {r.compactions} | {r.entities:,} | "
+            f"{r.in_context:.1%} | {r.paths_in_context:.1%} | {r.commands_in_context:.1%} | "
+            f"{r.by_grep:.1%} (of {r.grep_sample}) | {r.in_ledger:.1%} |"
         )
     return "\n".join(rows)
 
@@ -235,6 +390,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps([asdict(r) for r in runs], indent=2))
     else:
         print(_table(runs))
+        print()
+        print(_survival_table(runs))
     return 0
 
 

@@ -103,6 +103,13 @@ COMMANDS: dict[str, Entry] = {
         "Compact a session now: summaries replace old messages in its context (nothing is "
         "deleted; grep and expand still reach every message).",
     ),
+    "compactions": Entry(
+        "mnesis.cli.compactions_command:compactions_command",
+        "List the session's compactions (summaries and tool-output prunes), oldest first: "
+        "what each took out of the context view (messages or summaries, tokens) and the "
+        "entities (paths, commands, identifiers, numbers, URLs, decisions) that left it, with "
+        "the message or summary IDs that still hold each (`mnesis expand ID`).",
+    ),
     "import": Entry(
         "mnesis.cli.import_command:import_command",
         "Import agent transcripts (Claude Code, Codex, OpenAI chat JSON/JSONL, generic JSONL): "

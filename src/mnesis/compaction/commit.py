@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from mnesis.compaction.candidates import CondensedCandidate, SummaryCandidate
 from mnesis.models.clock import now_ms
+from mnesis.models.ledger import LossLedger
 from mnesis.models.message import MessageWithParts
 from mnesis.store.base import SummaryRecord
 from mnesis.store.immutable import ImmutableStore
@@ -31,8 +32,10 @@ class SummaryWriter:
         candidate: SummaryCandidate,
         covered: Sequence[MessageWithParts],
         replaced: list[tuple[int, str]],
+        ledger: LossLedger | None = None,
     ) -> tuple[str, str]:
-        """Commit a leaf summary of ``covered``; returns ``(summary_id, marker_message_id)``."""
+        """Commit a leaf summary of ``covered`` (with its loss ``ledger`` in the marker);
+        returns ``(summary_id, marker_message_id)``."""
         record = SummaryRecord(
             id=self.new_id("sum"),
             session_id=session_id,
@@ -48,7 +51,11 @@ class SummaryWriter:
             created_at=now_ms(),
         )
         marker = await self._commit(
-            record, source_ids=[m.id for m in covered], parent_ids=[], replaced=replaced
+            record,
+            source_ids=[m.id for m in covered],
+            parent_ids=[],
+            replaced=replaced,
+            ledger=ledger,
         )
         return record.id, marker
 
@@ -58,8 +65,10 @@ class SummaryWriter:
         candidate: CondensedCandidate,
         children: Sequence[SummaryRecord],
         replaced: list[tuple[int, str]],
+        ledger: LossLedger | None = None,
     ) -> tuple[str, str]:
-        """Commit a merge of ``children``; returns ``(summary_id, marker_message_id)``."""
+        """Commit a merge of ``children`` (with its loss ``ledger`` in the marker);
+        returns ``(summary_id, marker_message_id)``."""
         record = SummaryRecord(
             id=self.new_id("sum"),
             session_id=session_id,
@@ -75,7 +84,11 @@ class SummaryWriter:
             created_at=now_ms(),
         )
         marker = await self._commit(
-            record, source_ids=[], parent_ids=[c.id for c in children], replaced=replaced
+            record,
+            source_ids=[],
+            parent_ids=[c.id for c in children],
+            replaced=replaced,
+            ledger=ledger,
         )
         return record.id, marker
 
@@ -86,6 +99,7 @@ class SummaryWriter:
         source_ids: list[str],
         parent_ids: list[str],
         replaced: list[tuple[int, str]],
+        ledger: LossLedger | None,
     ) -> str:
         commit = summary_commit(
             record,
@@ -94,6 +108,7 @@ class SummaryWriter:
             parents=parent_ids,
             replaced=replaced,
             marker_id=self.new_id("msg"),
+            ledger=ledger,
         )
         await self.store.commit_compaction(commit)
         return commit.marker.message.id

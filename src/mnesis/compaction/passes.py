@@ -8,6 +8,7 @@ pass plans its span (``planner``), summarises it (``ladder``) and commits it
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -15,6 +16,7 @@ from mnesis.compaction.breaker import CircuitBreaker
 from mnesis.compaction.candidates import INPUT_WINDOW_SHARE, SummaryCandidate, SummaryTarget
 from mnesis.compaction.commit import SummaryWriter
 from mnesis.compaction.ladder import climb
+from mnesis.compaction.ledger import condensed_ledger, leaf_ledger
 from mnesis.compaction.planner import leaf_span, plan_condense, plan_leaf_span
 from mnesis.compaction.summariser import ExtractiveSummariser, Summariser
 from mnesis.config import MnesisConfig
@@ -78,11 +80,16 @@ class CompactionPasses:
         candidate = await self._summarise(messages, budget, settings, ladder)
         covered = messages[: candidate.messages_covered]
         covered_ids = {m.id for m in covered}
+        replaced = [i for i in span if i.item_id in covered_ids]
+        ledger = await asyncio.to_thread(
+            leaf_ledger, covered, candidate.text, sum(i.tokens for i in replaced), 0
+        )
         summary_id, marker_id = await self.writer.commit_leaf(
             session_id,
             candidate,
             covered,
-            replaced=[(i.position, i.item_id) for i in span if i.item_id in covered_ids],
+            replaced=[(i.position, i.item_id) for i in replaced],
+            ledger=ledger,
         )
         result.summary_message_id = marker_id
         result.level_used = max(result.level_used, candidate.compaction_level)
@@ -141,8 +148,15 @@ class CompactionPasses:
             candidate = _LAST_RESORT.condense_now(children, target)
         if candidate.token_count >= sum(c.token_count for c in children):
             return False
+        ledger = await asyncio.to_thread(
+            condensed_ledger, children, candidate.text, sum(i.tokens for i in run), 0
+        )
         summary_id, marker_id = await self.writer.commit_condensed(
-            session_id, candidate, children, replaced=[(i.position, i.item_id) for i in run]
+            session_id,
+            candidate,
+            children,
+            replaced=[(i.position, i.item_id) for i in run],
+            ledger=ledger,
         )
         result.summary_message_id = marker_id
         result.level_used = max(result.level_used, candidate.compaction_level)

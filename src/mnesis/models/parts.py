@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, AliasChoices, ConfigDict, Field, TypeAdapter
 
 from mnesis.models.checked import CheckedModel
+from mnesis.models.ledger import LossLedger
 from mnesis.models.limits import INT64_MAX, INT64_MIN
 from mnesis.models.tokens import TokenUsage
 
@@ -189,6 +190,8 @@ class CompactionPart(_Part):
     auto: bool = True
     compacted_message_count: Count = 0
     compacted_token_count: Count = 0
+    ledger: LossLedger | None = None
+    """What the compaction took out of the view (see :mod:`mnesis.models.ledger`)."""
 
     @property
     def summary_node_id(self) -> str:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mnesis._tasks import cancel_and_wait
+from mnesis.compaction.ledger_read import LedgerCollector, LedgerRow
 from mnesis.models.message import MessageWithParts
 from mnesis.models.model_info import ModelInfo
 from mnesis.models.parts import CompactionPart, ToolPart
@@ -118,6 +119,8 @@ class ReportData:
     """The model's context window (from the session's model and overrides)."""
     work: int = 0
     """Steps the context curve took (linear in messages + lineage edges + prunes)."""
+    ledger: list[LedgerRow] = field(default_factory=list)
+    """The loss ledger: what each compaction took out of the view, oldest first."""
 
     @property
     def backlog_turns(self) -> int:
@@ -139,12 +142,14 @@ class _Pass:
     by_tool: dict[str, list[int]] = field(default_factory=dict)
     landed_after: dict[str, int] = field(default_factory=dict)
     turn: int = 0
+    ledger: LedgerCollector = field(default_factory=LedgerCollector)
 
     def page(self, messages: list[MessageWithParts]) -> None:
         for message in messages:
             self.message(message)
 
     def message(self, m: MessageWithParts) -> None:
+        self.ledger.message(m)
         if m.message.is_summary:
             self._marker(m)
             return
@@ -275,6 +280,7 @@ async def collect(
         index=state.index,
         window=window,
         work=state.timeline.work,
+        ledger=await asyncio.to_thread(state.ledger.finish),
     )
 
 

@@ -13,10 +13,15 @@ from mnesis.report.assets import CSS, SCRIPT
 from mnesis.report.charts import dag_svg, drawn_nodes, fmt_tokens, needs_zoom, token_chart
 from mnesis.report.data import MAX_PRUNED_ROWS, DagNode, ReportData
 
-__all__ = ["MAX_SEARCH_HITS", "render_html"]
+__all__ = ["MAX_LEDGER_ROWS", "MAX_SEARCH_HITS", "render_html"]
 
 MAX_SEARCH_HITS = 1_000
 """The search box lists at most this many matches (the first ones, in order)."""
+
+
+MAX_LEDGER_ROWS = 500
+"""Compactions the loss-ledger table lists (the first ones; `mnesis compactions` lists all)."""
+_LEDGER_ENTITIES = 6
 
 
 def _when(ms: int) -> str:
@@ -75,6 +80,48 @@ def _pruned(data: ReportData) -> str:
         f"context (still in the store, shown in full by lcm_expand).{listed}</p>"
         '<table id="pruned-by-tool"><tr><th>tool</th><th>outputs</th><th>tokens</th></tr>'
         f'{tools}</table><div id="pruned-table"></div>'
+    )
+
+
+def _ledger(data: ReportData) -> str:
+    if not data.ledger:
+        return "<p>No compactions yet.</p>"
+    rows = []
+    for row in data.ledger[:MAX_LEDGER_ROWS]:
+        ledger = row.ledger
+        out = (
+            f"{len(ledger.removed_summary_ids):,} summaries"
+            if ledger.kind == "condensed"
+            else f"{len(ledger.removed_message_ids):,} messages"
+        )
+        dropped = "<br>".join(
+            f"{e.kind} <code>{escape(e.value[:80])}</code> → {escape(', '.join(e.found_in))}"
+            for e in ledger.dropped[:_LEDGER_ENTITIES]
+        )
+        more = ledger.dropped_total - min(len(ledger.dropped), _LEDGER_ENTITIES)
+        if more > 0:
+            dropped += f"<br>… {more:,} more"
+        rows.append(
+            f"<tr><td>{_when(row.created_at)}</td><td>{ledger.kind}</td>"
+            f"<td>{escape(row.summary_id or '-')}</td><td>{out}</td>"
+            f"<td>{ledger.tokens_removed:,} → {ledger.tokens_added:,}</td>"
+            f"<td>{ledger.entities_kept:,} / {ledger.entities_seen:,}</td>"
+            f"<td>{dropped or '-'}</td></tr>"
+        )
+    listed = (
+        f" The table lists the first {MAX_LEDGER_ROWS:,} of {len(data.ledger):,}; "
+        "`mnesis compactions` lists all."
+        if len(data.ledger) > MAX_LEDGER_ROWS
+        else ""
+    )
+    return (
+        "<p>What each compaction took out of the context view, and the entities (paths, "
+        "commands, identifiers, numbers, URLs, decisions) no longer readable there, with "
+        f"the message or summary IDs that still hold them (lcm_expand).{listed}</p>"
+        '<table id="ledger"><tr><th>when</th><th>kind</th><th>summary</th><th>out of view'
+        "</th><th>tokens out → in</th><th>entities kept</th><th>entities dropped</th></tr>"
+        + "".join(rows)
+        + "</table>"
     )
 
 
@@ -186,6 +233,7 @@ Outlined: in the context now. Hover for tokens, click to read a summary and its 
 {dag_svg(drawn)}{_details(drawn)}<div id="summary-table"></div></section>
 <section class="panel"><h2>Compactions by level</h2>{_levels(data)}</section>
 <section class="panel"><h2>Pruned tool outputs</h2>{_pruned(data)}</section>
+<section class="panel"><h2>Loss ledger</h2>{_ledger(data)}</section>
 </main><script type="application/json" id="report-data">{_payload(data)}</script>
 <script>{SCRIPT}</script></body></html>
 """

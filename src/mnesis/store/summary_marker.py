@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from mnesis.models.clock import now_ms
 from mnesis.models.ids import new_id
+from mnesis.models.ledger import LossLedger
 from mnesis.models.message import Message
 from mnesis.models.parts import CompactionPart, MessagePart, TextPart
 from mnesis.models.render import render_summary_record
@@ -29,9 +30,15 @@ def summary_context_tokens(node: SummaryRecord, estimator: TokenEstimator) -> in
 
 
 def summary_marker(
-    node: SummaryRecord, context_tokens: int, *, message_id: str, created_at: int
+    node: SummaryRecord,
+    context_tokens: int,
+    *,
+    message_id: str,
+    created_at: int,
+    ledger: LossLedger | None = None,
 ) -> NewMessage:
-    """The marker message of ``node`` (its level clamped to the marker's 1 to 3)."""
+    """The marker message of ``node`` (its level clamped to the marker's 1 to 3), with
+    the compaction's loss ``ledger`` when given."""
     parts: list[MessagePart] = [
         TextPart(text=node.content, synthetic=True),
         CompactionPart(
@@ -39,6 +46,7 @@ def summary_marker(
             level=min(3, max(1, node.level)),
             auto=True,
             compacted_message_count=node.source_message_count,
+            ledger=ledger,
         ),
     ]
     message = Message(
@@ -61,19 +69,24 @@ def summary_commit(
     replaced: Sequence[tuple[int, str]],
     marker: NewMessage | None = None,
     marker_id: str | None = None,
+    ledger: LossLedger | None = None,
 ) -> CompactionCommit:
     """The :class:`CompactionCommit` of ``node`` replacing the ``replaced`` context items.
 
     ``marker`` defaults to a fresh marker message (ID ``marker_id``, else a new one;
-    created when ``node`` was). Sets ``node.message_id`` to the marker's ID.
+    created when ``node`` was), carrying ``ledger`` (its ``tokens_added`` set to the
+    summary's tokens in the view). Sets ``node.message_id`` to the marker's ID.
     """
     context_tokens = summary_context_tokens(node, estimator)
+    if ledger is not None:
+        ledger.tokens_added = context_tokens
     if marker is None:
         marker = summary_marker(
             node,
             context_tokens,
             message_id=marker_id or new_id("msg"),
             created_at=node.created_at or now_ms(),
+            ledger=ledger,
         )
     node.message_id = marker.message.id
     return CompactionCommit(

@@ -14,6 +14,7 @@ from mnesis.store.postgres.migrations import (
     m007_vectors,
     m009_context_unstored,
     m011_history_chain,
+    m012_gin_no_pending,
 )
 
 __all__ = ["MIGRATIONS", "Migration"]
@@ -31,4 +32,5 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m007_vectors", m007_vectors.SQL),
     ("m009_context_unstored", m009_context_unstored.SQL),
     ("m011_history_chain", m011_history_chain.migrate),
+    ("m012_gin_no_pending", m012_gin_no_pending.SQL),
 ]

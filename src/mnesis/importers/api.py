@@ -363,14 +363,22 @@ async def _settle_pending(store: ImmutableStore, source: ImportSource) -> Import
 async def _commit(
     store: ImmutableStore, writer: BatchWriter, batch: Batch, source: ImportSource, path: str
 ) -> None:
-    """Write one batch, announced in the progress record before it is written."""
-    await writer.create_sessions(batch)
+    """Write one batch, announced in the progress record before it is written; or, when
+    the store writes the batch's sessions, rows and progress in one transaction
+    (:meth:`BatchWriter.writes_at_once`), in that one transaction, unannounced."""
+    at_once = writer.writes_at_once(batch)
+    if not at_once:
+        await writer.create_sessions(batch)
     source.session_id = batch.known_sessions.get("", batch.main_session_id)
     source.state["sessions"] = batch.known_sessions
     if not source.fingerprint or source.byte_offset == 0:
         span = min(FINGERPRINT_BYTES, batch.offset)
         source.fingerprint = fingerprint(path, span)
         source.state["fingerprint_bytes"] = span
+    if at_once:
+        _written(source, batch)
+        await writer.write_at_once(batch, source)
+        return
     if batch.last_message_id is not None or batch.extensions:
         for extension in batch.extensions:
             first = extension.parts[0]
@@ -388,11 +396,16 @@ async def _commit(
         }
         await store.put_import_source(source)
     await writer.write(batch)
+    _written(source, batch)
+    await store.put_import_source(source)
+
+
+def _written(source: ImportSource, batch: Batch) -> None:
+    """``source`` once ``batch`` is written."""
     source.state.pop("pending", None)
     source.state["tails"] = batch.tails
     source.state["parser"] = batch.parser_state
     source.byte_offset, source.lines = batch.offset, batch.lines
     source.state["json_items"] = batch.lines
-    source.messages += len(batch.messages)
+    source.messages += len(batch.messages) + (len(batch.rows.rows.messages) if batch.rows else 0)
     source.state.pop("_counted", None)
-    await store.put_import_source(source)

@@ -23,7 +23,7 @@ from mnesis.importers import claude_code, codex
 from mnesis.importers.batches import Batch, BatchBuilder
 from mnesis.importers.formats import FORMATS, Parser, skip_lines
 from mnesis.importers.parse_child import ParseJob, prepared_batch
-from mnesis.importers.pipeline import Limits, ParseThread, SourceLine
+from mnesis.importers.pipeline import Limits, ParseAtOnce, ParseThread, SourceLine
 from mnesis.importers.process import ParseProcess
 from mnesis.importers.reader import FINGERPRINT_BYTES, LineError, fingerprint, read_jsonl
 from mnesis.importers.writer import BatchWriter
@@ -40,6 +40,10 @@ PROCESS_BYTES = 8_000_000
 """A file with this many bytes left to import is parsed in a process of its own
 (:mod:`mnesis.importers.process`); a smaller one on a thread (starting the process costs
 ~0.7 s of CPU: a fresh interpreter importing ``mnesis``)."""
+SMALL_BYTES = 1_000_000
+"""A file with at most this many bytes left to import is parsed in one call on the
+event loop's executor (:class:`~mnesis.importers.pipeline.ParseAtOnce`: all its batches
+held at once, a few MB at most), not on a thread of its own."""
 MAX_BATCH_CHARS = 8_000_000
 """A batch is written once it holds this much text, whatever its message count (bounded
 memory for transcripts with large tool outputs)."""
@@ -134,6 +138,18 @@ async def import_file(
     result and skipped. Raises :class:`~mnesis.errors.InvalidArgumentError` for an
     unknown format or a file that cannot be read.
     """
+    return (await _import_file(store, path, format, batch_size, on_progress))[0]
+
+
+async def _import_file(
+    store: ImmutableStore,
+    path: str,
+    format: str | None,
+    batch_size: int = DEFAULT_BATCH,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> tuple[ImportReport, ImportSource | None]:
+    """:func:`import_file`, and the file's progress record afterwards (None: nothing
+    imported)."""
     full, size = _locate(path)
     try:
         fmt = format or detect_format(full)
@@ -161,13 +177,13 @@ async def _import(
     fmt: str,
     batch_size: int,
     on_progress: Callable[[int, int], None] | None,
-) -> ImportReport:
+) -> tuple[ImportReport, ImportSource | None]:
     parser = FORMATS[fmt]()
     report = ImportReport(path=full, format=fmt)
     if size == 0:
         report.status = "empty"
         report.notes.append("empty file: skipped")
-        return report
+        return report, None
     parent_session = await _parent_session(store, full, fmt, report)
     key = f"{fmt}:{full}"
     source = await store.get_import_source(key)
@@ -181,7 +197,7 @@ async def _import(
             report.session_ids = list(source.state.get("sessions", {}).values()) or [
                 source.session_id
             ]
-            return report
+            return report, source
         else:
             report.status = "grown"
     sessions = source.state.get("sessions") if source else None
@@ -212,7 +228,7 @@ async def _import(
             parent_session=parent_session,
             parser_state=parser.state(),
         )
-        batches: ParseThread | ParseProcess = ParseProcess(job)
+        batches: ParseThread | ParseAtOnce | ParseProcess = ParseProcess(job)
     else:
         # On SQLite the thread builds the rows too, from plain data (as the parser
         # process does): no pydantic model per message and part.
@@ -225,7 +241,10 @@ async def _import(
             light=finish is not None,
         )  # fmt: skip
         lines = _lines(full, fmt, source, skip_lines(parser))
-        batches = ParseThread(lines, parser, builder, limits, start, finish)
+        small = size - source.byte_offset <= SMALL_BYTES
+        batches = (ParseAtOnce if small else ParseThread)(
+            lines, parser, builder, limits, start, finish
+        )
     known: dict[str, str] = {}
     created: list[str] = []
     async with batches:
@@ -244,7 +263,7 @@ async def _import(
     if not report.session_ids:
         report.status = "empty"
         report.notes.append("no message in the file: skipped (it is read again if it grows)")
-    return report
+    return report, (source if source.session_id else None)
 
 
 async def _parent_session(
@@ -258,8 +277,7 @@ async def _parent_session(
     if not parent[1]:
         report.notes.append(f"sub-agent transcript: no parent transcript at {parent[0]}")
         return None
-    await import_file(store, parent[0], "claude-code")
-    source = await store.get_import_source(f"claude-code:{parent[0]}")
+    _, source = await _import_file(store, parent[0], "claude-code")
     sessions = source.state.get("sessions", {}) if source is not None else {}
     report.parent_id = sessions.get("") or (source.session_id if source else None) or None
     if report.parent_id is None:

@@ -5,7 +5,10 @@ last imported line and a fingerprint of the file's beginning. Importing the same
 again adds nothing; a file that grew adds only its new lines; a file rewritten from
 the start is imported again as a new session. Each batch is written in one
 transaction, and announced before it is written (``state["pending"]``), so an import
-killed at any point resumes without losing or repeating a line.
+killed at any point resumes without losing or repeating a line. On SQLite a batch that
+neither continues stored messages nor completes earlier tool calls (a small file's only
+batch, say) is written with its new sessions and the progress after it in one
+transaction instead: nothing to announce, one commit per file.
 """
 
 from __future__ import annotations

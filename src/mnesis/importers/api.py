@@ -5,7 +5,10 @@ last imported line and a fingerprint of the file's beginning. Importing the same
 again adds nothing; a file that grew adds only its new lines; a file rewritten from
 the start is imported again as a new session. Each batch is written in one
 transaction, and announced before it is written (``state["pending"]``), so an import
-killed at any point resumes without losing or repeating a line.
+killed at any point resumes without losing or repeating a line. On SQLite a batch that
+neither continues stored messages nor completes earlier tool calls (a small file's only
+batch, say) is written with its new sessions and the progress after it in one
+transaction instead: nothing to announce, one commit per file.
 """
 
 from __future__ import annotations
@@ -18,16 +21,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mnesis.errors import InvalidArgumentError, MessageNotFoundError
+from mnesis.errors import InvalidArgumentError
 from mnesis.importers import claude_code, codex
-from mnesis.importers.batches import Batch, BatchBuilder
+from mnesis.importers.batches import BatchBuilder
 from mnesis.importers.formats import FORMATS, Parser, skip_lines
 from mnesis.importers.parse_child import ParseJob, prepared_batch
-from mnesis.importers.pipeline import Limits, ParseThread, SourceLine
+from mnesis.importers.pipeline import Limits, ParseAtOnce, ParseThread, SourceLine
 from mnesis.importers.process import ParseProcess
+from mnesis.importers.progress import commit, settle_pending
 from mnesis.importers.reader import FINGERPRINT_BYTES, LineError, fingerprint, read_jsonl
 from mnesis.importers.writer import BatchWriter
-from mnesis.models.ids import new_id
 from mnesis.store.base import ImportSource
 from mnesis.store.immutable import ImmutableStore
 from mnesis.store.shared.batch import RowPreparer
@@ -40,6 +43,10 @@ PROCESS_BYTES = 8_000_000
 """A file with this many bytes left to import is parsed in a process of its own
 (:mod:`mnesis.importers.process`); a smaller one on a thread (starting the process costs
 ~0.7 s of CPU: a fresh interpreter importing ``mnesis``)."""
+SMALL_BYTES = 1_000_000
+"""A file with at most this many bytes left to import is parsed in one call on the
+event loop's executor (:class:`~mnesis.importers.pipeline.ParseAtOnce`: all its batches
+held at once, a few MB at most), not on a thread of its own."""
 MAX_BATCH_CHARS = 8_000_000
 """A batch is written once it holds this much text, whatever its message count (bounded
 memory for transcripts with large tool outputs)."""
@@ -134,6 +141,18 @@ async def import_file(
     result and skipped. Raises :class:`~mnesis.errors.InvalidArgumentError` for an
     unknown format or a file that cannot be read.
     """
+    return (await _import_file(store, path, format, batch_size, on_progress))[0]
+
+
+async def _import_file(
+    store: ImmutableStore,
+    path: str,
+    format: str | None,
+    batch_size: int = DEFAULT_BATCH,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> tuple[ImportReport, ImportSource | None]:
+    """:func:`import_file`, and the file's progress record afterwards (None: nothing
+    imported)."""
     full, size = _locate(path)
     try:
         fmt = format or detect_format(full)
@@ -161,18 +180,18 @@ async def _import(
     fmt: str,
     batch_size: int,
     on_progress: Callable[[int, int], None] | None,
-) -> ImportReport:
+) -> tuple[ImportReport, ImportSource | None]:
     parser = FORMATS[fmt]()
     report = ImportReport(path=full, format=fmt)
     if size == 0:
         report.status = "empty"
         report.notes.append("empty file: skipped")
-        return report
+        return report, None
     parent_session = await _parent_session(store, full, fmt, report)
     key = f"{fmt}:{full}"
     source = await store.get_import_source(key)
     if source is not None:
-        source = await _settle_pending(store, source)
+        source = await settle_pending(store, source)
         span = min(int(source.state.get("fingerprint_bytes", 0)), FINGERPRINT_BYTES)
         if size < source.byte_offset or fingerprint(full, span) != source.fingerprint:
             report.status, source = "restarted", None
@@ -181,7 +200,7 @@ async def _import(
             report.session_ids = list(source.state.get("sessions", {}).values()) or [
                 source.session_id
             ]
-            return report
+            return report, source
         else:
             report.status = "grown"
     sessions = source.state.get("sessions") if source else None
@@ -212,7 +231,7 @@ async def _import(
             parent_session=parent_session,
             parser_state=parser.state(),
         )
-        batches: ParseThread | ParseProcess = ParseProcess(job)
+        batches: ParseThread | ParseAtOnce | ParseProcess = ParseProcess(job)
     else:
         # On SQLite the thread builds the rows too, from plain data (as the parser
         # process does): no pydantic model per message and part.
@@ -225,7 +244,10 @@ async def _import(
             light=finish is not None,
         )  # fmt: skip
         lines = _lines(full, fmt, source, skip_lines(parser))
-        batches = ParseThread(lines, parser, builder, limits, start, finish)
+        small = size - source.byte_offset <= SMALL_BYTES
+        batches = (ParseAtOnce if small else ParseThread)(
+            lines, parser, builder, limits, start, finish
+        )
     known: dict[str, str] = {}
     created: list[str] = []
     async with batches:
@@ -233,7 +255,7 @@ async def _import(
             report.lines_read += batch.lines_read
             report.errors += batch.errors
             if not batch.empty:
-                await _commit(store, writer, batch, source, full)
+                await commit(store, writer, batch, source, full)
                 known, created = batch.known_sessions, batch.created
             if on_progress is not None:
                 on_progress(batch.offset, size)
@@ -244,7 +266,7 @@ async def _import(
     if not report.session_ids:
         report.status = "empty"
         report.notes.append("no message in the file: skipped (it is read again if it grows)")
-    return report
+    return report, (source if source.session_id else None)
 
 
 async def _parent_session(
@@ -258,8 +280,7 @@ async def _parent_session(
     if not parent[1]:
         report.notes.append(f"sub-agent transcript: no parent transcript at {parent[0]}")
         return None
-    await import_file(store, parent[0], "claude-code")
-    source = await store.get_import_source(f"claude-code:{parent[0]}")
+    _, source = await _import_file(store, parent[0], "claude-code")
     sessions = source.state.get("sessions", {}) if source is not None else {}
     report.parent_id = sessions.get("") or (source.session_id if source else None) or None
     if report.parent_id is None:
@@ -315,84 +336,3 @@ def _json_lines(path: str, skip: int) -> list[_JsonItem]:
     items = value if isinstance(value, list) else [value]
     size = os.path.getsize(path)
     return [_JsonItem(i + 1, item, size) for i, item in enumerate(items)][skip:]
-
-
-async def _stored_parts(store: ImmutableStore, message_id: str) -> set[str] | None:
-    """The part IDs of a stored message (None: no such message)."""
-    try:
-        found = await store.get_message(message_id)
-    except MessageNotFoundError:
-        return None
-    return {p.id for p in found.parts if p.id is not None}
-
-
-async def _settle_pending(store: ImmutableStore, source: ImportSource) -> ImportSource:
-    """Finish the bookkeeping of a batch an interrupted import announced: done when its
-    last message is stored (or, for a batch that only continued stored messages, its
-    continuations are). Continuations stored without their batch are left out when the
-    lines are parsed again (:attr:`~mnesis.importers.batches.Tail.skip`)."""
-    pending = source.state.pop("pending", None)
-    if not isinstance(pending, dict):
-        return source
-    extended = []
-    for key, message_id, first_part, count in pending.get("extensions", []):
-        parts = await _stored_parts(store, str(message_id))
-        extended.append((str(key), parts is not None and first_part in parts, int(count)))
-    last = pending.get("message_id")
-    if last is not None:
-        done = await _stored_parts(store, str(last)) is not None
-    else:
-        done = bool(extended) and all(stored for _, stored, _ in extended)
-    if not done:
-        tails = source.state.get("tails", {})
-        for key, stored, count in extended:
-            if stored and isinstance(tails.get(key), dict):
-                tails[key]["skip"] = count
-        if any(stored for _, stored, _ in extended):
-            await store.put_import_source(source)
-        return source
-    source.byte_offset = int(pending["offset"])
-    source.state["tails"] = pending.get("tails", {})
-    source.state["parser"] = pending.get("parser", {})
-    source.lines = int(pending["lines"])
-    source.state["json_items"] = int(pending.get("json_items", 0))
-    await store.put_import_source(source)
-    return source
-
-
-async def _commit(
-    store: ImmutableStore, writer: BatchWriter, batch: Batch, source: ImportSource, path: str
-) -> None:
-    """Write one batch, announced in the progress record before it is written."""
-    await writer.create_sessions(batch)
-    source.session_id = batch.known_sessions.get("", batch.main_session_id)
-    source.state["sessions"] = batch.known_sessions
-    if not source.fingerprint or source.byte_offset == 0:
-        span = min(FINGERPRINT_BYTES, batch.offset)
-        source.fingerprint = fingerprint(path, span)
-        source.state["fingerprint_bytes"] = span
-    if batch.last_message_id is not None or batch.extensions:
-        for extension in batch.extensions:
-            first = extension.parts[0]
-            first.id = first.id or new_id("part")
-        source.state["pending"] = {
-            "message_id": batch.last_message_id,
-            "extensions": [
-                [e.session_key, e.message_id, e.parts[0].id, len(e.parts)] for e in batch.extensions
-            ],
-            "tails": batch.tails,
-            "parser": batch.parser_state,
-            "offset": batch.offset,
-            "lines": batch.lines,
-            "json_items": batch.lines,
-        }
-        await store.put_import_source(source)
-    await writer.write(batch)
-    source.state.pop("pending", None)
-    source.state["tails"] = batch.tails
-    source.state["parser"] = batch.parser_state
-    source.byte_offset, source.lines = batch.offset, batch.lines
-    source.state["json_items"] = batch.lines
-    source.messages += len(batch.messages)
-    source.state.pop("_counted", None)
-    await store.put_import_source(source)

@@ -21,7 +21,15 @@ from mnesis.importers.batches import Batch, BatchBuilder
 from mnesis.importers.reader import SKIPPED, LineError
 from mnesis.importers.records import ParsedItem
 
-__all__ = ["DEPTH", "Limits", "LineParser", "ParseThread", "SourceLine", "cut_batches"]
+__all__ = [
+    "DEPTH",
+    "Limits",
+    "LineParser",
+    "ParseAtOnce",
+    "ParseThread",
+    "SourceLine",
+    "cut_batches",
+]
 
 DEPTH = 1
 """Cut batches that may wait for the writer."""
@@ -149,6 +157,46 @@ class ParseThread:
             self._put(_End(exc))
         else:
             self._put(_End())
+
+
+class ParseAtOnce:
+    """:class:`ParseThread`'s work for a small file (its batches are few and small): every
+    batch is cut in one call on the event loop's executor, the first time :meth:`next`
+    is called, and then given one by one. No thread of its own, one hand-off: starting a
+    thread and passing each batch through a queue cost more than parsing a small file."""
+
+    def __init__(
+        self,
+        lines: Iterable[SourceLine | LineError],
+        parser: LineParser,
+        builder: BatchBuilder,
+        limits: Limits,
+        start: tuple[int, int],
+        finish: Callable[[Batch], Batch] | None = None,
+    ) -> None:
+        self._args = (lines, parser, builder, limits, start)
+        self._finish = finish
+        self._batches: list[Batch] | None = None
+
+    async def __aenter__(self) -> ParseAtOnce:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._batches = []
+
+    def _cut_all(self) -> list[Batch]:
+        batches = list(cut_batches(*self._args))
+        if self._finish is not None:
+            batches = [self._finish(batch) for batch in batches]
+        batches.reverse()
+        return batches
+
+    async def next(self) -> Batch | None:
+        """The next batch, or None once the last one was given; raises what parsing
+        raised (an ``OSError`` reading the file, say)."""
+        if self._batches is None:
+            self._batches = await asyncio.get_running_loop().run_in_executor(None, self._cut_all)
+        return self._batches.pop() if self._batches else None
 
 
 def cut_batches(

@@ -9,8 +9,10 @@ from mnesis.errors import PartNotFoundError
 from mnesis.importers.batches import Batch, Extension, part_tokens
 from mnesis.importers.records import ToolResult
 from mnesis.models.parts import ToolPart
+from mnesis.store.base import ImportSource
 from mnesis.store.codec import pre_encoded
 from mnesis.store.immutable import ImmutableStore
+from mnesis.store.record_checks import check_import_source, check_session_record
 from mnesis.store.sqlite.batch import BatchMixin
 
 __all__ = ["BatchWriter"]
@@ -32,6 +34,32 @@ class BatchWriter:
         """Create the sessions the batch's messages go to."""
         for record in batch.sessions:
             await self.store.create_session(record)
+
+    def writes_at_once(self, batch: Batch) -> bool:
+        """Whether :meth:`write_at_once` can write ``batch``: rows prepared for a backend
+        that writes them with their sessions and the import's progress in one
+        transaction, and nothing to do around them (no stored message to continue, no
+        late result to complete: those come before or after the rows)."""
+        return (
+            batch.rows is not None
+            and not batch.extensions
+            and not batch.late
+            and isinstance(self.store.backend, BatchMixin)
+        )
+
+    async def write_at_once(self, batch: Batch, source: ImportSource) -> None:
+        """Create the batch's sessions, append its rows and store ``source`` (the
+        import's progress after the batch) in one transaction (see :meth:`writes_at_once`).
+        Everything is checked before the write: a typed error leaves the store as it was."""
+        backend = self.store.backend
+        assert batch.rows is not None and isinstance(backend, BatchMixin)
+        for record in batch.sessions:
+            check_session_record(record)
+        check_import_source(source)
+        await backend.append_rows(batch.rows, sessions=batch.sessions, source=source)
+        self._written_calls.update((call, (part, msg)) for call, part, msg in batch.calls)
+        self.messages += len(batch.rows.rows.messages)
+        self.tool_results += batch.tool_results
 
     async def write(self, batch: Batch) -> None:
         """Extend the stored messages the batch continues, append its messages (one

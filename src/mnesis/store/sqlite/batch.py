@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from mnesis.errors import MnesisStoreError, SessionNotFoundError
 from mnesis.models.clock import now_ms
-from mnesis.store.base import AppendedMessage, NewMessage
+from mnesis.store.base import AppendedMessage, ImportSource, NewMessage, SessionRecord
 from mnesis.store.shared.batch import (
     PreparedRows,
     SessionStart,
@@ -18,15 +18,17 @@ from mnesis.store.shared.batch import (
     batch_rows,
     encode_batch,
 )
-from mnesis.store.shared.purge import SESSION_EXISTS
+from mnesis.store.shared.purge import SESSION_EXISTS, SOURCE_INSERT, source_row
 from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, Contexts, neighbour_args
 from mnesis.store.shared.sql import MESSAGE_INSERT
 from mnesis.store.sqlite.chain import extend_chain
 from mnesis.store.sqlite.context_slots import message_slot_insert, next_position
 from mnesis.store.sqlite.fts_index import insert_indexed_parts
-from mnesis.store.sqlite.rows import SQLiteStoreBase, _next_value
+from mnesis.store.sqlite.rows import SQLiteStoreBase, _next_value, insert_session
 
 __all__ = ["BatchMixin"]
+
+SOURCE_REPLACE = SOURCE_INSERT.replace("INSERT", "INSERT OR REPLACE", 1)
 
 
 def _session_start(conn: sqlite3.Connection, sid: str, keys: bool) -> SessionStart:
@@ -73,6 +75,8 @@ class BatchMixin(SQLiteStoreBase):
         :class:`~mnesis.store.shared.batch.RowPreparer` that builds the rows of
         :meth:`append_rows` away from the store."""
         ids = list(session_ids)
+        if not ids:  # a new file's import: no hand-off to the database's thread
+            return {}
         where, arg = self._ids_in("id", ids)
 
         def _starts(conn: sqlite3.Connection) -> dict[str, SessionStart]:
@@ -83,14 +87,29 @@ class BatchMixin(SQLiteStoreBase):
 
         return await self.db.read(_starts)
 
-    async def append_rows(self, prepared: PreparedRows) -> None:
+    async def append_rows(
+        self,
+        prepared: PreparedRows,
+        *,
+        sessions: Sequence[SessionRecord] = (),
+        source: ImportSource | None = None,
+    ) -> None:
         """Write the rows of a batch built by a
         :class:`~mnesis.store.shared.batch.RowPreparer` (internal: a transcript import's
         parser process) in one transaction, as :meth:`append_batch` writes its own.
         Raises ``MnesisStoreError`` before writing anything if a session does not stand
-        where the rows assume (another writer appended to it meanwhile)."""
+        where the rows assume (another writer appended to it meanwhile).
+
+        In the same transaction (arguments already checked): ``sessions`` are created
+        first (the rows may go to them) and ``source``, the import's progress once the
+        batch is written, is stored last, so a small file's import is one commit."""
+        now = now_ms()
+        if source is not None:
+            source.updated_at = now
 
         def _append(conn: sqlite3.Connection) -> None:
+            for record in sessions:
+                insert_session(conn, record, now)
             for sid, start in prepared.starts.items():
                 found = _session_start(conn, sid, self.db.context_keys)
                 if found != start:
@@ -104,5 +123,7 @@ class BatchMixin(SQLiteStoreBase):
             conn.executemany(message_slot_insert(self.db.context_keys), rows.context)
             if self.db.chained:
                 extend_chain(conn, batch_links(rows))
+            if source is not None:
+                conn.execute(SOURCE_REPLACE, source_row(source))
 
         await self.db.write(_append)

@@ -12,11 +12,14 @@ import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from mnesis.errors import SessionNotFoundError
 from mnesis.models.message import MessageWithParts
-from mnesis.store.base import FileReference
+from mnesis.store.base import FileReference, SessionRecord
 from mnesis.store.codec import dumps
+from mnesis.store.shared import sessions
 from mnesis.store.shared import sql as statements
 from mnesis.store.shared.lineage import LineageReads
+from mnesis.store.shared.purge import SESSION_EXISTS
 from mnesis.store.shared.rows import (
     attach_parts,
     messages_of,
@@ -27,7 +30,7 @@ from mnesis.store.shared.statements import Statements
 if TYPE_CHECKING:
     from mnesis.store.sqlite.database import SQLiteDatabase
 
-__all__ = ["SQLiteStoreBase"]
+__all__ = ["SQLiteStoreBase", "insert_session"]
 
 _MSG_COLS = statements.select_list(statements.MESSAGE_COLUMNS)
 _PART_COLS = statements.select_list(statements.PART_COLUMNS)
@@ -70,3 +73,17 @@ class SQLiteStoreBase(LineageReads):
     async def _first_column(self, sql: str, args: Sequence[Any]) -> list[str]:
         """The first column of every row of a read query."""
         return await self.db.read(lambda conn: [r[0] for r in conn.execute(sql, args)])
+
+
+def insert_session(conn: sqlite3.Connection, record: SessionRecord, now: int) -> None:
+    """Insert a new session's row (its timestamps default to ``now``); raises
+    ``SessionNotFoundError`` if its parent does not exist. Inside the caller's write
+    transaction."""
+    record.created_at = record.created_at or now
+    record.updated_at = record.updated_at or now
+    if (
+        record.parent_id is not None
+        and not conn.execute(SESSION_EXISTS, (record.parent_id,)).fetchone()
+    ):
+        raise SessionNotFoundError(record.parent_id)
+    conn.execute(sessions.SESSION_INSERT, sessions.session_row(record))

@@ -12,13 +12,11 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING
 
-from mnesis.errors import SessionNotFoundError
 from mnesis.models.clock import now_ms
 from mnesis.store.base import FileReference, SessionRecord, StoreBackend
 from mnesis.store.map_runs import MapRunStore
 from mnesis.store.shared import sessions
 from mnesis.store.shared.lending import LentStore
-from mnesis.store.shared.purge import SESSION_EXISTS
 from mnesis.store.shared.search_context import NeighbourCache
 from mnesis.store.shared.sessions import SessionReads
 from mnesis.store.sqlite.batch import BatchMixin
@@ -27,7 +25,7 @@ from mnesis.store.sqlite.integrity import IntegrityMixin
 from mnesis.store.sqlite.map_runs import SQLiteMapRunStore
 from mnesis.store.sqlite.messages import MessagesMixin
 from mnesis.store.sqlite.purge import PurgeMixin
-from mnesis.store.sqlite.rows import _get_file
+from mnesis.store.sqlite.rows import _get_file, insert_session
 from mnesis.store.sqlite.search import SearchMixin
 from mnesis.store.sqlite.stats import StatsMixin
 from mnesis.store.sqlite.summaries import SummariesMixin
@@ -80,16 +78,9 @@ class SQLiteStore(
     # sessions (the reads: SessionReads) -------------------------------------------
     async def create_session(self, record: SessionRecord) -> None:
         now = now_ms()
-        record.created_at = record.created_at or now
-        record.updated_at = record.updated_at or now
 
         def _insert(conn: sqlite3.Connection) -> None:
-            if (
-                record.parent_id is not None
-                and not conn.execute(SESSION_EXISTS, (record.parent_id,)).fetchone()
-            ):
-                raise SessionNotFoundError(record.parent_id)
-            conn.execute(sessions.SESSION_INSERT, sessions.session_row(record))
+            insert_session(conn, record, now)
 
         await self.db.write(_insert)
 

@@ -40,6 +40,7 @@ import math
 import random
 import re
 import tempfile
+import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -149,6 +150,8 @@ class WindowRun:
     (compactions that took no entity out: skipped)."""
     after_each_sampled: int = 0
     """Entities grepped over all the compactions."""
+    after_each_seconds: float = 0.0
+    """Wall time the measures after each compaction took (not the replay's)."""
 
     def per_100(self, count: int) -> float:
         """``count`` per 100 turns."""
@@ -205,7 +208,9 @@ async def run_window(
         run.max_runs_per_turn = max(run.max_runs_per_turn, run.compactions - before)
         run.max_context_tokens = max(run.max_context_tokens, session.context_tokens)
         if measure_entities and run.compactions > before:
+            started = time.perf_counter()
             await tracker.measure(session, run)
+            run.after_each_seconds += time.perf_counter() - started
         if measure_cache:
             after = await session.context_for_next_turn(format="anthropic", cache_control=True)
             single.request(after, estimator)

@@ -266,18 +266,21 @@ def _stored_entities(messages: list[Any]) -> dict[Key, set[str]]:
 
 
 async def _grep_finds(session: MnesisSession, by_id: dict[str, Any], key: Key) -> bool:
-    """True if one grep for ``key``'s value hits a message that holds it."""
+    """True if one grep for ``key``'s value hits a message that holds it: a quoted
+    full-text query; for a number it misses (full text drops a sign, unit or
+    separators), a regex (a scan of the store: the costly form, so the second)."""
     kind, value = key
-    # A number is found by a regex (full text drops its sign, unit or separators).
-    result = await (
-        session.grep(rf"(?<![\w.]){re.escape(value)}(?![\w%])", mode="regex", limit=10)
-        if kind == "number"
-        else session.grep(f'"{value}"', limit=10)
-    )
-    return any(
-        match.kind == "message" and match.id in by_id and _holds(by_id[match.id], value)
-        for match in result.matches
-    )
+    queries = [(f'"{value}"', "full_text")]
+    if kind == "number":
+        queries.append((rf"(?<![\w.]){re.escape(value)}(?![\w%])", "regex"))
+    for query, mode in queries:
+        result = await session.grep(query, mode=mode, limit=10)
+        if any(
+            match.kind == "message" and match.id in by_id and _holds(by_id[match.id], value)
+            for match in result.matches
+        ):
+            return True
+    return False
 
 
 async def _out_of_view(session: MnesisSession, where: dict[Key, set[str]]) -> tuple[int, list[Key]]:

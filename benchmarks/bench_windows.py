@@ -347,8 +347,8 @@ def _holds(message: Any, value: str) -> bool:
 async def entity_survival(session: MnesisSession, run: WindowRun, sample: int = 150) -> None:
     """Entity survival after the run's compactions: the share of the stored entities
     still readable in the context, and of those out of it, the share one grep finds
-    (a sample of ``sample``, spread over the session: a quoted full-text query, a regex
-    for a number) and the share the ledger lists."""
+    (a sample of ``sample``, spread over the session; see :func:`_grep_finds`) and the
+    share the ledger lists."""
     messages = await _all_messages(session)
     where = _stored_entities(messages)
     by_id = {m.id: m for m in messages}

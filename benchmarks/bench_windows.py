@@ -14,7 +14,10 @@ per 100 turns, leaves and the maximum condensation depth against the bound
 window, the largest context seen after a turn against the usable budget, the share of
 turn-opening request tokens an Anthropic-style prompt cache serves
 (``bench_prompt_cache.CacheSim``), the most compaction runs around one turn, and the stop
-reasons of the runs.
+reasons of the runs. Entity survival: at the end of the run (all stored entities in the
+context; a sample of 150 of those out of it grepped) and after every compaction (all
+entities stored so far in the context; up to 30 of those that left it since the previous
+compaction, a seeded random sample, grepped), as min / mean over the compactions.
 
 The cache sees the requests an agent sends: each turn opens with the context and the
 user's message (``context_for_next_turn(user=...)``, with ``cache_control``: the measured
@@ -34,8 +37,10 @@ import asyncio
 import json
 import logging
 import math
+import random
 import re
 import tempfile
+import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -68,6 +73,8 @@ KINDS = ("chat", "tool")
 """``chat``: the assistant answers in prose (the tool outputs of the ``tool`` session,
 cut to 1,600 characters, become its text); ``tool``: every turn calls tools."""
 CHAT_CHARS = 1_600
+SAMPLE_PER_COMPACTION = 30
+"""Entities that left the context grepped after each compaction (a seeded random sample)."""
 MODEL = "local/coder"
 """A model string the model table does not know: its window is stated at create()."""
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_./-]{2,}")
@@ -134,6 +141,17 @@ class WindowRun:
     in_ledger: float = 0.0
     """Share of those out of the context that a ledger row lists as dropped, or names a
     message holding it (a row past its per-kind listing cap)."""
+    after_each_in_context: list[float] = field(default_factory=list)
+    """After each turn whose compaction changed the context: the share of the entities
+    stored so far still readable in the context."""
+    after_each_by_grep: list[float] = field(default_factory=list)
+    """After each such turn: of a sample of the entities that left the context since the
+    previous measure (at most ``SAMPLE_PER_COMPACTION``), the share one grep finds
+    (compactions that took no entity out: skipped)."""
+    after_each_sampled: int = 0
+    """Entities grepped over all the compactions."""
+    after_each_seconds: float = 0.0
+    """Wall time the measures after each compaction took (not the replay's)."""
 
     def per_100(self, count: int) -> float:
         """``count`` per 100 turns."""
@@ -177,6 +195,7 @@ async def run_window(
     engine = session.compaction_engine
     cache, single = CacheSim(), CacheSim()
     estimator = TokenEstimator(session.model_info.encoding)
+    tracker = _SurvivalTracker(random.Random(seed))
     for turn in conversation.turns:
         before = run.compactions
         if measure_cache:
@@ -188,6 +207,10 @@ async def run_window(
         await engine.wait_for_pending()
         run.max_runs_per_turn = max(run.max_runs_per_turn, run.compactions - before)
         run.max_context_tokens = max(run.max_context_tokens, session.context_tokens)
+        if measure_entities and run.compactions > before:
+            started = time.perf_counter()
+            await tracker.measure(session, run)
+            run.after_each_seconds += time.perf_counter() - started
         if measure_cache:
             after = await session.context_for_next_turn(format="anthropic", cache_control=True)
             single.request(after, estimator)
@@ -242,6 +265,76 @@ def _stored_entities(messages: list[Any]) -> dict[Key, set[str]]:
     return where
 
 
+async def _grep_finds(session: MnesisSession, by_id: dict[str, Any], key: Key) -> bool:
+    """True if one grep for ``key``'s value hits a message that holds it: a quoted
+    full-text query; for a number it misses (full text drops a sign, unit or
+    separators), a regex (a scan of the store: the costly form, so the second)."""
+    kind, value = key
+    queries = [(f'"{value}"', "full_text")]
+    if kind == "number":
+        queries.append((rf"(?<![\w.]){re.escape(value)}(?![\w%])", "regex"))
+    for query, mode in queries:
+        result = await session.grep(query, mode=mode, limit=10)
+        if any(
+            match.kind == "message" and match.id in by_id and _holds(by_id[match.id], value)
+            for match in result.matches
+        ):
+            return True
+    return False
+
+
+async def _out_of_view(session: MnesisSession, where: dict[Key, set[str]]) -> tuple[int, list[Key]]:
+    """How many of ``where``'s entities the context's text holds, and those out of the
+    context: not in its text, and no message holding them is in the view."""
+    view = json.dumps(await session.context_for_next_turn(format="text"), ensure_ascii=False)
+    items = await session.store.get_context_items(session.id)
+    raw = {i.item_id for i in items if i.item_type == "message"}
+    kept = 0
+    gone: list[Key] = []
+    for key, ids in where.items():
+        if holds(view, key[1]):
+            kept += 1
+        elif ids.isdisjoint(raw):
+            gone.append(key)
+    return kept, gone
+
+
+@dataclass
+class _SurvivalTracker:
+    """Entity survival after each compaction: reads the messages stored since the last
+    measure, then the share of all entities so far in the context and a sampled grep."""
+
+    rng: random.Random
+    where: dict[Key, set[str]] = field(default_factory=dict)
+    by_id: dict[str, Any] = field(default_factory=dict)
+    gone: set[Key] = field(default_factory=set)
+    """Entities seen out of the context at an earlier measure."""
+    seq: int = 0
+
+    async def measure(self, session: MnesisSession, run: WindowRun) -> None:
+        """Append the shares after the compaction just run to ``run``."""
+        while page := await session.store.get_messages(session.id, after_seq=self.seq, limit=500):
+            self.seq += len(page)
+            for key, ids in _stored_entities(page).items():
+                self.where.setdefault(key, set()).update(ids)
+            self.by_id.update((m.id, m) for m in page if not m.message.is_summary)
+        kept, gone = await _out_of_view(session, self.where)
+        run.after_each_in_context.append(kept / max(1, len(self.where)))
+        left = [k for k in gone if k not in self.gone]
+        self.gone.update(left)
+        picked = self.rng.sample(left, min(SAMPLE_PER_COMPACTION, len(left)))
+        if not picked:
+            return
+        found = 0
+        for key in picked:
+            if await _grep_finds(session, self.by_id, key):
+                found += 1
+            elif len(run.grep_misses) < 20:
+                run.grep_misses.append(key[1])
+        run.after_each_sampled += len(picked)
+        run.after_each_by_grep.append(found / len(picked))
+
+
 def _holds(message: Any, value: str) -> bool:
     for part in message.parts:
         if isinstance(part, TextPart) and holds(part.text, value):
@@ -254,23 +347,19 @@ def _holds(message: Any, value: str) -> bool:
 async def entity_survival(session: MnesisSession, run: WindowRun, sample: int = 150) -> None:
     """Entity survival after the run's compactions: the share of the stored entities
     still readable in the context, and of those out of it, the share one grep finds
-    (a sample of ``sample``, spread over the session: a quoted full-text query, a regex
-    for a number) and the share the ledger lists."""
+    (a sample of ``sample``, spread over the session; see :func:`_grep_finds`) and the
+    share the ledger lists."""
     messages = await _all_messages(session)
     where = _stored_entities(messages)
     by_id = {m.id: m for m in messages}
-    view = json.dumps(await session.context_for_next_turn(format="text"), ensure_ascii=False)
     keys = list(where)
-    kept = [k for k in keys if holds(view, k[1])]
+    kept, gone = await _out_of_view(session, where)
     run.entities = len(keys)
-    run.in_context = len(kept) / max(1, len(keys))
+    run.in_context = kept / max(1, len(keys))
+    view = json.dumps(await session.context_for_next_turn(format="text"), ensure_ascii=False)
     for kind, attr in (("path", "paths_in_context"), ("command", "commands_in_context")):
         of_kind = [k for k in keys if k[0] == kind]
         setattr(run, attr, sum(1 for k in of_kind if holds(view, k[1])) / max(1, len(of_kind)))
-    items = await session.store.get_context_items(session.id)
-    raw = {i.item_id for i in items if i.item_type == "message"}
-    # Out of the context: not in its text, and no message holding it is in the view.
-    gone = [k for k in keys if not holds(view, k[1]) and where[k].isdisjoint(raw)]
     rows, _ = await read_ledger(session.store, session.id)
     listed = {(e.kind, e.value) for r in rows for e in r.ledger.dropped}
     # A row past its per-kind listing cap names where the rest is: its removed messages,
@@ -290,19 +379,11 @@ async def entity_survival(session: MnesisSession, run: WindowRun, sample: int = 
     run.in_ledger = in_ledger / max(1, len(gone))
     picked = gone[:: max(1, len(gone) // sample)][:sample]
     found = 0
-    for kind, value in picked:
-        # A number is found by a regex (full text drops its sign, unit or separators).
-        result = await (
-            session.grep(rf"(?<![\w.]){re.escape(value)}(?![\w%])", mode="regex", limit=10)
-            if kind == "number"
-            else session.grep(f'"{value}"', limit=10)
-        )
-        for match in result.matches:
-            if match.kind == "message" and match.id in by_id and _holds(by_id[match.id], value):
-                found += 1
-                break
+    for key in picked:
+        if await _grep_finds(session, by_id, key):
+            found += 1
         else:
-            run.grep_misses.append(value)
+            run.grep_misses.append(key[1])
     run.grep_sample = len(picked)
     run.by_grep = found / max(1, len(picked))
 
@@ -349,18 +430,27 @@ def _table(runs: list[WindowRun]) -> str:
     return "\n".join(rows)
 
 
+def _min_mean(shares: list[float]) -> str:
+    if not shares:
+        return "-"
+    return f"{min(shares):.1%} / {sum(shares) / len(shares):.1%}"
+
+
 def _survival_table(runs: list[WindowRun]) -> str:
     head = (
         "| window | compactions | entities stored | in context at the end | paths in context | "
         "commands in context | out of context: found by one grep | out of context: in the "
-        "ledger |"
+        "ledger | in context after each compaction (min / mean) | out of context: found by "
+        "one grep after each compaction (min / mean, sampled) |"
     )
-    rows = [head, "|" + "---|" * 8]
+    rows = [head, "|" + "---|" * 10]
     for r in runs:
         rows.append(
             f"| {r.window // 1000}k {r.kind} | {r.compactions} | {r.entities:,} | "
             f"{r.in_context:.1%} | {r.paths_in_context:.1%} | {r.commands_in_context:.1%} | "
-            f"{r.by_grep:.1%} (of {r.grep_sample}) | {r.in_ledger:.1%} |"
+            f"{r.by_grep:.1%} (of {r.grep_sample}) | {r.in_ledger:.1%} | "
+            f"{_min_mean(r.after_each_in_context)} | {_min_mean(r.after_each_by_grep)} "
+            f"(of {r.after_each_sampled:,}) |"
         )
     return "\n".join(rows)
 

@@ -171,6 +171,10 @@ class TestRetrieval:
         assert described["kind"] == "summary" and described["session_id"] == history["long"]
         text = invoke("describe", summary, "--db", history["db"])
         assert text.exit_code == 0 and "source_message_count" in text.stdout
+        ledger = described["ledger"]
+        assert ledger["covered_count"] > 0 and len(ledger["dropped"]) <= 10
+        assert f"{ledger['tokens_removed']:,} tokens -> " in text.stdout
+        assert f"mnesis compactions {history['long']}" in " ".join(text.stdout.split())
         page = ok_json("expand", summary, "--db", history["db"], "--max-tokens", "200")
         assert page["items"] and page["next_cursor"] is not None
         rest = ok_json("expand", summary, "--db", history["db"], "--cursor", page["next_cursor"])

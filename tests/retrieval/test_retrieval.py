@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import sqlite3
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
 from mnesis import MnesisConfig, MnesisSession, StorePool, TextPart, ToolPart
+from mnesis.compaction.ledger_read import read_ledger
 from mnesis.config import CompactionConfig, RetrievalConfig
 from mnesis.errors import (
     InvalidArgumentError,
@@ -18,7 +21,10 @@ from mnesis.errors import (
     SummaryNotFoundError,
 )
 from mnesis.llm import FakeLLM, Respond, ToolCall
+from mnesis.mcp.render import render_result
 from mnesis.retrieval import RetrievalEngine, parse_query
+from mnesis.retrieval.describe import BRIEF_ENTITIES, summary_ledger_brief
+from mnesis.retrieval.tools import run_lcm_tool
 from mnesis.store import SummaryDAGStore
 from mnesis.store.search_query import SearchQuery, Term
 from mnesis.store.sqlite.search import render_fts5
@@ -359,6 +365,58 @@ class TestDescribe:
         assert not described.in_context
         assert described.covering_summary_id is not None
         assert described.leaf_summary_ids
+
+    async def test_a_summary_description_briefs_what_its_compaction_dropped(
+        self, filled: tuple[MnesisSession, dict[str, str]]
+    ) -> None:
+        session, _ = filled
+        rows, _ = await read_ledger(session.store, session.id)
+        # The summary whose compaction dropped the most: more than the brief lists.
+        row = max((r for r in rows if r.summary_id), key=lambda r: r.ledger.dropped_total)
+        full = row.ledger
+        assert row.summary_id is not None and full.dropped_total > BRIEF_ENTITIES
+        described = await session.describe(row.summary_id)
+        assert described.kind == "summary"
+        brief = described.ledger
+        assert brief is not None
+        assert (brief.tokens_removed, brief.tokens_added) == (
+            full.tokens_removed,
+            full.tokens_added,
+        )
+        assert (brief.entities_seen, brief.dropped_total) == (
+            full.entities_seen,
+            full.dropped_total,
+        )
+        assert brief.dropped_by_kind == dict(Counter(e.kind for e in full.dropped))
+        assert len(brief.dropped) == BRIEF_ENTITIES
+        assert brief.more_dropped == full.dropped_total - BRIEF_ENTITIES
+        assert all(e in full.dropped for e in brief.dropped)
+        # Taken in turn from each kind, not the first ten of the first kind.
+        assert len({e.kind for e in brief.dropped}) == min(
+            BRIEF_ENTITIES, len(brief.dropped_by_kind)
+        )
+        covered = full.removed_message_ids or full.removed_summary_ids
+        assert brief.covered_count == len(covered)
+        assert brief.covered_ids == covered[:BRIEF_ENTITIES]
+        assert row.summary_id in brief.see and f"mnesis compactions {session.id}" in brief.see
+        # What a model reads: the lcm_describe tool and its text rendering.
+        engine = RetrievalEngine(session.store, session.id)
+        data = await run_lcm_tool(engine, "lcm_describe", {"id": row.summary_id})
+        assert data["ledger"]["dropped_total"] == full.dropped_total
+        text = render_result("lcm_describe", data)
+        assert f"{full.tokens_removed:,} tokens -> {full.tokens_added:,}" in text
+        assert f"{brief.more_dropped:,} more" in text
+        assert brief.dropped[0].value in text and f"mnesis compactions {session.id}" in text
+
+    async def test_a_summary_without_a_ledger_is_described_without_one(
+        self, filled: tuple[MnesisSession, dict[str, str]]
+    ) -> None:
+        session, _ = filled
+        items = await session.store.get_context_items(session.id, item_type="summary")
+        record = await session.store.get_summary(items[0].item_id)
+        assert (await session.describe(record.id)).ledger is not None
+        bare = dataclasses.replace(record, message_id=None)
+        assert await summary_ledger_brief(session.store, bare) is None
 
     @pytest.mark.parametrize(
         "bad", ["", "sum_", "sess_01M8098P77C2Q28YTVQKP53YRE", "x" * 500, "msg_lower"]

@@ -28,6 +28,7 @@ from mnesis.cli._common import (
 from mnesis.cli._store import run_read_only
 from mnesis.config import MnesisConfig
 from mnesis.errors import InvalidArgumentError, MnesisStoreError
+from mnesis.retrieval.describe import brief_lines
 from mnesis.retrieval.engine import RetrievalEngine
 from mnesis.retrieval.results import DescribeResult, ExpandResult, GrepResult
 from mnesis.store.immutable import ImmutableStore
@@ -154,10 +155,15 @@ def describe_command(
         return
     console = stdout_console()
     content = data.pop("content", None) or data.pop("preview", None)
+    ledger = data.pop("ledger", None)
     for key, value in data.items():
         if value in (None, [], ""):
             continue
         console.print(f"[dim]{key:>26}[/]  {escape(_short(value))}")
+    if ledger:
+        console.print()
+        for line in brief_lines(ledger):
+            console.print(escape(line))
     if content:
         console.print()
         console.print(escape(str(content)))

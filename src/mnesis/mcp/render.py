@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mnesis.retrieval.describe import brief_lines
+
 __all__ = ["render_result"]
 
 _SNIPPET = 240
@@ -48,6 +50,8 @@ def _describe(data: dict[str, Any]) -> list[str]:
             lines.append("merges: " + ", ".join(data["child_summary_ids"]))
         if data.get("parent_summary_ids"):
             lines.append("merged into: " + ", ".join(data["parent_summary_ids"]))
+        if data.get("ledger"):
+            lines += brief_lines(data["ledger"])
         lines.append(str(data.get("content", "")))
         return lines
     if kind == "file":

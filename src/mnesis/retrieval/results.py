@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from mnesis.models.ledger import LedgerEntity
+
 __all__ = [
     "DescribeResult",
     "ExpandQueryResult",
@@ -16,6 +18,7 @@ __all__ = [
     "FileDescription",
     "GrepMatch",
     "GrepResult",
+    "LedgerBrief",
     "MessageDescription",
     "SummaryDescription",
 ]
@@ -34,6 +37,40 @@ FILE_FIELDS = tuple("content_id path file_type token_count byte_size exploration
 def copied(source: object, names: Iterable[str]) -> dict[str, Any]:
     """``source``'s attributes ``names``, by name (keywords of a record that shares them)."""
     return {name: getattr(source, name) for name in names}
+
+
+class LedgerBrief(BaseModel):
+    """A summary's loss ledger in brief: what writing it took out of the context view.
+
+    The whole ledger is listed by ``mnesis compactions SESSION``; every dropped entity
+    can still be read in the covered IDs (``lcm_expand`` the summary, or ``lcm_grep``
+    the value)."""
+
+    tokens_removed: int
+    """Tokens of the messages (leaf) or summaries (condensed) it replaced in the view."""
+    tokens_added: int
+    """Tokens of the summary that replaced them."""
+    entities_seen: int
+    """Distinct entities (paths, commands, identifiers, numbers, URLs, decisions) in what
+    it replaced."""
+    entities_kept: int
+    """Of those, the ones the summary still holds verbatim."""
+    dropped_total: int
+    """Entities no longer readable in the view."""
+    dropped_by_kind: dict[str, int] = Field(default_factory=dict)
+    """Dropped entities per kind, among those the ledger lists (at most 100 per kind;
+    ``dropped_total`` counts all)."""
+    dropped: list[LedgerEntity] = Field(default_factory=list)
+    """The first few dropped entities, taken in turn from each kind, each with IDs that
+    hold it."""
+    more_dropped: int = 0
+    """Dropped entities not shown in ``dropped``."""
+    covered_ids: list[str] = Field(default_factory=list)
+    """The first few messages (leaf) or summaries (condensed) it took out of the view."""
+    covered_count: int = 0
+    """All of them."""
+    see: str = ""
+    """Where the rest is."""
 
 
 class SummaryDescription(BaseModel):
@@ -63,6 +100,9 @@ class SummaryDescription(BaseModel):
     """Messages a leaf covers directly (empty for condensed: see its children)."""
     file_ids: list[str] = Field(default_factory=list)
     in_context: bool = False
+    ledger: LedgerBrief | None = None
+    """What writing it dropped from the view (``None`` for a summary written before the
+    loss ledger existed)."""
 
 
 class FileDescription(BaseModel):

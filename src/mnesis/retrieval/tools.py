@@ -103,7 +103,8 @@ _SPECS: dict[str, dict[str, Any]] = {
     "lcm_describe": {
         "description": (
             "Describe an ID from your context or from lcm_grep: a summary (sum_…: kind, span, "
-            "lineage, file IDs), a message (msg_…) or a file (file_…: path and structure)."
+            "lineage, file IDs, the entities it dropped and where they are), a message (msg_…) "
+            "or a file (file_…: path and structure)."
         ),
         "parameters": {
             "type": "object",

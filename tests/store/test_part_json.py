@@ -118,12 +118,14 @@ def test_a_json_that_disagrees_with_its_row_is_corruption() -> None:
 STORED_DEFAULTS = {
     "agent": {},
     # level (required before 0.4.0's names, issue 31: old rows always hold it) and
-    # compacted_token_count (new) default here
+    # compacted_token_count and ledger (new; a marker written before the loss ledger has
+    # none) default here
     "compaction": {
         "level": 1,
         "auto": True,
         "compacted_message_count": 0,
         "compacted_token_count": 0,
+        "ledger": None,
     },
     "file": {"filename": None},
     "file_ref": {

@@ -19,6 +19,7 @@ from mnesis.config import StoreConfig
 from mnesis.errors import MnesisStoreError, StoreReadOnlyError
 from mnesis.store import ImmutableStore
 from mnesis.store.base import SessionRecord
+from mnesis.store.postgres import db as postgres_db
 from mnesis.store.postgres.migrations import MIGRATIONS
 from mnesis.store.readonly import open_read_only
 from tests.cli.recorded import record_compacted
@@ -83,14 +84,18 @@ def test_a_database_without_the_schema_is_refused_and_left_empty(pg_url: str) ->
     assert _dump(pg_url) == before == {"relations": []}
 
 
-def test_an_older_schema_is_refused_not_migrated(pg_url: str) -> None:
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(
-            "CREATE TABLE _mnesis_migrations (name TEXT PRIMARY KEY, applied_at BIGINT NOT NULL)"
-        )
-        for name, sql in MIGRATIONS[:-1]:
-            conn.execute(sql)  # type: ignore[arg-type]
-            conn.execute("INSERT INTO _mnesis_migrations VALUES (%s, 1)", (name,))
+def test_an_older_schema_is_refused_not_migrated(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The schema as the previous release left it: its migrations (some are functions, not
+    # SQL) applied by the store itself.
+    async def migrate_to_the_previous_release() -> None:
+        store = await ImmutableStore.open(pg_url)
+        await store.close()
+
+    with monkeypatch.context() as patch:
+        patch.setattr(postgres_db, "MIGRATIONS", MIGRATIONS[:-1])
+        asyncio.run(migrate_to_the_previous_release())
     before = _dump(pg_url)
     for command in ("sessions", "check"):
         result = invoke(command, "--db", pg_url)

@@ -20,19 +20,27 @@ def pytest_configure(config: pytest.Config) -> None:
         "sqlite_only(reason): about SQLite itself; its postgres instance is deselected "
         "(tests/backends.py)",
     )
+    config.addinivalue_line(
+        "markers",
+        "postgres_only(reason): about PostgreSQL itself; its sqlite instance is deselected",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Deselect the ``postgres`` instance of ``sqlite_only`` tests (each names its reason)."""
+    """Deselect the ``postgres`` instance of ``sqlite_only`` tests and the ``sqlite``
+    instance of ``postgres_only`` ones (each names its reason)."""
     keep: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
     for item in items:
-        marker = item.get_closest_marker("sqlite_only")
         callspec = getattr(item, "callspec", None)
-        on_postgres = callspec is not None and callspec.params.get("backend") == "postgres"
-        if marker is not None and not (marker.args and str(marker.args[0]).strip()):
-            raise pytest.UsageError(f"{item.nodeid}: sqlite_only needs a reason")
-        (dropped if marker is not None and on_postgres else keep).append(item)
+        backend = callspec.params.get("backend") if callspec is not None else None
+        other = False
+        for name, kept in (("sqlite_only", "sqlite"), ("postgres_only", "postgres")):
+            marker = item.get_closest_marker(name)
+            if marker is not None and not (marker.args and str(marker.args[0]).strip()):
+                raise pytest.UsageError(f"{item.nodeid}: {name} needs a reason")
+            other = other or (marker is not None and backend not in (None, kept))
+        (dropped if other else keep).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep

@@ -131,11 +131,10 @@ def _counting(calls: list[Any], function: Callable[..., Any]) -> Callable[..., A
     return counted
 
 
+@pytest.mark.sqlite_only("counts SQLite statements (PostgreSQL's: the test below)")
 async def test_the_relevance_search_reads_a_bounded_number_of_rows(
     db_path: str, pool: StorePool, backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if backend != "sqlite":
-        pytest.skip("counts SQLite statements; PostgreSQL runs the same plan (relevance.py)")
     session = await new_session(db_path, pool)
     for index in range(60):
         await session.record(f"the port {index} is busy", f"the api {index} answered")
@@ -176,11 +175,10 @@ async def test_the_relevance_search_reads_a_bounded_number_of_rows(
     await session.close()
 
 
+@pytest.mark.postgres_only("counts PostgreSQL statements (the SQLite bound is the test above)")
 async def test_postgres_answers_rare_combinations_in_one_statement(
     db_path: str, pool: StorePool, backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if backend != "postgres":
-        pytest.skip("counts PostgreSQL statements (the SQLite bound is the test above)")
     from mnesis.store.postgres import newest, relevance
 
     session = await new_session(db_path, pool)

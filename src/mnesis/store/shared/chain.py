@@ -63,6 +63,8 @@ LINK_INSERT = (
     "VALUES (?, ?, ?, ?, ?, ?)"
 )
 
+# The fields a link covers are spelled out here, not taken from the store's column lists
+# (store/shared/sql.py): a link's hash must not change when the schema grows.
 MESSAGE_FIELDS = (
     "id",
     "session_id",

@@ -40,6 +40,7 @@ _PART_TEXT = (
     "text_content",
     "tool_state",
 )
+# Spelled out, not sql.SUMMARY_COLUMNS: a summary link's hash must not follow the schema.
 _SUMMARY_FIELDS = (
     "id",
     "session_id",

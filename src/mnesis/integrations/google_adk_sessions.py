@@ -29,6 +29,7 @@ from pydantic_core import to_jsonable_python
 from mnesis.config import MnesisConfig
 from mnesis.errors import InvalidArgumentError
 from mnesis.integrations.google_adk_events import event_to_messages, messages_to_events
+from mnesis.integrations.held import Held
 from mnesis.integrations.registry import Registry, Row, key
 from mnesis.llm.resolve import ClientLike
 from mnesis.session import MnesisSession
@@ -65,13 +66,8 @@ class MnesisSessionService(BaseSessionService):
         if not isinstance(model, str) or not model:
             raise InvalidArgumentError(f"model must be a non-empty string, got {model!r}")
         self._model = model
-        self._db_path = db_path
-        self._config = config
-        self._pool = pool
-        self._llm = llm
         self._system_prompt = system_prompt
-        self._registry: Registry | None = None
-        self._open: dict[str, MnesisSession] = {}
+        self._held = Held(db_path, config, pool, llm)
         self._lock = asyncio.Lock()
 
     # -- ADK's interface ------------------------------------------------------
@@ -196,9 +192,7 @@ class MnesisSessionService(BaseSessionService):
                 return
             row.state["deleted"] = True
             await registry.put(row)
-        opened = self._open.pop(row.session_id, None)
-        if opened is not None:
-            await opened.close()
+        await self._held.forget(row.session_id)
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         """The user's ``user:`` state, keys without the prefix."""
@@ -275,12 +269,7 @@ class MnesisSessionService(BaseSessionService):
 
     async def close(self) -> None:
         """Close the mnesis sessions this service opened and release its store."""
-        opened, self._open = self._open, {}
-        for session in opened.values():
-            await session.close()
-        if self._registry is not None:
-            await self._registry.store.close()
-            self._registry = None
+        await self._held.close()
 
     async def __aenter__(self) -> MnesisSessionService:
         return self
@@ -290,38 +279,15 @@ class MnesisSessionService(BaseSessionService):
 
     # -- helpers --------------------------------------------------------------
     async def _rows(self) -> Registry:
-        if self._registry is None:
-            config = self._config or MnesisConfig()
-            store = await (self._pool or StorePool.default()).acquire(
-                self._db_path, config=config.store
-            )
-            self._registry = Registry(store)
-        return self._registry
+        return await self._held.registry()
 
     async def _new_session(self, app_name: str, parent_id: str | None) -> MnesisSession:
-        session = await MnesisSession.create(
-            model=self._model,
-            agent=f"google-adk:{app_name}",
-            parent_id=parent_id,
-            config=self._config,
-            system_prompt=self._system_prompt,
-            db_path=self._db_path,
-            pool=self._pool,
-            llm=self._llm,
+        return await self._held.create(
+            self._model, f"google-adk:{app_name}", self._system_prompt, parent_id
         )
-        self._open[session.id] = session
-        return session
 
     async def _session(self, session_id: str) -> MnesisSession:
-        if session_id not in self._open:
-            self._open[session_id] = await MnesisSession.load(
-                session_id,
-                config=self._config,
-                db_path=self._db_path,
-                pool=self._pool,
-                llm=self._llm,
-            )
-        return self._open[session_id]
+        return await self._held.session(session_id)
 
     async def _app_and_user(self, app_name: str, user_id: str) -> tuple[Row, Row]:
         """The app's and user's rows (made, with the app's registry session, if new)."""

@@ -36,6 +36,7 @@ from langgraph.store.base import (
 
 from mnesis.config import MnesisConfig
 from mnesis.errors import InvalidArgumentError
+from mnesis.integrations.held import Held
 from mnesis.integrations.portal import Portal
 from mnesis.integrations.registry import Registry, Row, key
 from mnesis.session import MnesisSession
@@ -80,15 +81,12 @@ class MnesisStore(BaseStore):
         model: str = "local/memory",
     ) -> None:
         """A store on ``db_path`` (or ``config.store``)."""
-        self._db_path = db_path
-        self._config = config or MnesisConfig(
+        config = config or MnesisConfig(
             model_overrides={"context_limit": 128_000, "max_output_tokens": 4_000}
         )
-        self._pool = pool
         self._model = model
         self._portal = Portal()
-        self._registry: Registry | None = None
-        self._open: dict[str, MnesisSession] = {}
+        self._held = Held(db_path, config, pool, fmt=FORMAT)
         self._lock = asyncio.Lock()
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -107,12 +105,7 @@ class MnesisStore(BaseStore):
         self._portal.close()
 
     async def _close(self) -> None:
-        opened, self._open = self._open, {}
-        for session in opened.values():
-            await session.close()
-        if self._registry is not None:
-            await self._registry.store.close()
-            self._registry = None
+        await self._held.close()
 
     # -- operations -----------------------------------------------------------
     async def _batch(self, ops: list[Op]) -> list[Result]:
@@ -270,31 +263,17 @@ class MnesisStore(BaseStore):
         await registry.put(index)
 
     async def _rows(self) -> Registry:
-        if self._registry is None:
-            store = await (self._pool or StorePool.default()).acquire(
-                self._db_path, config=self._config.store
-            )
-            self._registry = Registry(store, FORMAT)
-        return self._registry
+        return await self._held.registry()
 
     async def _new(self, namespace: tuple[str, ...]) -> MnesisSession:
-        session = await MnesisSession.create(
-            model=self._model,
-            agent="langgraph-store",
-            config=self._config,
-            system_prompt="LangGraph store namespace " + json.dumps(list(namespace)),
-            db_path=self._db_path,
-            pool=self._pool,
+        return await self._held.create(
+            self._model,
+            "langgraph-store",
+            "LangGraph store namespace " + json.dumps(list(namespace)),
         )
-        self._open[session.id] = session
-        return session
 
     async def _session(self, session_id: str) -> MnesisSession:
-        if session_id not in self._open:
-            self._open[session_id] = await MnesisSession.load(
-                session_id, config=self._config, db_path=self._db_path, pool=self._pool
-            )
-        return self._open[session_id]
+        return await self._held.session(session_id)
 
 
 def _matches(value: dict[str, Any], wanted: dict[str, Any] | None) -> bool:

@@ -30,6 +30,7 @@ from mnesis.importers.pipeline import Limits, ParseAtOnce, ParseThread, SourceLi
 from mnesis.importers.process import ParseProcess
 from mnesis.importers.progress import commit, settle_pending
 from mnesis.importers.reader import FINGERPRINT_BYTES, LineError, fingerprint, read_jsonl
+from mnesis.importers.records import head_records
 from mnesis.importers.writer import BatchWriter
 from mnesis.store.base import ImportSource
 from mnesis.store.immutable import ImmutableStore
@@ -92,28 +93,19 @@ _CLAUDE_CODE_ONLY = frozenset(
 
 
 def _sniff(path: str) -> str:
-    with open(path, "rb") as handle:
-        for _, raw in zip(range(50), handle, strict=False):
-            try:
-                value = json.loads(raw)
-            except ValueError:
-                continue
-            if not isinstance(value, dict):
-                continue
-            kind = value.get("type")
-            if kind in ("user", "assistant", "summary") and (
-                "message" in value or kind == "summary"
-            ):
-                return "claude-code"
-            if kind in _CLAUDE_CODE_ONLY:
-                return "claude-code"
-            if kind in ("session_meta", "response_item", "turn_context") or "payload" in value:
-                return "codex"
-            if isinstance(value.get("messages"), list):
-                return "openai"
-            for call in value.get("tool_calls") or []:
-                if isinstance(call, dict):
-                    return "openai" if "function" in call else "jsonl"
+    for value in head_records(path):
+        kind = value.get("type")
+        if kind in ("user", "assistant", "summary") and ("message" in value or kind == "summary"):
+            return "claude-code"
+        if kind in _CLAUDE_CODE_ONLY:
+            return "claude-code"
+        if kind in ("session_meta", "response_item", "turn_context") or "payload" in value:
+            return "codex"
+        if isinstance(value.get("messages"), list):
+            return "openai"
+        for call in value.get("tool_calls") or []:
+            if isinstance(call, dict):
+                return "openai" if "function" in call else "jsonl"
     return "jsonl"
 
 

@@ -32,7 +32,7 @@ from typing import Any
 
 from mnesis.importers import records
 from mnesis.importers.records import (
-    Clock,
+    ClockedParser,
     Meta,
     Text,
     ToolResult,
@@ -63,14 +63,9 @@ def sub_agent_transcripts(path: str) -> list[str]:
 
 def _session_id(path: str) -> str | None:
     """The ``sessionId`` of the first records of ``path`` that name one."""
-    with open(path, "rb") as handle:
-        for _, raw in zip(range(50), handle, strict=False):
-            try:
-                value = json.loads(raw)
-            except ValueError:
-                continue
-            if isinstance(value, dict) and isinstance(value.get("sessionId"), str):
-                return str(value["sessionId"])
+    for value in records.head_records(path):
+        if isinstance(value.get("sessionId"), str):
+            return str(value["sessionId"])
     return None
 
 
@@ -111,7 +106,7 @@ def skip_line(raw: bytes) -> bool:
     return raw.find(b"{", 1, at) < 0 and raw.find(b"[", 0, at) < 0
 
 
-class ClaudeCodeParser:
+class ClaudeCodeParser(ClockedParser):
     """Parses the records of one Claude Code session file."""
 
     name = "claude-code"
@@ -119,16 +114,8 @@ class ClaudeCodeParser:
     skip_line = staticmethod(skip_line)
 
     def __init__(self) -> None:
-        self._clock = Clock()
+        super().__init__()
         self._meta: tuple[Any, Any] | None = None
-
-    def state(self) -> dict[str, Any]:
-        """The time of the last line (a line without one takes it)."""
-        return self._clock.state()
-
-    def restore(self, state: dict[str, Any]) -> None:
-        """Continue from an earlier import's :meth:`state`."""
-        self._clock.restore(state)
 
     def parse(self, record: Any) -> list[records.ParsedItem]:
         """The items of one line; raises ``ValueError`` for a record of the wrong shape."""

@@ -19,27 +19,16 @@ from __future__ import annotations
 from typing import Any
 
 from mnesis.importers import records
-from mnesis.importers.records import Clock, ToolResult, Turn, as_text, tool_call
+from mnesis.importers.records import ClockedParser, ToolResult, Turn, as_text, tool_call
 
 __all__ = ["GenericJsonlParser"]
 
 
-class GenericJsonlParser:
+class GenericJsonlParser(ClockedParser):
     """Parses the generic JSONL format (see the module docstring)."""
 
     name = "jsonl"
     label = "JSONL"
-
-    def __init__(self) -> None:
-        self._clock = Clock()
-
-    def state(self) -> dict[str, Any]:
-        """The time of the last line (a line without one takes it)."""
-        return self._clock.state()
-
-    def restore(self, state: dict[str, Any]) -> None:
-        """Continue from an earlier import's :meth:`state`."""
-        self._clock.restore(state)
 
     def parse(self, record: Any) -> list[records.ParsedItem]:
         """The items of one line; raises ``ValueError`` for a line of the wrong shape."""

@@ -7,6 +7,7 @@ lines of its format into these records; :mod:`mnesis.importers.writer` stores th
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -133,6 +134,33 @@ class Clock:
         """:func:`parse_timestamp` of ``value``, defaulting to the previous line's time."""
         self.last = parse_timestamp(value, self.last)
         return self.last
+
+
+def head_records(path: str, lines: int = 50) -> Iterator[dict[str, Any]]:
+    """The JSON objects among the first ``lines`` lines of ``path`` (others skipped)."""
+    with open(path, "rb") as handle:
+        for _, raw in zip(range(lines), handle, strict=False):
+            try:
+                value = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                yield value
+
+
+class ClockedParser:
+    """A line parser whose only state between imports is the :class:`Clock` of its lines."""
+
+    def __init__(self) -> None:
+        self._clock = Clock()
+
+    def state(self) -> dict[str, Any]:
+        """The time of the last line (a line without one takes it)."""
+        return self._clock.state()
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from an earlier import's :meth:`state`."""
+        self._clock.restore(state)
 
 
 def as_text(content: object) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mnesis.integrity import ViolationKind
-from mnesis.integrity.checker import REPAIRABLE
+from mnesis.integrity.report import REPAIRABLE
 from mnesis.models.ids import new_id
 from tests.integrity.tampering import (
     add_lineage,

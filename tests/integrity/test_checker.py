@@ -21,7 +21,7 @@ from mnesis import CompactionConfig, MnesisConfig, MnesisSession, StorePool
 from mnesis.cli import app, run
 from mnesis.errors import InvalidArgumentError, SessionNotFoundError
 from mnesis.integrity import IntegrityChecker, IntegrityReport, ViolationKind
-from mnesis.integrity.checker import REPAIRABLE
+from mnesis.integrity.report import REPAIRABLE
 from mnesis.llm import FakeLLM
 from mnesis.models.ids import new_id
 from mnesis.store.base import FileReference

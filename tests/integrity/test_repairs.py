@@ -26,7 +26,7 @@ from mnesis.integrity import (
     apply_repairs,
     plan_repairs,
 )
-from mnesis.integrity.checker import REPAIRABLE
+from mnesis.integrity.report import REPAIRABLE
 from mnesis.llm import FakeLLM
 from mnesis.store import ImmutableStore
 from tests.compaction import lineage_report

@@ -19,13 +19,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from mnesis.errors import InvalidArgumentError
-from mnesis.integrity.checker import (
-    REPAIRABLE,
-    IntegrityChecker,
-    IntegrityReport,
-    ViolationKind,
-    descendants,
-)
+from mnesis.integrity.checker import IntegrityChecker, descendants
+from mnesis.integrity.report import REPAIRABLE, IntegrityReport, ViolationKind
 from mnesis.models.render import render_summary_record
 from mnesis.models.summary import SummaryRecord
 from mnesis.store.immutable import ImmutableStore

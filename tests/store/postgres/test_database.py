@@ -136,7 +136,12 @@ class TestSchema:
             "SELECT indexname FROM pg_indexes WHERE indexdef LIKE '%USING gin (search_tsv)%' "
             "OR indexdef LIKE '%USING gin (((search_tsv || context_tsv)))%'"
         ).fetchall()
-        assert {r[0] for r in rows} == {"message_parts_search_gin_idx", "summaries_tsv_gin_idx"}
+        assert {r[0] for r in rows} == {
+            "message_parts_search_gin_idx",
+            "message_parts_text_gin_idx",
+            "message_parts_tool_gin_idx",
+            "summaries_tsv_gin_idx",
+        }
 
     async def test_every_history_table_has_its_append_only_triggers(
         self, raw: psycopg.Connection

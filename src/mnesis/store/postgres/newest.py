@@ -26,7 +26,12 @@ from typing import Any, Literal
 from mnesis.store.base import SearchFilter
 from mnesis.store.postgres.db import Conn
 from mnesis.store.postgres.rows import DOWN_CTE, fetch, fetch_one
-from mnesis.store.postgres.search_sql import filter_sql, group_condition, own_text_condition
+from mnesis.store.postgres.search_sql import (
+    NOT_SUMMARY,
+    filter_sql,
+    group_condition,
+    own_text_condition,
+)
 from mnesis.store.search_query import GroupMatches, SearchQuery
 
 __all__ = ["DEFAULT_WINDOWS", "WINDOW_TSV", "Condition", "Finder", "newest_group_keys"]
@@ -117,17 +122,20 @@ class Finder:
         self.walk_args: list[Any] = [ids[0]] if ids is not None and one else []
         if scope == "messages":
             self.key = "p.key"
-            self.matched = "FROM message_parts p JOIN messages m ON m.id = p.message_id WHERE "
-            self.tail = f"AND NOT m.is_summary {self.clauses}"
+            # A time range is on the message's creation time: the message is read.
+            timed = where.since is not None or where.until is not None
+            join = " JOIN messages m ON m.id = p.message_id" if timed else ""
+            own = "NOT m.is_summary" if timed else NOT_SUMMARY
+            self.matched = f"FROM message_parts p{join} WHERE "
+            self.tail = f"AND {own} {self.clauses}"
             self.walk = (
-                "SELECT p.key, p.message_id, p.session_id, p.search_tsv, p.context_tsv "
-                f"FROM message_parts p {'WHERE p.session_id = %s' if one else ''}"
+                "SELECT p.key, p.message_id, p.session_id, p.part_type, p.search_tsv, "
+                f"p.context_tsv FROM message_parts p {'WHERE p.session_id = %s' if one else ''}"
             )
             self.rows = (
-                "SELECT p.key, p.search_tsv, p.context_tsv, "
+                "SELECT p.key, p.search_tsv, p.context_tsv, p.part_type, "
                 "p.search_tsv || p.context_tsv AS tsv_all, "
-                f"(NOT m.is_summary {self.clauses}) AS in_scope "
-                "FROM ({walk}) p JOIN messages m ON m.id = p.message_id"
+                f"({own} {self.clauses}) AS in_scope FROM ({{walk}}) p{join}"
             )
             self.alias = "p"
         else:
@@ -154,6 +162,24 @@ class Finder:
         """The first ``n`` keys matching ``condition``, newest (``DESC``) or oldest first:
         from the smallest window that proves them; a larger window is read only when
         the previous one's density says it would hold ``n``; else the GIN index."""
+        found = await self.from_windows(direction, condition, n)
+        if found is not None:
+            return found
+        sql = (
+            # "+ 0": the key's index must not give the order, or the planner walks it
+            # and tests every row's vector until enough match (all rows when few do)
+            # instead of asking the GIN index which rows match.
+            f"{self.cte} SELECT {self.key} {self.matched}{condition.table[0]} {self.tail} "
+            f"ORDER BY {self.key} + 0 {direction} LIMIT %s"
+        )
+        rows = await fetch(self.conn, sql, [*self.head, *condition.table[1], *self.args, n])
+        return [r[0] for r in rows]
+
+    async def from_windows(
+        self, direction: _Direction, condition: Condition, n: int
+    ) -> list[int] | None:
+        """The first ``n`` matches of ``condition`` when a window proves them, else None
+        (the windows read are kept: see ``seen``)."""
         read = self.read[direction]
         for i, size in enumerate(self.windows):
             if i == len(read):
@@ -165,15 +191,15 @@ class Finder:
                 return found
             if not read[i].full:
                 break
-        sql = (
-            # "+ 0": the key's index must not give the order, or the planner walks it
-            # and tests every row's vector until enough match (all rows when few do)
-            # instead of asking the GIN index which rows match.
-            f"{self.cte} SELECT {self.key} {self.matched}{condition.table[0]} {self.tail} "
-            f"ORDER BY {self.key} + 0 {direction} LIMIT %s"
-        )
-        rows = await fetch(self.conn, sql, [*self.head, *condition.table[1], *self.args, n])
-        return [r[0] for r in rows]
+        return None
+
+    def seen(self, direction: _Direction, condition: Condition) -> list[int]:
+        """The matches of ``condition`` in the largest window read that looked for it
+        (its first matches in key order, fewer than asked when no window proved them)."""
+        for window in reversed(self.read[direction]):
+            if condition in window.keys:
+                return list(window.keys[condition])
+        return []
 
     async def _read_window(self, direction: _Direction, size: int) -> None:
         """Read the next window: the conditions the previous windows left unanswered

@@ -11,6 +11,7 @@ from mnesis.store.shared.search_filter import range_and_lineage
 from mnesis.store.shared.sql import pg
 
 __all__ = [
+    "NOT_SUMMARY",
     "PART_TSV",
     "filter_sql",
     "group_condition",
@@ -22,6 +23,9 @@ __all__ = [
 PART_TSV = "(p.search_tsv || p.context_tsv)"
 """A part's text and its neighbour context, as the GIN index holds them."""
 _MATCH = "@@ to_tsquery('english', %s)"
+NOT_SUMMARY = "p.message_id NOT IN (SELECT id FROM messages WHERE is_summary)"
+"""A part is not a summary message's: one look at the summary messages' small index
+(m013) per statement, not a read of each candidate's message."""
 
 
 def filter_sql(where: SearchFilter, scope: str) -> tuple[str, list[Any]]:

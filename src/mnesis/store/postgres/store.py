@@ -30,6 +30,7 @@ from mnesis.store.postgres.rows import (
 from mnesis.store.postgres.search import SearchMixin
 from mnesis.store.postgres.stats import StatsMixin
 from mnesis.store.postgres.summaries import SummariesMixin
+from mnesis.store.postgres.term_counts import TermCounts
 from mnesis.store.postgres.vectors import PostgresVectorStore
 from mnesis.store.shared import sessions as shared
 from mnesis.store.shared.lending import Lender, LentStore
@@ -60,6 +61,7 @@ class PostgresStore(
         super().__init__(db, pool=pool, pool_key=pool_key)
         self._map_runs = PostgresMapRunStore(db)
         self._vectors = PostgresVectorStore(db)
+        self.term_counts = TermCounts()
 
     @property
     def location(self) -> str:

@@ -15,6 +15,7 @@ from mnesis.store.postgres.migrations import (
     m009_context_unstored,
     m011_history_chain,
     m012_gin_no_pending,
+    m013_own_text_gin,
 )
 
 __all__ = ["MIGRATIONS", "Migration"]
@@ -33,4 +34,5 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m009_context_unstored", m009_context_unstored.SQL),
     ("m011_history_chain", m011_history_chain.migrate),
     ("m012_gin_no_pending", m012_gin_no_pending.SQL),
+    ("m013_own_text_gin", m013_own_text_gin.SQL),
 ]

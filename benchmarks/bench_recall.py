@@ -657,16 +657,17 @@ async def aged(
         session = await MnesisSession.load(saved["session_id"], config, db_path=path, pool=pool)
         questions = [recall_aged.AgedQuestion(**q) for q in saved["questions"]]
     else:
+        if not postgres:
+            # A build cut short leaves a file without its questions: start it anew.
+            for stale in (path, path + "-wal", path + "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(stale)
         session = await MnesisSession.create(
             model="fake/bench", db_path=path, pool=pool, config=config
         )
-        corpus = recall_aged.build(session.id, total)
         started = time.perf_counter()
-        for index in range(0, len(corpus.messages), 2_000):
-            await session.store.append_messages(corpus.messages[index : index + 2_000])
+        questions = await _stream_aged(session.store, session.id, total)
         print(f"built {total:,} turns in {time.perf_counter() - started:.0f} s", flush=True)
-        questions = corpus.questions
-        corpus.messages = []
         if postgres:
             await session.close()
             print(f"VACUUM ANALYZE in {recall_pg.vacuum_analyze(path):.0f} s", flush=True)
@@ -728,6 +729,29 @@ async def aged(
         "CPU: the client process (both threads)"
         + ("; server CPU: the PostgreSQL processes (10 ms ticks)" if server is not None else "")
     )
+
+
+async def _stream_aged(
+    store: ImmutableStore, session_id: str, total: int
+) -> list[recall_aged.AgedQuestion]:
+    """Append the aged session of ``total`` turns batch by batch through the import
+    path (``append_batch``: one transaction and one ``executemany`` per table each),
+    the next batch generated while the store's thread writes the last one; memory
+    stays bounded at any size. Returns its questions."""
+    corpus = recall_aged.AgedCorpus(total)
+    writing: asyncio.Future[Any] | None = None
+    for batch in recall_aged.stream(corpus, session_id, batch=_AGED_BATCH):
+        if writing is not None:
+            await writing
+        writing = asyncio.ensure_future(store.append_batch(batch))
+        await asyncio.sleep(0)  # the write starts on the store's thread
+    if writing is not None:
+        await writing
+    return corpus.questions
+
+
+_AGED_BATCH = 5_000
+"""Turns per transaction when building the aged session."""
 
 
 def _saved_questions(sidecar: str, database: str | None) -> dict[str, Any] | None:

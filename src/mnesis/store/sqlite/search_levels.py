@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from mnesis.store.search_query import GroupMatches, Term
 
 __all__ = [
-    "EXHAUSTED_WALKS",
     "NEAR_TOKENS",
     "UNION_TERMS",
     "Group",
@@ -30,12 +29,6 @@ __all__ = [
 ]
 
 
-EXHAUSTED_WALKS = 16
-"""Walks of a ``relevance`` search that may end before their ``LIMIT`` (a combination
-of common terms that few rows hold together: such a walk reads every posting of its
-terms): once a batch of combinations brings their number to this, the search stops
-with the candidates it has. The best combinations come first and hold the most
-terms, so what is left out would only add weaker candidates."""
 UNION_TERMS = 100
 """Most subqueries per statement (SQLite allows 500 terms in a compound ``SELECT``)."""
 NEAR_TOKENS = 12
@@ -82,8 +75,7 @@ def relevance_keys(
     enough: int,
 ) -> list[int]:
     """The rowids of each group's matches, group by group in the order given, until
-    ``enough`` rowids (up to three statements per ``_BATCH`` groups), or until
-    ``EXHAUSTED_WALKS`` walks have read their terms' postings to the end.
+    ``enough`` rowids (up to three statements per ``_BATCH`` groups).
 
     A group whose terms few rows hold (at most ``2 * group_limit`` in text or tool
     input/output) gives them all, newest first, from one walk of the index. A crowded
@@ -94,7 +86,6 @@ def relevance_keys(
     a crowded one stops early; only a crowded part is walked again, newest first.
     """
     keys: dict[int, None] = {}
-    exhausted = 0
     both = 2 * group_limit
     oldest = max(1, group_limit // 2)
     for start in range(0, len(groups), _BATCH):
@@ -130,10 +121,7 @@ def relevance_keys(
                 continue
             for part in group.parts:
                 keys.update(dict.fromkeys(by_part[part]))
-        # Walks that ended before their limit read every posting of their terms.
-        exhausted += sum(len(rows) <= both for rows in found.values())
-        exhausted += sum(len(rows) <= group_limit for rows in first)
-        if len(keys) >= enough or exhausted >= EXHAUSTED_WALKS:
+        if len(keys) >= enough:
             break
     return list(keys)
 

@@ -43,8 +43,8 @@ call beside the client's.
 ``--keep DIR`` stores each database (and a ``.json`` with its questions) in DIR and
 reuses it on later runs: 1M messages take about 15 minutes to build. ``--aged`` streams
 its session to the store in batches (bounded memory), so ``--aged --sizes 1000000
---keep DIR`` builds the 1M file once (about 8 minutes on a quiet machine) and later
-runs only query it.
+--keep DIR`` builds the 1M file once (20 minutes at load 8-10 on 2 cores, 4.5 of them
+CPU; about 100 MB of memory) and later runs only query it.
 ``--merge-index`` first merges the SQLite full-text index as the store's checkpoint
 thread does in the background (``fts_merge``: bounded steps down to two segments or
 fewer); ``--optimize-index`` merges it into one segment (FTS5 ``'optimize'``).

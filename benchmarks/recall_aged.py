@@ -21,6 +21,7 @@ turn). :func:`age_band` says in which third of the history a fact was planted.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from mnesis.models.ids import new_id
@@ -28,7 +29,7 @@ from mnesis.models.message import Message
 from mnesis.models.parts import MessagePart, TextPart, ToolPart
 from mnesis.store.base import NewMessage
 
-__all__ = ["FACTS", "UPDATES", "AgedCorpus", "AgedQuestion", "age_band", "build"]
+__all__ = ["FACTS", "UPDATES", "AgedCorpus", "AgedQuestion", "age_band", "build", "stream"]
 
 FACTS = 90
 """Facts planted once (30 in user text, 30 in assistant text, 30 in tool output)."""
@@ -224,13 +225,20 @@ def age_band(position: int, total: int) -> str:
 
 
 class _Writer:
-    def __init__(self, session_id: str, corpus: AgedCorpus, rng: random.Random) -> None:
+    def __init__(self, session_id: str, rng: random.Random) -> None:
         self.session_id = session_id
-        self.corpus = corpus
         self.rng = rng
+        self.count = 0
+        self.pending: list[NewMessage] = []
+
+    def take(self) -> list[NewMessage]:
+        """The turns written since the last call."""
+        out, self.pending = self.pending, []
+        return out
 
     def add(self, role: str, parts: list[MessagePart]) -> str:
-        index = len(self.corpus.messages)
+        index = self.count
+        self.count += 1
         message = Message(
             id=new_id("msg"),
             session_id=self.session_id,
@@ -238,7 +246,7 @@ class _Writer:
             created_at=START_MS + index * 30_000,
             token_estimate=60,
         )
-        self.corpus.messages.append(NewMessage(message, parts, [50] * len(parts)))
+        self.pending.append(NewMessage(message, parts, [50] * len(parts)))
         return message.id
 
     def tool(self, component: str, planted: str | None = None) -> str:
@@ -269,7 +277,7 @@ class _Writer:
         roll = rng.random()
         if roll < 0.12:
             self.tool(component)
-        elif len(self.corpus.messages) % 2 == 0:
+        elif self.count % 2 == 0:
             self.add("user", [TextPart(text=rng.choice(CHAT).format(c=component))])
         else:
             self.add("assistant", [TextPart(text=rng.choice(ASSISTANT).format(c=component))])
@@ -290,10 +298,22 @@ class _Writer:
 
 def build(session_id: str, total: int, seed: int = 28) -> AgedCorpus:
     """``total`` turns with ``FACTS`` facts and ``UPDATES`` updated facts planted
-    uniformly, each asked once (see the module docstring)."""
-    rng = random.Random(seed)
+    uniformly, each asked once (see the module docstring), held in memory."""
     corpus = AgedCorpus(total)
-    writer = _Writer(session_id, corpus, rng)
+    for batch in stream(corpus, session_id, seed=seed):
+        corpus.messages += batch
+    return corpus
+
+
+def stream(
+    corpus: AgedCorpus, session_id: str, *, seed: int = 28, batch: int = 2_000
+) -> Iterator[list[NewMessage]]:
+    """The turns of :func:`build`, the same for the same seed, ``batch`` at a time
+    (memory stays bounded at any ``corpus.total``); ``corpus.questions`` is complete
+    once the last batch is taken, ``corpus.messages`` is left alone."""
+    total = corpus.total
+    rng = random.Random(seed)
+    writer = _Writer(session_id, rng)
     pairs = [(t, c) for c in COMPONENTS for t in range(len(TEMPLATES))]
     rng.shuffle(pairs)
     # One event per slot: a fact, the old or new value of an update, or a distractor.
@@ -312,8 +332,10 @@ def build(session_id: str, total: int, seed: int = 28) -> AgedCorpus:
     slots = sorted(rng.sample(range(total - 1), len(events)))
     olders: dict[int, str] = {}
     for slot, (kind, number) in zip(slots, events, strict=True):
-        while len(corpus.messages) < slot:
+        while writer.count < slot:
             writer.filler()
+            if len(writer.pending) >= batch:
+                yield writer.take()
         template, component = pairs[number if kind == "fact" else FACTS + number % UPDATES]
         if kind == "distractor":
             template, component = pairs[number % (FACTS + UPDATES)]
@@ -332,9 +354,12 @@ def build(session_id: str, total: int, seed: int = 28) -> AgedCorpus:
             corpus.questions.append(
                 AgedQuestion(latest.format(c=component), said, "update", slot, olders[number])
             )
-    while len(corpus.messages) < total:
+    while writer.count < total:
         writer.filler()
-    return corpus
+        if len(writer.pending) >= batch:
+            yield writer.take()
+    if writer.pending:
+        yield writer.take()
 
 
 @dataclass
@@ -373,8 +398,7 @@ def score_question(
 
 def filler(session_id: str, total: int, seed: int = 28) -> list[NewMessage]:
     """``total`` turns of the session's filler alone (no facts, no distractors)."""
-    corpus = AgedCorpus(total)
-    writer = _Writer(session_id, corpus, random.Random(seed))
-    while len(corpus.messages) < total:
+    writer = _Writer(session_id, random.Random(seed))
+    while writer.count < total:
         writer.filler()
-    return corpus.messages
+    return writer.take()

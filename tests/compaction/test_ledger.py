@@ -115,12 +115,12 @@ def _holds(stored: MessageWithParts, value: str) -> bool:
 
 
 async def test_every_compaction_records_its_ledger_and_every_dropped_entity_is_found(
-    tmp_path: Path,
+    db_path: str,
 ) -> None:
     session = await MnesisSession.create(
         model="local/model",
         llm=_summarise,
-        db_path=str(tmp_path / "ledger.db"),
+        db_path=db_path,
         config=MnesisConfig(),
         context_limit=16_000,
         max_output_tokens=2_000,

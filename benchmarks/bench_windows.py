@@ -18,6 +18,9 @@ reasons of the runs. Entity survival: at the end of the run (all stored entities
 context; a sample of 150 of those out of it grepped) and after every compaction (all
 entities stored so far in the context; up to 30 of those that left it since the previous
 compaction, a seeded random sample, grepped), as min / mean over the compactions.
+The ledger's weight: the bytes of the summary markers' stored JSON (each holds its loss
+ledger) against the bytes of the stored messages' text (text parts, tool inputs and
+outputs).
 
 The cache sees the requests an agent sends: each turn opens with the context and the
 user's message (``context_for_next_turn(user=...)``, with ``cache_control``: the measured
@@ -52,7 +55,8 @@ from mnesis.compaction.ledger_read import read_ledger
 from mnesis.config import MnesisConfig
 from mnesis.events.bus import MnesisEvent
 from mnesis.models.budget import ContextBudget
-from mnesis.models.parts import MessagePart, TextPart, ToolPart
+from mnesis.models.parts import CompactionPart, MessagePart, TextPart, ToolPart
+from mnesis.store.codec import encode_part
 from mnesis.testing import ConversationSpec, Turn, generate
 from mnesis.tokens.estimator import TokenEstimator
 
@@ -66,6 +70,7 @@ __all__ = [
     "entity_survival",
     "main",
     "run_window",
+    "stored_bytes",
 ]
 
 WINDOWS = (16_000, 32_000, 128_000, 200_000)
@@ -152,6 +157,10 @@ class WindowRun:
     """Entities grepped over all the compactions."""
     after_each_seconds: float = 0.0
     """Wall time the measures after each compaction took (not the replay's)."""
+    marker_bytes: int = 0
+    """Bytes of the summary markers' stored JSON (each holds its loss ledger)."""
+    text_bytes: int = 0
+    """Bytes of the stored messages' indexed text (text parts, tool inputs and outputs)."""
 
     def per_100(self, count: int) -> float:
         """``count`` per 100 turns."""
@@ -230,6 +239,7 @@ async def run_window(
     run.summariser_calls = len(summariser.prompt_tokens)
     run.max_prompt_tokens = max(summariser.prompt_tokens, default=0)
     run.stop_reasons = dict(reasons)
+    run.marker_bytes, run.text_bytes = stored_bytes(await _all_messages(session))
     if measure_entities:
         await entity_survival(session, run)
     await session.close()
@@ -244,6 +254,20 @@ async def _all_messages(session: MnesisSession) -> list[Any]:
 
 
 Key = tuple[str, str]
+
+
+def stored_bytes(messages: list[Any]) -> tuple[int, int]:
+    """The bytes of the summary markers' stored JSON and of the other messages' text,
+    as the store encodes them."""
+    markers = text = 0
+    for m in messages:
+        for part in m.parts:
+            columns = encode_part(part)
+            if isinstance(part, CompactionPart):
+                markers += len(columns["content"].encode())
+            elif not m.message.is_summary:
+                text += len((columns["text_content"] or "").encode())
+    return markers, text
 
 
 def _stored_entities(messages: list[Any]) -> dict[Key, set[str]]:
@@ -441,16 +465,17 @@ def _survival_table(runs: list[WindowRun]) -> str:
         "| window | compactions | entities stored | in context at the end | paths in context | "
         "commands in context | out of context: found by one grep | out of context: in the "
         "ledger | in context after each compaction (min / mean) | out of context: found by "
-        "one grep after each compaction (min / mean, sampled) |"
+        "one grep after each compaction (min / mean, sampled) | markers / text (KB) |"
     )
-    rows = [head, "|" + "---|" * 10]
+    rows = [head, "|" + "---|" * 11]
     for r in runs:
         rows.append(
             f"| {r.window // 1000}k {r.kind} | {r.compactions} | {r.entities:,} | "
             f"{r.in_context:.1%} | {r.paths_in_context:.1%} | {r.commands_in_context:.1%} | "
             f"{r.by_grep:.1%} (of {r.grep_sample}) | {r.in_ledger:.1%} | "
             f"{_min_mean(r.after_each_in_context)} | {_min_mean(r.after_each_by_grep)} "
-            f"(of {r.after_each_sampled:,}) |"
+            f"(of {r.after_each_sampled:,}) | {r.marker_bytes / 1000:,.0f} / "
+            f"{r.text_bytes / 1000:,.0f} |"
         )
     return "\n".join(rows)
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from mnesis import MnesisSession
@@ -22,9 +24,11 @@ from mnesis.compaction.ledger import (
 )
 from mnesis.compaction.ledger_read import read_ledger
 from mnesis.config import MnesisConfig
+from mnesis.models.ledger import LedgerEntity, LossLedger, unpack_ledger
 from mnesis.models.message import Message, MessageWithParts
 from mnesis.models.parts import CompactionPart, MessagePart, TextPart, ToolPart
 from mnesis.report import collect, render_html
+from mnesis.store.codec import decode_part, dumps, encode_part
 
 TURNS = 36
 
@@ -115,12 +119,12 @@ def _holds(stored: MessageWithParts, value: str) -> bool:
 
 
 async def test_every_compaction_records_its_ledger_and_every_dropped_entity_is_found(
-    tmp_path: Path,
+    db_path: str,
 ) -> None:
     session = await MnesisSession.create(
         model="local/model",
         llm=_summarise,
-        db_path=str(tmp_path / "ledger.db"),
+        db_path=db_path,
         config=MnesisConfig(),
         context_limit=16_000,
         max_output_tokens=2_000,
@@ -240,3 +244,56 @@ def test_mnesis_compactions_lists_the_ledger(tmp_path: Path) -> None:
 def test_a_marker_written_before_the_ledger_still_reads() -> None:
     part = CompactionPart.model_validate({"type": "compaction", "summary_id": "sum_x"})
     assert part.ledger is None
+
+
+def test_a_marker_stores_its_ledger_compactly_and_reads_it_back() -> None:
+    covered = [_message(f"msg_{i:026d}", _turn(i)) for i in range(6)]
+    ledger = leaf_ledger(covered, "Summary: the services were checked.", 9_000, 300)
+    assert len(ledger.dropped) > 100
+    part = CompactionPart(summary_id="sum_x", level=1, ledger=ledger)
+    stored = encode_part(part)["content"]
+    old = dumps({**part.model_dump(exclude={"id"}), "ledger": ledger.model_dump()})
+    # IDs as positions into the removed IDs, kinds and keys written once.
+    assert len(stored) * 2 < len(old), (len(stored), len(old))
+    for content in (stored, old):
+        read = decode_part("prt_x", content, None, None, None, None)
+        assert isinstance(read, CompactionPart) and read.ledger == ledger
+    # A found_in ID the removed IDs do not hold is kept as it is.
+    elsewhere = LedgerEntity(kind="path", value="a/b.py", found_in=["msg_elsewhere"])
+    odd = ledger.model_copy(update={"dropped": [elsewhere]})
+    dumped = CompactionPart(summary_id="sum_x", ledger=odd).model_dump_json()
+    assert CompactionPart.model_validate_json(dumped).ledger == odd
+
+
+@pytest.mark.sqlite_only("rewrites a marker row with raw sqlite3, as an older version wrote it")
+def test_a_ledger_stored_in_the_old_form_reads_the_same(tmp_path: Path) -> None:
+    db = str(tmp_path / "old.db")
+    sid = asyncio.run(_recorded(db, 12))
+
+    def shown() -> tuple[str, str]:
+        listed = CliRunner().invoke(app, ["compactions", sid, "--db", db, "--json"])
+        assert listed.exit_code == 0, listed.output
+        leaf = next(r for r in json.loads(listed.stdout)["rows"] if r["kind"] == "leaf")
+        described = CliRunner().invoke(app, ["describe", leaf["summary_id"], "--db", db, "--json"])
+        assert described.exit_code == 0, described.output
+        return listed.stdout, described.stdout
+
+    before = shown()
+    assert '"ledger": {' in before[1] and '"found_in"' in before[0]
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT rowid, content FROM message_parts WHERE part_type = 'compaction'"
+        ).fetchall()
+        assert rows and all('"v":2' in content.replace(" ", "") for _, content in rows)
+        trigger = conn.execute(
+            "SELECT sql FROM sqlite_master WHERE name = 'message_parts_immutable'"
+        ).fetchone()[0]
+        conn.execute("DROP TRIGGER message_parts_immutable")
+        for rowid, content in rows:
+            data = json.loads(content)
+            data["ledger"] = LossLedger.model_validate(unpack_ledger(data["ledger"])).model_dump()
+            conn.execute(
+                "UPDATE message_parts SET content = ? WHERE rowid = ?", (json.dumps(data), rowid)
+            )
+        conn.execute(trigger)
+    assert shown() == before

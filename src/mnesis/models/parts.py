@@ -9,10 +9,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, AliasChoices, ConfigDict, Field, TypeAdapter
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    field_serializer,
+    field_validator,
+)
 
 from mnesis.models.checked import CheckedModel
-from mnesis.models.ledger import LossLedger
+from mnesis.models.ledger import LossLedger, pack_ledger, unpack_ledger
 from mnesis.models.limits import INT64_MAX, INT64_MIN
 from mnesis.models.tokens import TokenUsage
 
@@ -191,7 +199,17 @@ class CompactionPart(_Part):
     compacted_message_count: Count = 0
     compacted_token_count: Count = 0
     ledger: LossLedger | None = None
-    """What the compaction took out of the view (see :mod:`mnesis.models.ledger`)."""
+    """What the compaction took out of the view (see :mod:`mnesis.models.ledger`);
+    dumped (and stored) in its compact form, read back from either form."""
+
+    @field_validator("ledger", mode="before")
+    @classmethod
+    def _unpack_ledger(cls, value: Any) -> Any:
+        return unpack_ledger(value)
+
+    @field_serializer("ledger")
+    def _pack_ledger(self, ledger: LossLedger | None) -> dict[str, Any] | None:
+        return None if ledger is None else pack_ledger(ledger)
 
     @property
     def summary_node_id(self) -> str:

@@ -7,7 +7,9 @@ nothing, and a stray quote or ``NEAR`` would be a syntax error. So:
 * quoted ``"phrases"`` are kept as required phrases;
 * other words lose stop words and become an OR of terms (see ``ranking``);
 * words with inner punctuation (``db-staging-7.internal``) become phrases, but a
-  possessive ``'s`` is dropped (``Jonas's`` is ``Jonas``);
+  possessive ``'s`` is dropped (``Jonas's`` is ``Jonas``); such a phrase also carries
+  its pieces as typed (``Term.typed``: PostgreSQL indexes a path or a host name as one
+  lexeme, never as the phrase of its words);
 * CJK words become phrases of the bigrams the store indexes;
 * the result is backend-neutral (:class:`~mnesis.store.search_query.SearchQuery`): each
   backend quotes every term, so no user input can form an operator.
@@ -132,6 +134,8 @@ _LATEST = frozenset(
 _PHRASE_RE = re.compile(r'"([^"]*)"')
 _POSSESSIVE_RE = re.compile(r"(?<=\w)['\u2019]s$", re.IGNORECASE)
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
+_EDGES = ".,;:!?()[]{}<>'`*\""
+"""Punctuation around a typed piece that is not part of it."""
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
@@ -147,6 +151,9 @@ class ParsedQuery:
     """Plain strings to look for when cutting a snippet."""
     latest: bool = False
     """The question asks for the latest state ("now", "currently", "these days")."""
+    exact: list[str] = field(default_factory=list)
+    """The quoted phrases as typed: a hit holding one whole (not inside a longer
+    identifier or path) ranks above a hit that only holds its words (see ``ranking``)."""
 
     @property
     def tiers(self) -> list[SearchQuery]:
@@ -177,7 +184,10 @@ def _phrase_for(chunk: str) -> Term | None:
     words = [w.lower() for w in _WORD_RE.findall(chunk)]
     if not words:
         return None
-    return Term((tuple(words),))
+    pieces = [p.strip(_EDGES).lower() for p in chunk.split()]
+    pieces = [p for p in pieces if p]
+    typed = tuple(pieces) if any(not _WORD_RE.fullmatch(p) for p in pieces) else ()
+    return Term((tuple(words),), typed)
 
 
 def parse_query(text: str) -> ParsedQuery:
@@ -190,6 +200,7 @@ def parse_query(text: str) -> ParsedQuery:
         if quoted:
             parsed.required.append(quoted)
             parsed.highlights.append(phrase.strip())
+            parsed.exact.append(" ".join(phrase.split()))
     rest = _PHRASE_RE.sub(" ", text).replace('"', " ")
     terms: dict[Term, None] = {}
     stop_only: dict[Term, None] = {}

@@ -11,9 +11,11 @@ question join the pool (an answer seldom repeats its question's words). Python t
 scores each message by graded coordination: the share of the query's terms its parts
 cover, in their own text (a tool output by its best line) or, at a discount, in the
 neighbour context, each term weighted by its rarity in the pool; the hit is the part
-that matches best. Retrieval traces and the unanswered question are dropped,
-near-identical hits collapse into one; a question about the latest state prefers
-the newer of two statements.
+that matches best. A hit holding a quoted phrase whole (``"payload_session"``, not
+``payload_session_id``; ``"src/db.py"``, not ``src/db.py.bak``) ranks above one that
+only holds its words. Retrieval traces and the unanswered question are dropped,
+near-identical hits of one kind collapse into one (a summary quoting a message does
+not hide it); a question about the latest state prefers the newer of two statements.
 
 The paging state is the number of (collapsed) hits already returned.
 """
@@ -46,6 +48,14 @@ RELEVANCE_GROUP_LIMIT = 12
 LATEST_BONUS = 0.04
 """Most a candidate gains by being the newest, when the question asks for the latest
 state: the newer of two statements of the same fact ranks first."""
+EXACT_BONUS = 0.15
+"""What a candidate gains by holding every quoted phrase whole: more than the role,
+tool and latest priors together, so the exact match of a quoted identifier or path
+ranks above the longer identifiers and paths that contain it."""
+_EXACT_CHARS = 100_000
+"""Of a hit's text, the start searched for a quoted phrase whole."""
+_EXACT_TRIES = 64
+"""Occurrences of a quoted phrase looked at per hit."""
 _DUPLICATES_SCANNED = 120
 """Hits scanned for the page and the near-duplicates its hits stand for."""
 _GROUP_LIMIT = 20
@@ -140,6 +150,7 @@ async def ranked_page(
         graded,
         offset + size + 1,
         latest=parsed.latest,
+        exact=parsed.exact,
     )
     page = ranked[offset : offset + size]
     more = len(ranked) > offset + size
@@ -182,6 +193,7 @@ def _rerank(
     needed: int,
     *,
     latest: bool = False,
+    exact: list[str] | None = None,
 ) -> list[Ranked]:
     """The best ``needed`` distinct hits, each with the near-duplicates it stands for.
 
@@ -212,23 +224,29 @@ def _rerank(
     newest = sorted({h.created_at for h, _ in merged})
     recency = {at: i / max(1, len(newest) - 1) for i, at in enumerate(newest)}
     scored: list[Ranked] = []
+    whole: set[int] = set()
     for hit, coverage in merged:
         prior = _TOOL_PRIOR if hit.tool_name else _ROLE_PRIOR.get(hit.role or "", 0.0)
         score = coverage.score + prior
         if latest:
             score += LATEST_BONUS * recency[hit.created_at]
+        if exact and all(holds_whole(hit.text, phrase) for phrase in exact):
+            score += EXACT_BONUS
+            whole.add(id(hit))
         scored.append(Ranked(hit, coverage, score, ""))
     scored.sort(key=lambda r: (-r.score, r.hit.rank, -r.hit.created_at, r.hit.key))
     out: list[Ranked] = []
-    groups = NearDuplicates()
+    groups: dict[str, NearDuplicates] = {}
     leaders: dict[int, Ranked] = {}
     # Near-duplicates are looked for among the best few hundred hits only.
     for index, item in enumerate(scored[: max(_DUPLICATES_SCANNED, 4 * needed)]):
         at = item.coverage.best_at
         item.snippet = snippet(item.hit.text, [] if at >= 0 else highlights, start=at)
-        # Texts that differ in which query terms they hold are never duplicates.
-        group = "\n".join(item.coverage.own)
-        leader = groups.leader_of(item.snippet, index, group, new=len(out) < needed)
+        # Texts that differ in which query terms they hold, or in holding the quoted
+        # phrases whole, are never duplicates; nor are a summary and a message.
+        group = "\n".join(item.coverage.own) + ("\n=" if id(item.hit) in whole else "")
+        kind = groups.setdefault(item.hit.kind, NearDuplicates())
+        leader = kind.leader_of(item.snippet, index, group, new=len(out) < needed)
         if leader < 0:
             continue
         if leader != index:
@@ -237,6 +255,51 @@ def _rerank(
         leaders[index] = item
         out.append(item)
     return out
+
+
+def holds_whole(text: str, phrase: str) -> bool:
+    """True if ``text`` holds ``phrase`` (case aside) as a whole: not inside a longer
+    identifier, word or path (``payload_session`` is not whole in ``payload_session_id``
+    nor in ``test_payload_session``, ``src/db.py`` not in ``lib/src/db.py`` nor in
+    ``src/db.py.bak``). Bounded: the text's start, a few occurrences."""
+    if not phrase:
+        return False
+    body = text[:_EXACT_CHARS].casefold()
+    needle = phrase.casefold()
+    start = body.find(needle)
+    tries = _EXACT_TRIES
+    while start >= 0 and tries > 0:
+        end = start + len(needle)
+        if _boundary_before(body, start, needle) and _boundary_after(body, end, needle):
+            return True
+        start = body.find(needle, start + 1)
+        tries -= 1
+    return False
+
+
+def _joins(c: str) -> bool:
+    """A character that continues an identifier or a path."""
+    return c.isalnum() or c == "_"
+
+
+def _boundary_before(text: str, start: int, needle: str) -> bool:
+    if start == 0 or not _joins(needle[0]):
+        return True
+    before = text[start - 1]
+    if _joins(before):
+        return False
+    # ``lib/src/db.py`` and ``.env.local`` continue a path before ``src/db.py``.
+    return not (before in "/." and start >= 2 and _joins(text[start - 2]))
+
+
+def _boundary_after(text: str, end: int, needle: str) -> bool:
+    if end == len(text) or not _joins(needle[-1]):
+        return True
+    after = text[end]
+    if _joins(after):
+        return False
+    # ``src/db.py.bak`` and ``src/db/x`` continue it; a full stop ends a sentence.
+    return not (after in "/.-" and end + 1 < len(text) and _joins(text[end + 1]))
 
 
 def _own_score(coverage: Coverage, weights: list[float], labels: list[str]) -> float:

@@ -60,12 +60,19 @@ class Term:
     """
 
     alternatives: tuple[Phrase, ...]
+    typed: Phrase = ()
+    """The term as typed, split at whitespace only (``("src/app/db.py",)``), when a piece
+    holds a character that is no word character: an index whose parser keeps such a
+    piece whole (PostgreSQL makes a path, a host name or a URL one lexeme) matches it
+    as one more alternative; an index that splits it as the words are split ignores it."""
 
     def __post_init__(self) -> None:
         if not self.alternatives or not all(
             phrase and all(isinstance(w, str) and w for w in phrase) for phrase in self.alternatives
         ):
             raise InvalidArgumentError(f"a search term needs non-empty phrases: {self!r}")
+        if not all(isinstance(w, str) and w.strip() for w in self.typed):
+            raise InvalidArgumentError(f"a search term's typed pieces must be non-empty: {self!r}")
 
     @classmethod
     def word(cls, word: str) -> Term:

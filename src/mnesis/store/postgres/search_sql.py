@@ -77,8 +77,14 @@ def _quote(phrase: tuple[str, ...]) -> str:
     return f"'{text}'"
 
 
+def _phrases(term: Term) -> tuple[tuple[str, ...], ...]:
+    """A term's phrases and its pieces as typed: PostgreSQL's parser keeps a path, a
+    host name or a URL as one lexeme, which the phrase of its words never matches."""
+    return (*term.alternatives, term.typed) if term.typed else term.alternatives
+
+
 def _tsquery_term(term: Term) -> str:
-    quoted = [_quote(phrase) for phrase in term.alternatives]
+    quoted = [_quote(phrase) for phrase in _phrases(term)]
     return quoted[0] if len(quoted) == 1 else "(" + " | ".join(quoted) + ")"
 
 
@@ -96,7 +102,7 @@ def render_weighted(terms: tuple[Term, ...], weight: str) -> str:
     (``A``: conversation text, ``D``: tool input/output)."""
 
     def term(t: Term) -> str:
-        quoted = [f"{_quote(phrase)}:{weight}" for phrase in t.alternatives]
+        quoted = [f"{_quote(phrase)}:{weight}" for phrase in _phrases(t)]
         return quoted[0] if len(quoted) == 1 else "(" + " | ".join(quoted) + ")"
 
     return render_query(SearchQuery(all_of=terms), term, _TSQUERY)

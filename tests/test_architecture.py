@@ -311,3 +311,56 @@ def test_the_doc_draws_every_arrow_between_rooms() -> None:
         for room, targets in sorted(on_disk.items(), key=lambda item: (-RANK[item[0]], item[0]))
     )
     assert _arrows_in_the_doc() == on_disk, f"the tree's arrows:\n{expected}"
+
+
+PENDING_MIXINS: dict[str, str] = {
+    # Issue 32 item 1: the topics not yet collaborators.
+    "store/sqlite/batch.py:BatchMixin": "pending its collaborator",
+    "store/postgres/batch.py:BatchMixin": "pending its collaborator",
+    "store/sqlite/purge.py:PurgeMixin": "pending its collaborator",
+    "store/postgres/purge.py:PurgeMixin": "pending its collaborator",
+    "store/sqlite/summaries.py:SummariesMixin": "pending its collaborator",
+    "store/postgres/summaries.py:SummariesMixin": "pending its collaborator",
+    "store/sqlite/messages.py:MessagesMixin": "pending its collaborator",
+    "store/postgres/messages.py:MessagesMixin": "pending its collaborator",
+    # Search and grep's reads become the ``search`` collaborator next.
+    "store/sqlite/search.py:SearchMixin": "search, pending its collaborator",
+    "store/postgres/search.py:SearchMixin": "search, pending its collaborator",
+    "store/sqlite/grep_reads.py:GrepReadsMixin": "grep's reads, pending their collaborator",
+    "store/postgres/grep_reads.py:GrepReadsMixin": "grep's reads, pending their collaborator",
+}
+"""Mixin classes still in ``src/mnesis``, each with its reason; the list only shrinks."""
+
+MANY_BASES_IN_THE_STORE: dict[str, str] = {
+    "store/sqlite/store.py:SQLiteStore": "the wrapper, with the pending mixins",
+    "store/postgres/store.py:PostgresStore": "the wrapper, with the pending mixins",
+}
+"""Classes of ``src/mnesis/store`` built from more than one base (``Generic[...]`` aside),
+the pending mixins aside; everything else there is one engine-neutral base and its
+engine's subclass."""
+
+
+def _classes() -> dict[str, list[str]]:
+    """``path:ClassName`` of every class of ``src/mnesis`` → its bases as written."""
+    found: dict[str, list[str]] = {}
+    for path in SRC.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                key = f"{path.relative_to(SRC).as_posix()}:{node.name}"
+                found[key] = [ast.unparse(base) for base in node.bases]
+    return found
+
+
+def test_no_mixin_classes_but_the_pending_ones() -> None:
+    mixins = {key for key in _classes() if key.endswith("Mixin")}
+    assert sorted(mixins) == sorted(PENDING_MIXINS)
+
+
+def test_store_classes_have_one_base_but_the_listed_ones() -> None:
+    many = {
+        key
+        for key, bases in _classes().items()
+        if key.startswith("store/")
+        and len([b for b in bases if not b.startswith("Generic[")]) > 1
+    } - set(PENDING_MIXINS)
+    assert sorted(many) == sorted(MANY_BASES_IN_THE_STORE)

@@ -30,7 +30,7 @@ from mnesis.store.shared.sql import (
 )
 from mnesis.store.shared.statements import Statements
 
-__all__ = ["PostgresStoreBase", "now_ms"]
+__all__ = ["PostgresStoreBase", "ids_in", "now_ms"]
 
 MSG_COLS = select_list(MESSAGE_COLUMNS, as_text=("role",))
 PART_COLS = select_list(PART_COLUMNS, as_text=("tool_state", "part_type"))
@@ -102,6 +102,12 @@ async def get_file(conn: Conn, key: str) -> FileReference | None:
     return None if row is None else FileReference(*row)
 
 
+def ids_in(column: str, ids: Sequence[str]) -> tuple[str, Any]:
+    """The clause "``column`` is one of ``ids``" (one ``?``: a ``text[]``) and its
+    argument."""
+    return f"{column} = ANY(?)", list(ids)
+
+
 class PostgresStoreBase(LineageReads):
     """The database every part of :class:`~mnesis.store.postgres.PostgresStore` works on."""
 
@@ -112,7 +118,7 @@ class PostgresStoreBase(LineageReads):
         return self.db
 
     def _ids_in(self, column: str, ids: Sequence[str]) -> tuple[str, Any]:
-        return f"{column} = ANY(?)", list(ids)
+        return ids_in(column, ids)
 
     async def _first_column(self, sql: str, args: Sequence[Any]) -> list[str]:
         """The first column of every row of a read query."""

@@ -10,13 +10,13 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 
 from mnesis.errors import SessionNotFoundError
-from mnesis.store.base import FileReference, SessionRecord, StoreBackend
+from mnesis.store.base import FileReference, SessionRecord
 from mnesis.store.jobs import CompactionQueue
 from mnesis.store.map_runs import MapRunStore
 from mnesis.store.postgres.batch import BatchMixin
 from mnesis.store.postgres.db import Conn, PostgresDatabase
 from mnesis.store.postgres.grep_reads import GrepReadsMixin
-from mnesis.store.postgres.integrity import IntegrityMixin
+from mnesis.store.postgres.integrity import PostgresIntegrity
 from mnesis.store.postgres.jobs import PostgresCompactionQueue
 from mnesis.store.postgres.locks import advisory_compaction_lock
 from mnesis.store.postgres.map_runs import PostgresMapRunStore
@@ -28,7 +28,7 @@ from mnesis.store.postgres.rows import (
     now_ms,
 )
 from mnesis.store.postgres.search import SearchMixin
-from mnesis.store.postgres.stats import StatsMixin
+from mnesis.store.postgres.stats import PostgresStats
 from mnesis.store.postgres.summaries import SummariesMixin
 from mnesis.store.postgres.vectors import PostgresVectorStore
 from mnesis.store.shared import sessions as shared
@@ -36,6 +36,7 @@ from mnesis.store.shared.lending import Lender, LentStore
 from mnesis.store.shared.purge import SESSION_EXISTS
 from mnesis.store.shared.sessions import SessionReads
 from mnesis.store.shared.sql import pg
+from mnesis.store.shared.wrapper import BackendWrapper
 from mnesis.store.vectors import VectorStore
 
 __all__ = ["PostgresStore"]
@@ -44,15 +45,13 @@ __all__ = ["PostgresStore"]
 class PostgresStore(
     MessagesMixin,
     BatchMixin,
-    StatsMixin,
     SummariesMixin,
     SearchMixin,
-    IntegrityMixin,
     PurgeMixin,
     GrepReadsMixin,
     SessionReads,
     LentStore[PostgresDatabase],
-    StoreBackend,
+    BackendWrapper,
 ):
     """Stores sessions in a PostgreSQL database (pooled connections, append-only triggers)."""
 
@@ -60,6 +59,8 @@ class PostgresStore(
         super().__init__(db, pool=pool, pool_key=pool_key)
         self._map_runs = PostgresMapRunStore(db)
         self._vectors = PostgresVectorStore(db)
+        self.stats = PostgresStats(db)
+        self.integrity = PostgresIntegrity(db)
 
     @property
     def location(self) -> str:

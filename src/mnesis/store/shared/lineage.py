@@ -45,9 +45,6 @@ class LineageReads(ABC):
     async def _first_column(self, sql: str, args: Sequence[Any]) -> list[str]:
         """The first column of every row of a read query (``?`` placeholders)."""
 
-    async def list_session_ids(self) -> list[str]:
-        return await self._first_column("SELECT id FROM sessions ORDER BY created_at, id", ())
-
     async def get_summary_source_ids(self, summary_id: str) -> list[str]:
         return await self._first_column(
             "SELECT message_id FROM summary_messages WHERE summary_id = ? ORDER BY ordinal",

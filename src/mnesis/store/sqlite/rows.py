@@ -30,7 +30,7 @@ from mnesis.store.shared.statements import Statements
 if TYPE_CHECKING:
     from mnesis.store.sqlite.database import SQLiteDatabase
 
-__all__ = ["SQLiteStoreBase", "insert_session"]
+__all__ = ["SQLiteStoreBase", "ids_in", "insert_session"]
 
 _MSG_COLS = statements.select_list(statements.MESSAGE_COLUMNS)
 _PART_COLS = statements.select_list(statements.PART_COLUMNS)
@@ -57,6 +57,12 @@ def _get_file(conn: sqlite3.Connection, key: str) -> FileReference | None:
     return None if row is None else FileReference(*row)
 
 
+def ids_in(column: str, ids: Sequence[str]) -> tuple[str, Any]:
+    """The clause "``column`` is one of ``ids``" (one ``?``: a JSON array read back with
+    ``json_each``) and its argument."""
+    return f"{column} IN (SELECT value FROM json_each(?))", dumps(list(ids))
+
+
 class SQLiteStoreBase(LineageReads):
     """The database every part of :class:`~mnesis.store.sqlite.SQLiteStore` works on."""
 
@@ -68,7 +74,7 @@ class SQLiteStoreBase(LineageReads):
         return self.db
 
     def _ids_in(self, column: str, ids: Sequence[str]) -> tuple[str, Any]:
-        return f"{column} IN (SELECT value FROM json_each(?))", dumps(list(ids))
+        return ids_in(column, ids)
 
     async def _first_column(self, sql: str, args: Sequence[Any]) -> list[str]:
         """The first column of every row of a read query."""

@@ -13,21 +13,22 @@ import sqlite3
 from typing import TYPE_CHECKING
 
 from mnesis.models.clock import now_ms
-from mnesis.store.base import FileReference, SessionRecord, StoreBackend
+from mnesis.store.base import FileReference, SessionRecord
 from mnesis.store.map_runs import MapRunStore
 from mnesis.store.shared import sessions
 from mnesis.store.shared.lending import LentStore
 from mnesis.store.shared.search_context import NeighbourCache
 from mnesis.store.shared.sessions import SessionReads
+from mnesis.store.shared.wrapper import BackendWrapper
 from mnesis.store.sqlite.batch import BatchMixin
 from mnesis.store.sqlite.grep_reads import GrepReadsMixin
-from mnesis.store.sqlite.integrity import IntegrityMixin
+from mnesis.store.sqlite.integrity import SQLiteIntegrity
 from mnesis.store.sqlite.map_runs import SQLiteMapRunStore
 from mnesis.store.sqlite.messages import MessagesMixin
 from mnesis.store.sqlite.purge import PurgeMixin
 from mnesis.store.sqlite.rows import _get_file, insert_session
 from mnesis.store.sqlite.search import SearchMixin
-from mnesis.store.sqlite.stats import StatsMixin
+from mnesis.store.sqlite.stats import SQLiteStats
 from mnesis.store.sqlite.summaries import SummariesMixin
 from mnesis.store.sqlite.vectors import SQLiteVectorStore
 from mnesis.store.vectors import VectorStore
@@ -42,21 +43,21 @@ __all__ = ["SQLiteStore"]
 class SQLiteStore(
     MessagesMixin,
     BatchMixin,
-    StatsMixin,
     SummariesMixin,
     SearchMixin,
-    IntegrityMixin,
     PurgeMixin,
     GrepReadsMixin,
     SessionReads,
     LentStore["SQLiteDatabase"],
-    StoreBackend,
+    BackendWrapper,
 ):
     """Stores sessions in one SQLite file (WAL, foreign keys, append-only triggers)."""
 
     def __init__(self, db: SQLiteDatabase, *, pool: StorePool | None, pool_key: str) -> None:
         super().__init__(db, pool=pool, pool_key=pool_key)
         self.neighbours = NeighbourCache()
+        self.stats = SQLiteStats(db)
+        self.integrity = SQLiteIntegrity(db)
 
     @property
     def path(self) -> str:

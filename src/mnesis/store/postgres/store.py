@@ -13,7 +13,7 @@ from mnesis.errors import SessionNotFoundError
 from mnesis.store.base import FileReference, SessionRecord
 from mnesis.store.jobs import CompactionQueue
 from mnesis.store.map_runs import MapRunStore
-from mnesis.store.postgres.batch import BatchMixin
+from mnesis.store.postgres.batch import PostgresBatch
 from mnesis.store.postgres.db import Conn, PostgresDatabase
 from mnesis.store.postgres.grep_reads import GrepReadsMixin
 from mnesis.store.postgres.integrity import PostgresIntegrity
@@ -21,7 +21,7 @@ from mnesis.store.postgres.jobs import PostgresCompactionQueue
 from mnesis.store.postgres.locks import advisory_compaction_lock
 from mnesis.store.postgres.map_runs import PostgresMapRunStore
 from mnesis.store.postgres.messages import MessagesMixin
-from mnesis.store.postgres.purge import PurgeMixin
+from mnesis.store.postgres.purge import PostgresPurge
 from mnesis.store.postgres.rows import (
     fetch_one,
     get_file,
@@ -44,10 +44,8 @@ __all__ = ["PostgresStore"]
 
 class PostgresStore(
     MessagesMixin,
-    BatchMixin,
     SummariesMixin,
     SearchMixin,
-    PurgeMixin,
     GrepReadsMixin,
     SessionReads,
     LentStore[PostgresDatabase],
@@ -61,6 +59,8 @@ class PostgresStore(
         self._vectors = PostgresVectorStore(db)
         self.stats = PostgresStats(db)
         self.integrity = PostgresIntegrity(db)
+        self.purge = PostgresPurge(db)
+        self.batch = PostgresBatch(db)
 
     @property
     def location(self) -> str:

@@ -16,9 +16,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from mnesis.store.base import StoreBackend
-from mnesis.store.records import ChainReport, EngineCheck, IntegritySnapshot
+from mnesis.store.records import (
+    AppendedMessage,
+    ChainReport,
+    EngineCheck,
+    ImportSource,
+    IntegritySnapshot,
+    NewMessage,
+    PurgeReport,
+)
 from mnesis.store.session_stats import BaseStats, SessionStats
+from mnesis.store.shared.batch import BaseBatch
 from mnesis.store.shared.integrity import BaseIntegrity
+from mnesis.store.shared.purge import BasePurge
 
 __all__ = ["BackendWrapper"]
 
@@ -30,6 +40,10 @@ class BackendWrapper(StoreBackend):
     """Per-session counts (``session_stats``)."""
     integrity: BaseIntegrity[Any]
     """Snapshots, the engine's own check, the hash chain's check, repairs, backups."""
+    purge: BasePurge[Any]
+    """Purging a session; import progress."""
+    batch: BaseBatch[Any]
+    """A large batch of new messages in one transaction (``append_batch``)."""
 
     # stats -----------------------------------------------------------------
     async def session_stats(self, session_ids: Sequence[str] | None) -> dict[str, SessionStats]:
@@ -58,3 +72,17 @@ class BackendWrapper(StoreBackend):
 
     async def backup_to(self, path: str) -> None:
         await self.integrity.backup_to(path)
+
+    # purge and import progress ---------------------------------------------
+    async def purge_session(self, session_id: str) -> PurgeReport:
+        return await self.purge.purge_session(session_id)
+
+    async def get_import_source(self, source_key: str) -> ImportSource | None:
+        return await self.purge.get_import_source(source_key)
+
+    async def put_import_source(self, source: ImportSource) -> None:
+        await self.purge.put_import_source(source)
+
+    # batches ---------------------------------------------------------------
+    async def append_batch(self, batch: Sequence[NewMessage]) -> list[AppendedMessage]:
+        return await self.batch.append_batch(batch)

@@ -20,12 +20,12 @@ from mnesis.store.shared.lending import LentStore
 from mnesis.store.shared.search_context import NeighbourCache
 from mnesis.store.shared.sessions import SessionReads
 from mnesis.store.shared.wrapper import BackendWrapper
-from mnesis.store.sqlite.batch import BatchMixin
+from mnesis.store.sqlite.batch import SQLiteBatch
 from mnesis.store.sqlite.grep_reads import GrepReadsMixin
 from mnesis.store.sqlite.integrity import SQLiteIntegrity
 from mnesis.store.sqlite.map_runs import SQLiteMapRunStore
 from mnesis.store.sqlite.messages import MessagesMixin
-from mnesis.store.sqlite.purge import PurgeMixin
+from mnesis.store.sqlite.purge import SQLitePurge
 from mnesis.store.sqlite.rows import _get_file, insert_session
 from mnesis.store.sqlite.search import SearchMixin
 from mnesis.store.sqlite.stats import SQLiteStats
@@ -42,10 +42,8 @@ __all__ = ["SQLiteStore"]
 
 class SQLiteStore(
     MessagesMixin,
-    BatchMixin,
     SummariesMixin,
     SearchMixin,
-    PurgeMixin,
     GrepReadsMixin,
     SessionReads,
     LentStore["SQLiteDatabase"],
@@ -53,11 +51,16 @@ class SQLiteStore(
 ):
     """Stores sessions in one SQLite file (WAL, foreign keys, append-only triggers)."""
 
+    batch: SQLiteBatch
+    """Also writes the rows of a batch prepared away from the store (an import's)."""
+
     def __init__(self, db: SQLiteDatabase, *, pool: StorePool | None, pool_key: str) -> None:
         super().__init__(db, pool=pool, pool_key=pool_key)
         self.neighbours = NeighbourCache()
         self.stats = SQLiteStats(db)
         self.integrity = SQLiteIntegrity(db)
+        self.purge = SQLitePurge(db)
+        self.batch = SQLiteBatch(db)
 
     @property
     def path(self) -> str:

@@ -15,7 +15,6 @@ from mnesis.models.clock import now_ms
 from mnesis.models.message import MessageWithParts
 from mnesis.store.base import FileReference
 from mnesis.store.postgres.db import Conn, PostgresDatabase
-from mnesis.store.shared.lineage import LineageReads
 from mnesis.store.shared.rows import (
     attach_parts,
     messages_of,
@@ -108,7 +107,7 @@ def ids_in(column: str, ids: Sequence[str]) -> tuple[str, Any]:
     return f"{column} = ANY(?)", list(ids)
 
 
-class PostgresStoreBase(LineageReads):
+class PostgresStoreBase:
     """The database every part of :class:`~mnesis.store.postgres.PostgresStore` works on."""
 
     db: PostgresDatabase
@@ -119,11 +118,3 @@ class PostgresStoreBase(LineageReads):
 
     def _ids_in(self, column: str, ids: Sequence[str]) -> tuple[str, Any]:
         return ids_in(column, ids)
-
-    async def _first_column(self, sql: str, args: Sequence[Any]) -> list[str]:
-        """The first column of every row of a read query."""
-
-        async def _read(conn: Conn) -> list[str]:
-            return [r[0] for r in await fetch(conn, pg(sql), args)]
-
-        return await self.db.read(_read)

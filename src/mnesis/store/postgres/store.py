@@ -29,7 +29,7 @@ from mnesis.store.postgres.rows import (
 )
 from mnesis.store.postgres.search import SearchMixin
 from mnesis.store.postgres.stats import PostgresStats
-from mnesis.store.postgres.summaries import SummariesMixin
+from mnesis.store.postgres.summaries import PostgresSummaries
 from mnesis.store.postgres.vectors import PostgresVectorStore
 from mnesis.store.shared import sessions as shared
 from mnesis.store.shared.lending import Lender, LentStore
@@ -44,7 +44,6 @@ __all__ = ["PostgresStore"]
 
 class PostgresStore(
     MessagesMixin,
-    SummariesMixin,
     SearchMixin,
     GrepReadsMixin,
     SessionReads,
@@ -61,6 +60,7 @@ class PostgresStore(
         self.integrity = PostgresIntegrity(db)
         self.purge = PostgresPurge(db)
         self.batch = PostgresBatch(db)
+        self.summaries = PostgresSummaries(db)
 
     @property
     def location(self) -> str:

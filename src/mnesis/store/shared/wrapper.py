@@ -13,22 +13,27 @@ wants the SQL follows ``self.stats`` to the engine's module of that name.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from mnesis.store.base import StoreBackend
+from mnesis.store.lease import LeaseRow
 from mnesis.store.records import (
     AppendedMessage,
     ChainReport,
+    CompactionCommit,
+    ContextItem,
     EngineCheck,
     ImportSource,
     IntegritySnapshot,
     NewMessage,
     PurgeReport,
+    SummaryRecord,
 )
 from mnesis.store.session_stats import BaseStats, SessionStats
 from mnesis.store.shared.batch import BaseBatch
 from mnesis.store.shared.integrity import BaseIntegrity
 from mnesis.store.shared.purge import BasePurge
+from mnesis.store.shared.summaries import BaseSummaries
 
 __all__ = ["BackendWrapper"]
 
@@ -44,6 +49,8 @@ class BackendWrapper(StoreBackend):
     """Purging a session; import progress."""
     batch: BaseBatch[Any]
     """A large batch of new messages in one transaction (``append_batch``)."""
+    summaries: BaseSummaries[Any]
+    """The context view, compaction commits, summaries, lineage, the compaction lease."""
 
     # stats -----------------------------------------------------------------
     async def session_stats(self, session_ids: Sequence[str] | None) -> dict[str, SessionStats]:
@@ -86,3 +93,69 @@ class BackendWrapper(StoreBackend):
     # batches ---------------------------------------------------------------
     async def append_batch(self, batch: Sequence[NewMessage]) -> list[AppendedMessage]:
         return await self.batch.append_batch(batch)
+
+    # context, summaries, lineage, the compaction lease ----------------------
+    async def get_context_items(
+        self,
+        session_id: str,
+        *,
+        item_type: Literal["message", "summary"] | None = None,
+        newest_first: bool = False,
+        before_position: int | None = None,
+        limit: int | None = None,
+    ) -> list[ContextItem]:
+        return await self.summaries.get_context_items(
+            session_id,
+            item_type=item_type,
+            newest_first=newest_first,
+            before_position=before_position,
+            limit=limit,
+        )
+
+    async def context_token_total(self, session_id: str) -> int:
+        return await self.summaries.context_token_total(session_id)
+
+    async def commit_compaction(self, commit: CompactionCommit) -> AppendedMessage:
+        return await self.summaries.commit_compaction(commit)
+
+    async def get_summaries(self, summary_ids: Sequence[str]) -> list[SummaryRecord]:
+        return await self.summaries.get_summaries(summary_ids)
+
+    async def get_summary_source_ids(self, summary_id: str) -> list[str]:
+        return await self.summaries.get_summary_source_ids(summary_id)
+
+    async def get_summary_parent_ids(self, summary_id: str) -> list[str]:
+        return await self.summaries.get_summary_parent_ids(summary_id)
+
+    async def get_summaries_merging(self, summary_id: str) -> list[str]:
+        return await self.summaries.get_summaries_merging(summary_id)
+
+    async def get_leaf_summaries_of_message(self, message_id: str) -> list[str]:
+        return await self.summaries.get_leaf_summaries_of_message(message_id)
+
+    async def get_source_message_ids_deep(self, summary_id: str) -> list[str]:
+        return await self.summaries.get_source_message_ids_deep(summary_id)
+
+    async def covering_context_summaries(
+        self, session_id: str, message_ids: Sequence[str]
+    ) -> dict[str, str | None]:
+        return await self.summaries.covering_context_summaries(session_id, message_ids)
+
+    async def messages_in_context(self, session_id: str, message_ids: Sequence[str]) -> set[str]:
+        return await self.summaries.messages_in_context(session_id, message_ids)
+
+    async def acquire_compaction_lock(
+        self, session_id: str, owner: str, ttl_seconds: float, *, steal_from: str | None = None
+    ) -> bool:
+        return await self.summaries.acquire_compaction_lock(
+            session_id, owner, ttl_seconds, steal_from=steal_from
+        )
+
+    async def compaction_lock_owner(self, session_id: str) -> str | None:
+        return await self.summaries.compaction_lock_owner(session_id)
+
+    async def release_compaction_lock(self, session_id: str, owner: str) -> None:
+        await self.summaries.release_compaction_lock(session_id, owner)
+
+    async def compaction_leases(self) -> list[LeaseRow]:
+        return await self.summaries.compaction_leases()

@@ -18,7 +18,6 @@ from mnesis.store.base import FileReference, SessionRecord
 from mnesis.store.codec import dumps
 from mnesis.store.shared import sessions
 from mnesis.store.shared import sql as statements
-from mnesis.store.shared.lineage import LineageReads
 from mnesis.store.shared.purge import SESSION_EXISTS
 from mnesis.store.shared.rows import (
     attach_parts,
@@ -63,7 +62,7 @@ def ids_in(column: str, ids: Sequence[str]) -> tuple[str, Any]:
     return f"{column} IN (SELECT value FROM json_each(?))", dumps(list(ids))
 
 
-class SQLiteStoreBase(LineageReads):
+class SQLiteStoreBase:
     """The database every part of :class:`~mnesis.store.sqlite.SQLiteStore` works on."""
 
     db: SQLiteDatabase
@@ -75,10 +74,6 @@ class SQLiteStoreBase(LineageReads):
 
     def _ids_in(self, column: str, ids: Sequence[str]) -> tuple[str, Any]:
         return ids_in(column, ids)
-
-    async def _first_column(self, sql: str, args: Sequence[Any]) -> list[str]:
-        """The first column of every row of a read query."""
-        return await self.db.read(lambda conn: [r[0] for r in conn.execute(sql, args)])
 
 
 def insert_session(conn: sqlite3.Connection, record: SessionRecord, now: int) -> None:

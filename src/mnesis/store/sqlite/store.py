@@ -29,7 +29,7 @@ from mnesis.store.sqlite.purge import SQLitePurge
 from mnesis.store.sqlite.rows import _get_file, insert_session
 from mnesis.store.sqlite.search import SearchMixin
 from mnesis.store.sqlite.stats import SQLiteStats
-from mnesis.store.sqlite.summaries import SummariesMixin
+from mnesis.store.sqlite.summaries import SQLiteSummaries
 from mnesis.store.sqlite.vectors import SQLiteVectorStore
 from mnesis.store.vectors import VectorStore
 
@@ -42,7 +42,6 @@ __all__ = ["SQLiteStore"]
 
 class SQLiteStore(
     MessagesMixin,
-    SummariesMixin,
     SearchMixin,
     GrepReadsMixin,
     SessionReads,
@@ -61,6 +60,7 @@ class SQLiteStore(
         self.integrity = SQLiteIntegrity(db)
         self.purge = SQLitePurge(db)
         self.batch = SQLiteBatch(db)
+        self.summaries = SQLiteSummaries(db)
 
     @property
     def path(self) -> str:

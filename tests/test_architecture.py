@@ -315,8 +315,6 @@ def test_the_doc_draws_every_arrow_between_rooms() -> None:
 
 PENDING_MIXINS: dict[str, str] = {
     # Issue 32 item 1: the topics not yet collaborators.
-    "store/sqlite/messages.py:MessagesMixin": "pending its collaborator",
-    "store/postgres/messages.py:MessagesMixin": "pending its collaborator",
     # Search and grep's reads become the ``search`` collaborator next.
     "store/sqlite/search.py:SearchMixin": "search, pending its collaborator",
     "store/postgres/search.py:SearchMixin": "search, pending its collaborator",

@@ -1,5 +1,6 @@
 """What the parts of the PostgreSQL store share: column lists, row decoders, write
-helpers and :class:`PostgresStoreBase`, which gives each part its database.
+helpers, :func:`ids_in` and :class:`PostgresStoreBase`, which gives the search mixins
+(pending their collaborator) the store's database.
 
 The helpers that take a connection run inside the read or write transaction of their
 caller.
@@ -108,13 +109,12 @@ def ids_in(column: str, ids: Sequence[str]) -> tuple[str, Any]:
 
 
 class PostgresStoreBase:
-    """The database every part of :class:`~mnesis.store.postgres.PostgresStore` works on."""
+    """The database of :class:`~mnesis.store.postgres.PostgresStore`, for its search
+    mixins (the collaborators hold their own
+    :attr:`~mnesis.store.shared.statements.StorePart.db`)."""
 
     db: PostgresDatabase
 
     @property
     def statements(self) -> Statements:
         return self.db
-
-    def _ids_in(self, column: str, ids: Sequence[str]) -> tuple[str, Any]:
-        return ids_in(column, ids)

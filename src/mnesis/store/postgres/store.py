@@ -1,8 +1,13 @@
 """The PostgreSQL backend of :class:`~mnesis.store.base.StoreBackend`.
 
-:class:`PostgresStore` owns the database handle, sessions and file references; the rest
-of the interface comes from one mixin per module: ``messages``, ``summaries``, ``search``
-and ``integrity`` (their shared SQL is in ``rows``).
+:class:`PostgresStore` owns the database handle, sessions, file references, the advisory
+compaction lock and the job queue, and one named collaborator per topic, each the
+PostgreSQL subclass of an engine-neutral base in a module of this package of the same
+name: ``store.messages`` (``messages.py``), ``store.summaries``, ``store.batch``,
+``store.purge``, ``store.integrity``, ``store.stats``;
+:class:`~mnesis.store.shared.wrapper.BackendWrapper` delegates the interface's methods
+to them. Search and grep's reads are still mixins (``search``, ``grep_reads``), pending
+their collaborator.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from mnesis.store.postgres.integrity import PostgresIntegrity
 from mnesis.store.postgres.jobs import PostgresCompactionQueue
 from mnesis.store.postgres.locks import advisory_compaction_lock
 from mnesis.store.postgres.map_runs import PostgresMapRunStore
-from mnesis.store.postgres.messages import MessagesMixin
+from mnesis.store.postgres.messages import PostgresMessages
 from mnesis.store.postgres.purge import PostgresPurge
 from mnesis.store.postgres.rows import (
     fetch_one,
@@ -43,7 +48,6 @@ __all__ = ["PostgresStore"]
 
 
 class PostgresStore(
-    MessagesMixin,
     SearchMixin,
     GrepReadsMixin,
     SessionReads,
@@ -56,11 +60,12 @@ class PostgresStore(
         super().__init__(db, pool=pool, pool_key=pool_key)
         self._map_runs = PostgresMapRunStore(db)
         self._vectors = PostgresVectorStore(db)
-        self.stats = PostgresStats(db)
-        self.integrity = PostgresIntegrity(db)
-        self.purge = PostgresPurge(db)
-        self.batch = PostgresBatch(db)
+        self.messages = PostgresMessages(db)
         self.summaries = PostgresSummaries(db)
+        self.batch = PostgresBatch(db)
+        self.purge = PostgresPurge(db)
+        self.integrity = PostgresIntegrity(db)
+        self.stats = PostgresStats(db)
 
     @property
     def location(self) -> str:

@@ -6,15 +6,23 @@ collaborators each engine gives it (``store.stats``, ...), each an engine-neutra
 with a SQLite and a PostgreSQL subclass (``store/sqlite/<topic>.py``,
 ``store/postgres/<topic>.py``), and keeps the methods of the
 :class:`~mnesis.store.base.StoreBackend` interface as one-line delegations to them,
-written here once. Callers keep calling ``backend.session_stats(...)``; a reader who
-wants the SQL follows ``self.stats`` to the engine's module of that name.
+written here once. Callers keep calling ``backend.session_stats(...)`` (the contract,
+and the facade's delegation to it, stay as they were); a reader who wants the SQL follows
+``self.stats`` to the engine's module of that name. What only one engine offers is
+reached on its collaborator (``SQLiteStore.batch.append_rows``).
+
+Each collaborator is given the database only (not the store): collaborators do not call
+each other or the store, so no state is shared through ``self`` across topics.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
+from mnesis.models.message import MessageWithParts
+from mnesis.models.parts import MessagePart
+from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import StoreBackend
 from mnesis.store.lease import LeaseRow
 from mnesis.store.records import (
@@ -25,13 +33,18 @@ from mnesis.store.records import (
     EngineCheck,
     ImportSource,
     IntegritySnapshot,
+    MessageChange,
+    MessagesQuery,
     NewMessage,
+    PartsAppend,
+    PartStatusChange,
     PurgeReport,
     SummaryRecord,
 )
 from mnesis.store.session_stats import BaseStats, SessionStats
 from mnesis.store.shared.batch import BaseBatch
 from mnesis.store.shared.integrity import BaseIntegrity
+from mnesis.store.shared.messages import BaseMessages
 from mnesis.store.shared.purge import BasePurge
 from mnesis.store.shared.summaries import BaseSummaries
 
@@ -41,16 +54,60 @@ __all__ = ["BackendWrapper"]
 class BackendWrapper(StoreBackend):
     """The interface answered by named collaborators (each engine's store sets them)."""
 
-    stats: BaseStats[Any]
-    """Per-session counts (``session_stats``)."""
-    integrity: BaseIntegrity[Any]
-    """Snapshots, the engine's own check, the hash chain's check, repairs, backups."""
-    purge: BasePurge[Any]
-    """Purging a session; import progress."""
-    batch: BaseBatch[Any]
-    """A large batch of new messages in one transaction (``append_batch``)."""
+    messages: BaseMessages[Any]
+    """Appends, the permitted changes of a message or part, reads of messages."""
     summaries: BaseSummaries[Any]
     """The context view, compaction commits, summaries, lineage, the compaction lease."""
+    batch: BaseBatch[Any]
+    """A large batch of new messages in one transaction (``append_batch``)."""
+    purge: BasePurge[Any]
+    """Purging a session; import progress."""
+    integrity: BaseIntegrity[Any]
+    """Snapshots, the engine's own check, the hash chain's check, repairs, backups."""
+    stats: BaseStats[Any]
+    """Per-session counts (``session_stats``)."""
+
+    # messages --------------------------------------------------------------
+    async def append_messages(self, batch: Sequence[NewMessage]) -> list[AppendedMessage]:
+        return await self.messages.append_messages(batch)
+
+    async def append_parts(
+        self, message_id: str, parts: Sequence[MessagePart], **options: Unpack[PartsAppend]
+    ) -> list[str]:
+        return await self.messages.append_parts(message_id, parts, **options)
+
+    async def update_message_tokens(self, message_id: str, **change: Unpack[MessageChange]) -> None:
+        await self.messages.update_message_tokens(message_id, **change)
+
+    async def update_part_status(self, part_id: str, **change: Unpack[PartStatusChange]) -> None:
+        await self.messages.update_part_status(part_id, **change)
+
+    async def tombstone_parts(
+        self,
+        parts: Sequence[tuple[str, int, int]],
+        message_estimates: Sequence[tuple[str, int]],
+    ) -> None:
+        await self.messages.tombstone_parts(parts, message_estimates)
+
+    async def get_message(self, message_id: str) -> MessageWithParts:
+        return await self.messages.get_message(message_id)
+
+    async def get_messages(
+        self, session_id: str, **query: Unpack[MessagesQuery]
+    ) -> list[MessageWithParts]:
+        return await self.messages.get_messages(session_id, **query)
+
+    async def get_messages_by_ids(self, message_ids: Sequence[str]) -> list[MessageWithParts]:
+        return await self.messages.get_messages_by_ids(message_ids)
+
+    async def count_messages(self, session_id: str) -> int:
+        return await self.messages.count_messages(session_id)
+
+    async def session_token_usage(self, session_id: str) -> TokenUsage:
+        return await self.messages.session_token_usage(session_id)
+
+    async def find_tool_part(self, session_id: str, tool_call_id: str) -> tuple[str, str]:
+        return await self.messages.find_tool_part(session_id, tool_call_id)
 
     # stats -----------------------------------------------------------------
     async def session_stats(self, session_ids: Sequence[str] | None) -> dict[str, SessionStats]:

@@ -1,6 +1,7 @@
-"""What the parts of the SQLite store share: select lists, write helpers and
-:class:`SQLiteStoreBase`, which gives each part its database (row decoders and statements
-both backends use live in :mod:`mnesis.store.shared`).
+"""What the parts of the SQLite store share: select lists, write helpers, :func:`ids_in`
+and :class:`SQLiteStoreBase`, which gives the search mixins (pending their collaborator)
+the store's database (row decoders and statements both backends use live in
+:mod:`mnesis.store.shared`).
 
 The helpers that take a ``sqlite3.Connection`` run on the database's worker thread,
 inside the read or write transaction of their caller.
@@ -23,7 +24,6 @@ from mnesis.store.shared.rows import (
     attach_parts,
     messages_of,
 )
-from mnesis.store.shared.search_context import NeighbourCache
 from mnesis.store.shared.statements import Statements
 
 if TYPE_CHECKING:
@@ -63,17 +63,14 @@ def ids_in(column: str, ids: Sequence[str]) -> tuple[str, Any]:
 
 
 class SQLiteStoreBase:
-    """The database every part of :class:`~mnesis.store.sqlite.SQLiteStore` works on."""
+    """The database of :class:`~mnesis.store.sqlite.SQLiteStore`, for its search mixins
+    (the collaborators hold their own :attr:`~mnesis.store.shared.statements.StorePart.db`)."""
 
     db: SQLiteDatabase
-    neighbours: NeighbourCache
 
     @property
     def statements(self) -> Statements:
         return self.db
-
-    def _ids_in(self, column: str, ids: Sequence[str]) -> tuple[str, Any]:
-        return ids_in(column, ids)
 
 
 def insert_session(conn: sqlite3.Connection, record: SessionRecord, now: int) -> None:

@@ -18,7 +18,7 @@ each other or the store, so no state is shared through ``self`` across topics.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, Unpack
+from typing import Any, Unpack
 
 from mnesis.models.message import MessageWithParts
 from mnesis.models.parts import MessagePart
@@ -30,6 +30,7 @@ from mnesis.store.records import (
     ChainReport,
     CompactionCommit,
     ContextItem,
+    ContextItemsQuery,
     EngineCheck,
     ImportSource,
     IntegritySnapshot,
@@ -153,21 +154,9 @@ class BackendWrapper(StoreBackend):
 
     # context, summaries, lineage, the compaction lease ----------------------
     async def get_context_items(
-        self,
-        session_id: str,
-        *,
-        item_type: Literal["message", "summary"] | None = None,
-        newest_first: bool = False,
-        before_position: int | None = None,
-        limit: int | None = None,
+        self, session_id: str, **query: Unpack[ContextItemsQuery]
     ) -> list[ContextItem]:
-        return await self.summaries.get_context_items(
-            session_id,
-            item_type=item_type,
-            newest_first=newest_first,
-            before_position=before_position,
-            limit=limit,
-        )
+        return await self.summaries.get_context_items(session_id, **query)
 
     async def context_token_total(self, session_id: str) -> int:
         return await self.summaries.context_token_total(session_id)

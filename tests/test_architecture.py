@@ -356,3 +356,28 @@ def test_store_classes_have_one_base_but_the_listed_ones() -> None:
         and len([b for b in bases if not b.startswith("Generic[")]) > 1
     } - set(PENDING_MIXINS)
     assert sorted(many) == sorted(MANY_BASES_IN_THE_STORE)
+
+
+def test_each_collaborator_is_found_by_its_name() -> None:
+    """``store.<topic>`` is ``<Engine><Topic>`` in ``store/<engine>/<topic>.py``, the
+    engine's subclass (one base) of the engine-neutral ``Base<Topic>``, and each engine's
+    store sets it; so a reader knows from ``store.stats`` which file to open."""
+    from mnesis.store.shared.wrapper import BackendWrapper
+
+    topics = [name for name in BackendWrapper.__annotations__ if not name.startswith("_")]
+    classes = _classes()
+    wrong = []
+    for folder, engine in (("sqlite", "SQLite"), ("postgres", "Postgres")):
+        store = (SRC / "store" / folder / "store.py").read_text(encoding="utf-8")
+        for topic in topics:
+            name = f"{engine}{topic.capitalize()}"
+            bases = classes.get(f"store/{folder}/{topic}.py:{name}")
+            base = f"Base{topic.capitalize()}["
+            if bases is None or len(bases) != 1 or not bases[0].startswith(base):
+                wrong.append(f"store/{folder}/{topic}.py:{name} {bases}")
+            if f"self.{topic} = {name}(db)" not in store:
+                wrong.append(f"store/{folder}/store.py does not set self.{topic}")
+    assert (sorted(topics), wrong) == (
+        ["batch", "integrity", "messages", "purge", "stats", "summaries"],
+        [],
+    )

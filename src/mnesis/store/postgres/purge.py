@@ -13,6 +13,7 @@ from mnesis.store.postgres.db import Conn, PostgresDatabase
 from mnesis.store.postgres.rows import fetch, fetch_one, now_ms
 from mnesis.store.shared import purge as shared
 from mnesis.store.shared.chain import CHAIN_DELETE
+from mnesis.store.shared.purge import BasePurge
 from mnesis.store.shared.sql import pg
 
 __all__ = ["PostgresPurge"]
@@ -44,7 +45,7 @@ async def _purge_one(conn: Conn, session_id: str, rows: dict[str, int]) -> None:
     rows["sessions"] = rows.get("sessions", 0) + max(cur.rowcount, 0)
 
 
-class PostgresPurge(shared.BasePurge[PostgresDatabase]):
+class PostgresPurge(BasePurge[PostgresDatabase]):
     """Purging a session and recording import progress (``PostgresStore.purge``)."""
 
     async def purge_session(self, session_id: str) -> PurgeReport:

@@ -205,8 +205,12 @@ def render(series: list[Series], rows: int = 10) -> str:
                 f"| {s.name} | {i + 1} | {r.turn} | {r.planted} | {_pct(r.in_context, r.planted)}"
                 f" | {_pct(r.reachable, r.planted)} | {r.top_tokens} | {r.depth} |"
             )
-    lines += ["", "| summariser | rounds | worst in context (4+ planted) | worst grep + "
-              "expand | max top summary tokens |", "|---|---:|---:|---:|---:|"]
+    lines += [
+        "",
+        "| summariser | rounds | worst in context (4+ planted) | worst grep + "
+        "expand | max top summary tokens |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for s in series:
         late = [r for r in s.rounds if r.planted >= 4] or s.rounds
         lines.append(

@@ -40,9 +40,11 @@ SPEC_FIELDS = (
 )
 """The structured log fields of the specification's Observability section."""
 
-_STANDARD_ATTRIBUTES = frozenset(
-    logging.LogRecord("", 0, "", 0, "", None, None).__dict__
-) | {"message", "asctime", "taskName"}
+_STANDARD_ATTRIBUTES = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {
+    "message",
+    "asctime",
+    "taskName",
+}
 
 logger = logging.getLogger("mnesis.compaction.log")
 

@@ -87,4 +87,3 @@ def test_check_shows_each_lease_with_its_holder_and_age(tmp_path: Path) -> None:
     shown = " ".join(text.output.split())
     assert f"compaction lease on session {session_id}: held by {gone} for " in shown
     assert "expires in" in shown
-

@@ -17,7 +17,8 @@ from mnesis.models.parts import TextPart
 from mnesis.store import ImmutableStore
 from mnesis.store.base import NewMessage, SessionRecord
 from mnesis.store.shared.batch import RowPreparer, encode_batch
-from mnesis.store.sqlite.batch import BatchMixin
+from mnesis.store.sqlite.batch import SQLiteBatch
+from mnesis.store.sqlite.store import SQLiteStore
 
 
 def _messages(session_id: str, texts: list[str]) -> list[NewMessage]:
@@ -36,18 +37,18 @@ async def _counts(store: ImmutableStore, session_id: str) -> int:
 
 
 @pytest.fixture
-async def opened(tmp_path: Path) -> AsyncIterator[tuple[ImmutableStore, BatchMixin]]:
-    """A fresh SQLite store and its backend."""
+async def opened(tmp_path: Path) -> AsyncIterator[tuple[ImmutableStore, SQLiteBatch]]:
+    """A fresh SQLite store and its backend's ``batch``."""
     store = await ImmutableStore.open(str(tmp_path / "rows.db"))
     try:
-        assert isinstance(store.backend, BatchMixin)
-        yield store, store.backend
+        assert isinstance(store.backend, SQLiteStore)
+        yield store, store.backend.batch
     finally:
         await store.close()
 
 
 async def test_rows_are_refused_when_their_session_moved(
-    opened: tuple[ImmutableStore, BatchMixin],
+    opened: tuple[ImmutableStore, SQLiteBatch],
 ) -> None:
     store, backend = opened
     sid = new_id("sess")
@@ -65,7 +66,7 @@ async def test_rows_are_refused_when_their_session_moved(
 
 
 async def test_rows_of_a_session_that_does_not_exist_are_refused(
-    opened: tuple[ImmutableStore, BatchMixin],
+    opened: tuple[ImmutableStore, SQLiteBatch],
 ) -> None:
     _, backend = opened
     sid = new_id("sess")

@@ -84,8 +84,8 @@ async def test_small_batches_and_a_growing_file_match_the_thread_path(
 async def _writer_fails(store: ImmutableStore, path: str, patch: pytest.MonkeyPatch) -> None:
     """The writer fails on the second batch (the parser process is stopped with it); the
     next import continues from the last written batch. (The parser process builds the
-    rows, written by the backend's ``append_rows``.)"""
-    append = store.backend.append_rows
+    rows, written by the backend's ``batch.append_rows``.)"""
+    append = store.backend.batch.append_rows
     calls = 0
 
     async def fails_second(*args: Any, **kwargs: Any) -> Any:
@@ -95,7 +95,7 @@ async def _writer_fails(store: ImmutableStore, path: str, patch: pytest.MonkeyPa
             raise RuntimeError("killed")
         return await append(*args, **kwargs)
 
-    patch.setattr(store.backend, "append_rows", fails_second)
+    patch.setattr(store.backend.batch, "append_rows", fails_second)
     with pytest.raises(RuntimeError, match="killed"):
         await import_file(store, path, batch_size=2)
 
@@ -103,7 +103,7 @@ async def _writer_fails(store: ImmutableStore, path: str, patch: pytest.MonkeyPa
 async def _cancelled(store: ImmutableStore, path: str, patch: pytest.MonkeyPatch) -> None:
     """Ctrl-C cancels the import's task while a batch is being written: the parser
     process is stopped with it."""
-    append = store.backend.append_rows
+    append = store.backend.batch.append_rows
     writing = asyncio.Event()
 
     async def hangs_second(*args: Any, **kwargs: Any) -> Any:
@@ -112,7 +112,7 @@ async def _cancelled(store: ImmutableStore, path: str, patch: pytest.MonkeyPatch
         writing.set()
         return await append(*args, **kwargs)
 
-    patch.setattr(store.backend, "append_rows", hangs_second)
+    patch.setattr(store.backend.batch, "append_rows", hangs_second)
     task = asyncio.create_task(import_file(store, path, batch_size=2))
     await writing.wait()
     await asyncio.sleep(0.2)

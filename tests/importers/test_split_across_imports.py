@@ -75,7 +75,7 @@ async def test_an_import_stopped_between_extending_and_its_batch_resumes_exactly
 
         with monkeypatch.context() as patch:
             patch.setattr(store, "append_batch", dies)  # the batch's write, either path
-            patch.setattr(store.backend, "append_rows", dies)
+            patch.setattr(store.backend.batch, "append_rows", dies)
             with pytest.raises(RuntimeError, match="killed"):
                 await import_file(store, str(path))
         # The reply got its two other parts; the batch after them was not written.

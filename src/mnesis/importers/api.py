@@ -35,7 +35,7 @@ from mnesis.importers.writer import BatchWriter
 from mnesis.store.base import ImportSource
 from mnesis.store.immutable import ImmutableStore
 from mnesis.store.shared.batch import RowPreparer
-from mnesis.store.sqlite.batch import BatchMixin
+from mnesis.store.sqlite.store import SQLiteStore
 
 __all__ = ["FORMATS", "ImportReport", "Parser", "default_paths", "detect_format", "import_file"]
 
@@ -210,8 +210,8 @@ async def _import(
         # encoded columns) and is read whole: half the text per batch keeps the same bound.
         halved = Limits(messages=batch_size, chars=MAX_BATCH_CHARS // 2)
         starts = None
-        if isinstance(store.backend, BatchMixin):  # the child builds the rows too
-            starts = await store.backend.batch_starts(list((sessions or {}).values()))
+        if isinstance(store.backend, SQLiteStore):  # the child builds the rows too
+            starts = await store.backend.batch.batch_starts(list((sessions or {}).values()))
         job = ParseJob(
             full,
             fmt,
@@ -228,8 +228,8 @@ async def _import(
         # On SQLite the thread builds the rows too, from plain data (as the parser
         # process does): no pydantic model per message and part.
         finish = None
-        if isinstance(store.backend, BatchMixin):
-            starts = await store.backend.batch_starts(list((sessions or {}).values()))
+        if isinstance(store.backend, SQLiteStore):
+            starts = await store.backend.batch.batch_starts(list((sessions or {}).values()))
             finish = functools.partial(prepared_batch, preparer=RowPreparer(starts))
         builder = BatchBuilder(
             label=parser.label, sessions=sessions, tails=tails, parent_session=parent_session,

@@ -107,7 +107,7 @@ class Batch:
     (see :func:`~mnesis.store.codec.pre_encoded`)."""
     rows: PreparedRows | None = None
     """The parser process's rows of the messages (then ``messages`` is empty), for the
-    backend's ``append_rows``."""
+    backend's ``batch.append_rows``."""
     calls: list[tuple[str, str, str]] = field(default_factory=list)
     """With ``rows``: ``(call ID, part ID, message ID)`` of each tool call stored
     ``running``."""

@@ -49,7 +49,7 @@ class ParseJob:
     sessions: dict[str, str] | None = None
     tails: dict[str, Any] | None = None
     starts: dict[str, SessionStart] | None = None
-    """Where the import's existing sessions stand (the backend's ``batch_starts``): the
+    """Where the import's existing sessions stand (the backend's ``batch.batch_starts``): the
     child then builds the rows themselves (:class:`~mnesis.store.shared.batch.RowPreparer`);
     None: it checks and encodes the messages only."""
     parent_session: str | None = None

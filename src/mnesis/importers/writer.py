@@ -13,7 +13,7 @@ from mnesis.store.base import ImportSource
 from mnesis.store.codec import pre_encoded
 from mnesis.store.immutable import ImmutableStore
 from mnesis.store.record_checks import check_import_source, check_session_record
-from mnesis.store.sqlite.batch import BatchMixin
+from mnesis.store.sqlite.store import SQLiteStore
 
 __all__ = ["BatchWriter"]
 
@@ -44,7 +44,7 @@ class BatchWriter:
             batch.rows is not None
             and not batch.extensions
             and not batch.late
-            and isinstance(self.store.backend, BatchMixin)
+            and isinstance(self.store.backend, SQLiteStore)
         )
 
     async def write_at_once(self, batch: Batch, source: ImportSource) -> None:
@@ -52,11 +52,11 @@ class BatchWriter:
         import's progress after the batch) in one transaction (see :meth:`writes_at_once`).
         Everything is checked before the write: a typed error leaves the store as it was."""
         backend = self.store.backend
-        assert batch.rows is not None and isinstance(backend, BatchMixin)
+        assert batch.rows is not None and isinstance(backend, SQLiteStore)
         for record in batch.sessions:
             check_session_record(record)
         check_import_source(source)
-        await backend.append_rows(batch.rows, sessions=batch.sessions, source=source)
+        await backend.batch.append_rows(batch.rows, sessions=batch.sessions, source=source)
         self._written_calls.update((call, (part, msg)) for call, part, msg in batch.calls)
         self.messages += len(batch.rows.rows.messages)
         self.tool_results += batch.tool_results
@@ -68,8 +68,8 @@ class BatchWriter:
             await self._extend(extension)
         if batch.rows is not None:
             backend = self.store.backend
-            assert isinstance(backend, BatchMixin)  # rows are prepared only for it
-            await backend.append_rows(batch.rows)
+            assert isinstance(backend, SQLiteStore)  # rows are prepared only for it
+            await backend.batch.append_rows(batch.rows)
             self._written_calls.update((call, (part, msg)) for call, part, msg in batch.calls)
             self.messages += len(batch.rows.rows.messages)
         if batch.messages:

@@ -30,6 +30,7 @@ def out_of_scope(object_id: str) -> OutOfScopeError:
     nothing of whose the object is or why (another session, an ungranted summary)."""
     return OutOfScopeError(f"{object_id} is not in this caller's scope")
 
+
 _GRANT_CACHE_SIZE = 4096
 _PAGE = 500
 

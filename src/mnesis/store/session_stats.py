@@ -9,13 +9,15 @@ part row is read into Python: each statement is one aggregate grouped by session
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from mnesis.models.limits import INT64_MAX
+from mnesis.store.shared.statements import DB, StorePart
 
-__all__ = ["STATEMENTS", "SessionStats", "assemble", "queries"]
+__all__ = ["STATEMENTS", "BaseStats", "SessionStats", "assemble", "queries"]
 
 
 @dataclass(slots=True)
@@ -129,3 +131,13 @@ def assemble(
             by_level[int(level)] = by_level.get(int(level), 0) + n
             by_depth[int(depth)] = by_depth.get(int(depth), 0) + n
     return out
+
+
+class BaseStats(StorePart[DB]):
+    """A backend's ``stats`` collaborator: each engine runs :data:`STATEMENTS` its way
+    (``store/sqlite/stats.py``, ``store/postgres/stats.py``)."""
+
+    @abstractmethod
+    async def session_stats(self, session_ids: Sequence[str] | None) -> dict[str, SessionStats]:
+        """Counts of each session (of every session when ``session_ids`` is None),
+        computed by aggregate queries; an unknown ID gets zero counts."""

@@ -79,9 +79,7 @@ async def test_m009_clears_the_column_and_searches_exactly_as_before(
     sid = new_id("sess")
     names = [name for name, _ in MIGRATIONS]
     with monkeypatch.context() as patch:
-        patch.setattr(
-            postgres_db, "MIGRATIONS", MIGRATIONS[: names.index("m009_context_unstored")]
-        )
+        patch.setattr(postgres_db, "MIGRATIONS", MIGRATIONS[: names.index("m009_context_unstored")])
         store = await _open(pg_url)
         await store.create_session(SessionRecord(id=sid, model="m"))
         await _append(store, sid, 0, 40)

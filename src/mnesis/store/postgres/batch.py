@@ -8,23 +8,27 @@ from collections.abc import Sequence
 from mnesis.models.clock import now_ms
 from mnesis.store.base import AppendedMessage, NewMessage
 from mnesis.store.postgres.chain import extend_chain
-from mnesis.store.postgres.db import Conn
+from mnesis.store.postgres.db import Conn, PostgresDatabase
 from mnesis.store.postgres.rows import (
-    PostgresStoreBase,
     execute_many,
     fetch,
     lock_session,
     next_value,
 )
-from mnesis.store.shared.batch import CONTEXT_MESSAGE_INSERT, batch_rows, encode_batch
+from mnesis.store.shared.batch import (
+    CONTEXT_MESSAGE_INSERT,
+    BaseBatch,
+    batch_rows,
+    encode_batch,
+)
 from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, Contexts, neighbour_args
 from mnesis.store.shared.sql import MESSAGE_INSERT, PART_INSERT, pg
 
-__all__ = ["BatchMixin"]
+__all__ = ["PostgresBatch"]
 
 
-class BatchMixin(PostgresStoreBase):
-    """Batch appends (part of ``PostgresStore``)."""
+class PostgresBatch(BaseBatch[PostgresDatabase]):
+    """Batch appends (``PostgresStore.batch``)."""
 
     async def append_batch(self, batch: Sequence[NewMessage]) -> list[AppendedMessage]:
         prepared = encode_batch(batch)

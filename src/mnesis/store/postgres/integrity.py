@@ -11,16 +11,16 @@ from typing import Any
 from mnesis.errors import InvalidArgumentError, MnesisStoreError
 from mnesis.store.base import IntegritySnapshot
 from mnesis.store.postgres.chain import read_chain
-from mnesis.store.postgres.db import Conn, redact_url
+from mnesis.store.postgres.db import Conn, PostgresDatabase, redact_url
 from mnesis.store.postgres.engine_check import run_engine_check
 from mnesis.store.postgres.migrations import MIGRATIONS
-from mnesis.store.postgres.rows import PostgresStoreBase, execute_many, fetch, lock_session, now_ms
+from mnesis.store.postgres.rows import execute_many, fetch, lock_session, now_ms
 from mnesis.store.records import ChainReport, EngineCheck
 from mnesis.store.shared import integrity as shared
-from mnesis.store.shared.integrity import wanted_files
+from mnesis.store.shared.integrity import BaseIntegrity, wanted_files
 from mnesis.store.shared.sql import pg
 
-__all__ = ["BACKUP_FORMAT", "BACKUP_TABLES", "IntegrityMixin"]
+__all__ = ["BACKUP_FORMAT", "BACKUP_TABLES", "PostgresIntegrity"]
 
 _SNAPSHOT = shared.snapshot_queries("key", as_text="::text")
 
@@ -44,8 +44,8 @@ BACKUP_TABLES = (
 _BATCH = 1000
 
 
-class IntegrityMixin(PostgresStoreBase):
-    """Snapshots, repairs and backups (part of ``PostgresStore``)."""
+class PostgresIntegrity(BaseIntegrity[PostgresDatabase]):
+    """Snapshots, repairs and backups (``PostgresStore.integrity``)."""
 
     async def verify_chain(self, session_id: str, expect: bytes | None = None) -> ChainReport:
         return await self.db.snapshot(lambda conn: read_chain(conn, session_id, expect))

@@ -1,4 +1,5 @@
-"""Messages and their parts in PostgreSQL: appends, the permitted updates, reads."""
+"""Messages and their parts in PostgreSQL: appends, the permitted updates, reads
+(``PostgresStore.messages``)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,10 @@ from mnesis.store.codec import (
     usage_from_sums,
 )
 from mnesis.store.postgres.chain import extend_chain
-from mnesis.store.postgres.db import Conn
+from mnesis.store.postgres.db import Conn, PostgresDatabase
 from mnesis.store.postgres.rows import (
     LOCK_SESSION,
     MSG_COLS,
-    PostgresStoreBase,
     execute_many,
     fetch,
     fetch_one,
@@ -26,8 +26,8 @@ from mnesis.store.postgres.rows import (
 )
 from mnesis.store.shared.chain import HEAD_SELECT, Link, message_link, part_link
 from mnesis.store.shared.messages import (
+    BaseMessages,
     MessageRowChange,
-    MessageStatements,
     message_changes,
     part_status_select,
 )
@@ -40,7 +40,7 @@ from mnesis.store.shared.search_context import (
 )
 from mnesis.store.shared.sql import MESSAGE_INSERT, PART_INSERT, pg
 
-__all__ = ["MessagesMixin"]
+__all__ = ["PostgresMessages"]
 
 _HEAD = pg(HEAD_SELECT)
 _MESSAGE_INSERT = pg(MESSAGE_INSERT)
@@ -62,8 +62,8 @@ _LATEST_NEIGHBOURS = pg(
 """:data:`NEIGHBOURS_SELECT` for the message appended next (args: the session twice)."""
 
 
-class MessagesMixin(PostgresStoreBase, MessageStatements):
-    """Appending, updating and reading messages and parts (part of ``PostgresStore``)."""
+class PostgresMessages(BaseMessages[PostgresDatabase]):
+    """Appending, updating and reading messages and parts (``PostgresStore.messages``)."""
 
     ROW_KEY = "key"
     MESSAGE_LOCK = "SELECT 1 FROM messages WHERE id = ? FOR NO KEY UPDATE"

@@ -13,9 +13,10 @@ from mnesis.store.postgres.db import Conn, PostgresDatabase
 from mnesis.store.postgres.rows import fetch, fetch_one, now_ms
 from mnesis.store.shared import purge as shared
 from mnesis.store.shared.chain import CHAIN_DELETE
+from mnesis.store.shared.purge import BasePurge
 from mnesis.store.shared.sql import pg
 
-__all__ = ["PurgeMixin"]
+__all__ = ["PostgresPurge"]
 
 _SOURCE_UPSERT = (
     " ON CONFLICT (source_key) DO UPDATE SET format = EXCLUDED.format, "
@@ -44,10 +45,8 @@ async def _purge_one(conn: Conn, session_id: str, rows: dict[str, int]) -> None:
     rows["sessions"] = rows.get("sessions", 0) + max(cur.rowcount, 0)
 
 
-class PurgeMixin:
-    """Purging a session and recording import progress, for :class:`PostgresStore`."""
-
-    db: PostgresDatabase
+class PostgresPurge(BasePurge[PostgresDatabase]):
+    """Purging a session and recording import progress (``PostgresStore.purge``)."""
 
     async def purge_session(self, session_id: str) -> PurgeReport:
         async def _purge(conn: Conn) -> PurgeReport:

@@ -1,5 +1,6 @@
 """What the parts of the PostgreSQL store share: column lists, row decoders, write
-helpers and :class:`PostgresStoreBase`, which gives each part its database.
+helpers, :func:`ids_in` and :class:`PostgresStoreBase`, which gives the search mixins
+(pending their collaborator) the store's database.
 
 The helpers that take a connection run inside the read or write transaction of their
 caller.
@@ -15,7 +16,6 @@ from mnesis.models.clock import now_ms
 from mnesis.models.message import MessageWithParts
 from mnesis.store.base import FileReference
 from mnesis.store.postgres.db import Conn, PostgresDatabase
-from mnesis.store.shared.lineage import LineageReads
 from mnesis.store.shared.rows import (
     attach_parts,
     messages_of,
@@ -30,7 +30,7 @@ from mnesis.store.shared.sql import (
 )
 from mnesis.store.shared.statements import Statements
 
-__all__ = ["PostgresStoreBase", "now_ms"]
+__all__ = ["PostgresStoreBase", "ids_in", "now_ms"]
 
 MSG_COLS = select_list(MESSAGE_COLUMNS, as_text=("role",))
 PART_COLS = select_list(PART_COLUMNS, as_text=("tool_state", "part_type"))
@@ -102,22 +102,19 @@ async def get_file(conn: Conn, key: str) -> FileReference | None:
     return None if row is None else FileReference(*row)
 
 
-class PostgresStoreBase(LineageReads):
-    """The database every part of :class:`~mnesis.store.postgres.PostgresStore` works on."""
+def ids_in(column: str, ids: Sequence[str]) -> tuple[str, Any]:
+    """The clause "``column`` is one of ``ids``" (one ``?``: a ``text[]``) and its
+    argument."""
+    return f"{column} = ANY(?)", list(ids)
+
+
+class PostgresStoreBase:
+    """The database of :class:`~mnesis.store.postgres.PostgresStore`, for its search
+    mixins (the collaborators hold their own
+    :attr:`~mnesis.store.shared.statements.StorePart.db`)."""
 
     db: PostgresDatabase
 
     @property
     def statements(self) -> Statements:
         return self.db
-
-    def _ids_in(self, column: str, ids: Sequence[str]) -> tuple[str, Any]:
-        return f"{column} = ANY(?)", list(ids)
-
-    async def _first_column(self, sql: str, args: Sequence[Any]) -> list[str]:
-        """The first column of every row of a read query."""
-
-        async def _read(conn: Conn) -> list[str]:
-            return [r[0] for r in await fetch(conn, pg(sql), args)]
-
-        return await self.db.read(_read)

@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mnesis.store.postgres.db import Conn
-from mnesis.store.postgres.rows import PostgresStoreBase, fetch
-from mnesis.store.session_stats import SessionStats, assemble, queries
+from mnesis.store.postgres.db import Conn, PostgresDatabase
+from mnesis.store.postgres.rows import fetch, ids_in
+from mnesis.store.session_stats import BaseStats, SessionStats, assemble, queries
 from mnesis.store.shared.sql import pg
 
-__all__ = ["StatsMixin"]
+__all__ = ["PostgresStats"]
 
 
-class StatsMixin(PostgresStoreBase):
-    """Per-session counts (part of ``PostgresStore``)."""
+class PostgresStats(BaseStats[PostgresDatabase]):
+    """Per-session counts (``PostgresStore.stats``)."""
 
     async def session_stats(self, session_ids: Sequence[str] | None) -> dict[str, SessionStats]:
-        listed = None if session_ids is None else self._ids_in("m.session_id", session_ids)
+        listed = None if session_ids is None else ids_in("m.session_id", session_ids)
 
         async def _read(conn: Conn) -> dict[str, SessionStats]:
             ids = session_ids

@@ -1,8 +1,13 @@
 """The PostgreSQL backend of :class:`~mnesis.store.base.StoreBackend`.
 
-:class:`PostgresStore` owns the database handle, sessions and file references; the rest
-of the interface comes from one mixin per module: ``messages``, ``summaries``, ``search``
-and ``integrity`` (their shared SQL is in ``rows``).
+:class:`PostgresStore` owns the database handle, sessions, file references, the advisory
+compaction lock and the job queue, and one named collaborator per topic, each the
+PostgreSQL subclass of an engine-neutral base in a module of this package of the same
+name: ``store.messages`` (``messages.py``), ``store.summaries``, ``store.batch``,
+``store.purge``, ``store.integrity``, ``store.stats``;
+:class:`~mnesis.store.shared.wrapper.BackendWrapper` delegates the interface's methods
+to them. Search and grep's reads are still mixins (``search``, ``grep_reads``), pending
+their collaborator.
 """
 
 from __future__ import annotations
@@ -10,26 +15,26 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 
 from mnesis.errors import SessionNotFoundError
-from mnesis.store.base import FileReference, SessionRecord, StoreBackend
+from mnesis.store.base import FileReference, SessionRecord
 from mnesis.store.jobs import CompactionQueue
 from mnesis.store.map_runs import MapRunStore
-from mnesis.store.postgres.batch import BatchMixin
+from mnesis.store.postgres.batch import PostgresBatch
 from mnesis.store.postgres.db import Conn, PostgresDatabase
 from mnesis.store.postgres.grep_reads import GrepReadsMixin
-from mnesis.store.postgres.integrity import IntegrityMixin
+from mnesis.store.postgres.integrity import PostgresIntegrity
 from mnesis.store.postgres.jobs import PostgresCompactionQueue
 from mnesis.store.postgres.locks import advisory_compaction_lock
 from mnesis.store.postgres.map_runs import PostgresMapRunStore
-from mnesis.store.postgres.messages import MessagesMixin
-from mnesis.store.postgres.purge import PurgeMixin
+from mnesis.store.postgres.messages import PostgresMessages
+from mnesis.store.postgres.purge import PostgresPurge
 from mnesis.store.postgres.rows import (
     fetch_one,
     get_file,
     now_ms,
 )
 from mnesis.store.postgres.search import SearchMixin
-from mnesis.store.postgres.stats import StatsMixin
-from mnesis.store.postgres.summaries import SummariesMixin
+from mnesis.store.postgres.stats import PostgresStats
+from mnesis.store.postgres.summaries import PostgresSummaries
 from mnesis.store.postgres.term_counts import TermCounts
 from mnesis.store.postgres.vectors import PostgresVectorStore
 from mnesis.store.shared import sessions as shared
@@ -37,23 +42,18 @@ from mnesis.store.shared.lending import Lender, LentStore
 from mnesis.store.shared.purge import SESSION_EXISTS
 from mnesis.store.shared.sessions import SessionReads
 from mnesis.store.shared.sql import pg
+from mnesis.store.shared.wrapper import BackendWrapper
 from mnesis.store.vectors import VectorStore
 
 __all__ = ["PostgresStore"]
 
 
 class PostgresStore(
-    MessagesMixin,
-    BatchMixin,
-    StatsMixin,
-    SummariesMixin,
     SearchMixin,
-    IntegrityMixin,
-    PurgeMixin,
     GrepReadsMixin,
     SessionReads,
     LentStore[PostgresDatabase],
-    StoreBackend,
+    BackendWrapper,
 ):
     """Stores sessions in a PostgreSQL database (pooled connections, append-only triggers)."""
 
@@ -62,6 +62,12 @@ class PostgresStore(
         self._map_runs = PostgresMapRunStore(db)
         self._vectors = PostgresVectorStore(db)
         self.term_counts = TermCounts()
+        self.messages = PostgresMessages(db)
+        self.summaries = PostgresSummaries(db)
+        self.batch = PostgresBatch(db)
+        self.purge = PostgresPurge(db)
+        self.integrity = PostgresIntegrity(db)
+        self.stats = PostgresStats(db)
 
     @property
     def location(self) -> str:

@@ -1,19 +1,20 @@
 """The context view, compaction commits, summaries, their lineage and the compaction
-leases in PostgreSQL."""
+leases in PostgreSQL (``PostgresStore.summaries``)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 from mnesis.store.base import AppendedMessage, CompactionCommit
 from mnesis.store.postgres.chain import extend_chain
-from mnesis.store.postgres.db import Conn
+from mnesis.store.postgres.db import Conn, PostgresDatabase
 from mnesis.store.postgres.rows import (
-    PostgresStoreBase,
     execute_many,
     fetch,
     fetch_one,
+    ids_in,
     lock_session,
     next_value,
     now_ms,
@@ -27,16 +28,19 @@ from mnesis.store.shared.commit import (
 from mnesis.store.shared.rows import encode_parts
 from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, neighbour_args
 from mnesis.store.shared.sql import pg
-from mnesis.store.shared.summaries import ContextAndLocks
+from mnesis.store.shared.summaries import BaseSummaries
 
-__all__ = ["SummariesMixin"]
+__all__ = ["PostgresSummaries"]
 
 
-class SummariesMixin(PostgresStoreBase, ContextAndLocks):
-    """Context items, summaries, lineage and compaction leases (part of ``PostgresStore``)."""
+class PostgresSummaries(BaseSummaries[PostgresDatabase]):
+    """Context items, summaries, lineage and compaction leases (``PostgresStore.summaries``)."""
 
     ENUMS_AS_TEXT = True
     JSON_AS_TEXT = False
+
+    def _ids_in(self, column: str, ids: Sequence[str]) -> tuple[str, Any]:
+        return ids_in(column, ids)
 
     async def commit_compaction(self, commit: CompactionCommit) -> AppendedMessage:
         s = commit.summary

@@ -4,10 +4,12 @@ both backends (``append_batch``).
 The rows come from the row builders the one-message append uses
 (:func:`~mnesis.store.shared.rows.message_row`, :func:`~mnesis.store.shared.rows.part_rows`),
 so a batch and the same messages appended one by one store identical rows.
+:class:`BaseBatch` is the engine-neutral base of a backend's ``batch`` collaborator.
 """
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,9 +18,11 @@ from mnesis.store.records import AppendedMessage, NewMessage
 from mnesis.store.shared.chain import Link, message_link, part_link
 from mnesis.store.shared.rows import EncodedParts, encode_parts, message_row, part_rows
 from mnesis.store.shared.search_context import Contexts, Neighbour
+from mnesis.store.shared.statements import DB, StorePart
 
 __all__ = [
     "CONTEXT_MESSAGE_INSERT",
+    "BaseBatch",
     "BatchRows",
     "PreparedRows",
     "RowPreparer",
@@ -114,7 +118,7 @@ class RowPreparer:
     (:func:`encode_batch`, :func:`batch_rows`), for a producer that is the only writer
     of its sessions while it runs: it carries each session's next ``seq``, position and
     neighbours from one batch to the next. ``starts`` gives them for sessions that exist
-    already (as :meth:`~mnesis.store.sqlite.SQLiteStore.batch_starts` reads them); any
+    already (as :meth:`~mnesis.store.sqlite.batch.SQLiteBatch.batch_starts` reads them); any
     other session is taken to be new (empty)."""
 
     def __init__(self, starts: dict[str, SessionStart]) -> None:
@@ -171,3 +175,13 @@ def batch_links(rows: BatchRows) -> list[Link]:
         out.append(message_link(message))
         out += by_message.get(message[0], [])
     return out
+
+
+class BaseBatch(StorePart[DB]):
+    """A backend's ``batch`` collaborator: a large batch (a transcript import's) in one
+    transaction, one statement execution per table (``store/sqlite/batch.py``,
+    ``store/postgres/batch.py``)."""
+
+    @abstractmethod
+    async def append_batch(self, batch: Sequence[NewMessage]) -> list[AppendedMessage]:
+        """Append the batch: the rows ``append_messages`` writes, in one transaction."""

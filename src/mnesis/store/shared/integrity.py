@@ -1,18 +1,22 @@
-"""The integrity snapshot and the repairs' writes, the same on both backends: the
-snapshot's queries, its assembly, and the rows of a context rewrite."""
+"""A backend's ``integrity`` collaborator, engine-neutral (:class:`BaseIntegrity`), and
+what both engines' subclasses share: the snapshot's queries, its assembly, and the rows
+of a context rewrite."""
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mnesis.store.records import IntegritySnapshot
+from mnesis.store.records import ChainReport, EngineCheck, IntegritySnapshot
+from mnesis.store.shared.statements import DB, StorePart
 
 __all__ = [
     "CONTEXT_DELETE",
     "CONTEXT_INSERT",
     "NEXT_SOURCE_ORDINAL",
     "SOURCE_INSERT",
+    "BaseIntegrity",
     "context_rows",
     "snapshot",
     "snapshot_queries",
@@ -98,3 +102,39 @@ def context_rows(
         )
         for index, (kind, item_id, tokens) in enumerate(items)
     ]
+
+
+class BaseIntegrity(StorePart[DB]):
+    """What the integrity checker and its repairs need from a store
+    (``store/sqlite/integrity.py``, ``store/postgres/integrity.py``)."""
+
+    async def list_session_ids(self) -> list[str]:
+        """Every session ID, oldest first."""
+        rows = await self.db.rows("SELECT id FROM sessions ORDER BY created_at, id", ())
+        return [r[0] for r in rows]
+
+    @abstractmethod
+    async def integrity_snapshot(self, session_id: str) -> IntegritySnapshot:
+        """The rows the integrity checker needs for one session, read consistently."""
+
+    @abstractmethod
+    async def verify_chain(self, session_id: str, expect: bytes | None = None) -> ChainReport:
+        """The session's hash chain, checked link by link."""
+
+    @abstractmethod
+    async def engine_check(self, *, full: bool = False) -> EngineCheck:
+        """What the database engine's own consistency check ran and found."""
+
+    @abstractmethod
+    async def replace_context_items(
+        self, session_id: str, items: Sequence[tuple[str, str, int]]
+    ) -> None:
+        """Repair: replace a session's context with ``(item_type, item_id, tokens)`` rows."""
+
+    @abstractmethod
+    async def add_summary_sources(self, summary_id: str, message_ids: Sequence[str]) -> None:
+        """Repair: link an orphan leaf summary to its source messages."""
+
+    @abstractmethod
+    async def backup_to(self, path: str) -> None:
+        """Write a consistent copy of the whole database to ``path``."""

@@ -1,19 +1,15 @@
-"""Summary lineage and the compaction lock in SQL, written once for both backends."""
+"""The compaction lock row's statements, written once for both backends (the lineage
+reads are :class:`~mnesis.store.shared.summaries.BaseSummaries`')."""
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from collections.abc import Sequence
 from typing import Any
-
-from mnesis.store.shared.sql import DOWN_CTE
 
 __all__ = [
     "LOCK_ACQUIRE",
     "LOCK_LIST",
     "LOCK_OWNER",
     "LOCK_RELEASE",
-    "LineageReads",
     "lock_args",
 ]
 
@@ -36,47 +32,3 @@ def lock_args(
 ) -> tuple[Any, ...]:
     """The values of :data:`LOCK_ACQUIRE`."""
     return (session_id, owner, now + int(ttl_seconds * 1000), now, steal_from)
-
-
-class LineageReads(ABC):
-    """The lineage reads that are one first-column query each (part of both stores)."""
-
-    @abstractmethod
-    async def _first_column(self, sql: str, args: Sequence[Any]) -> list[str]:
-        """The first column of every row of a read query (``?`` placeholders)."""
-
-    async def list_session_ids(self) -> list[str]:
-        return await self._first_column("SELECT id FROM sessions ORDER BY created_at, id", ())
-
-    async def get_summary_source_ids(self, summary_id: str) -> list[str]:
-        return await self._first_column(
-            "SELECT message_id FROM summary_messages WHERE summary_id = ? ORDER BY ordinal",
-            (summary_id,),
-        )
-
-    async def get_summary_parent_ids(self, summary_id: str) -> list[str]:
-        return await self._first_column(
-            "SELECT parent_summary_id FROM summary_parents WHERE summary_id = ? ORDER BY ordinal",
-            (summary_id,),
-        )
-
-    async def get_summaries_merging(self, summary_id: str) -> list[str]:
-        return await self._first_column(
-            "SELECT summary_id FROM summary_parents WHERE parent_summary_id = ? "
-            "ORDER BY summary_id",
-            (summary_id,),
-        )
-
-    async def get_leaf_summaries_of_message(self, message_id: str) -> list[str]:
-        return await self._first_column(
-            "SELECT summary_id FROM summary_messages WHERE message_id = ? ORDER BY summary_id",
-            (message_id,),
-        )
-
-    async def get_source_message_ids_deep(self, summary_id: str) -> list[str]:
-        return await self._first_column(
-            f"{DOWN_CTE} SELECT m.id FROM messages m WHERE m.id IN "
-            "(SELECT sm.message_id FROM summary_messages sm JOIN down "
-            "ON sm.summary_id = down.id) ORDER BY m.seq",
-            (summary_id,),
-        )

@@ -1,11 +1,12 @@
-"""Message and part statements written once for both stores: the keyword fronts of the
-interface, the permitted changes (message tokens, tool status, tombstones) and the reads
-that are one statement each (each backend's ``MessagesMixin`` adds the appends and the
-reads of messages with their parts)."""
+"""A backend's ``messages`` collaborator, engine-neutral (:class:`BaseMessages`): message
+and part statements written once for both engines: the keyword fronts of the interface,
+the permitted changes (message tokens, tool status, tombstones) and the reads that are
+one statement each (each engine's subclass adds the appends and the reads of messages
+with their parts)."""
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -14,7 +15,7 @@ from mnesis.models.clock import now_ms
 from mnesis.models.message import MessageWithParts
 from mnesis.models.parts import MessagePart, ToolState
 from mnesis.models.tokens import TokenUsage
-from mnesis.store.base import AppendedMessage, NewMessage
+from mnesis.store.records import AppendedMessage, NewMessage
 from mnesis.store.shared.chain import (
     HEAD_SELECT,
     LINK_INSERT,
@@ -31,9 +32,9 @@ from mnesis.store.shared.rows import (
     tool_status_args,
 )
 from mnesis.store.shared.sql import CONTEXT_TOKENS_UPDATE, TOMBSTONE, select_list
-from mnesis.store.shared.statements import Statements
+from mnesis.store.shared.statements import DB, StorePart
 
-__all__ = ["MessageRowChange", "MessageStatements", "message_changes", "part_status_select"]
+__all__ = ["BaseMessages", "MessageRowChange", "message_changes", "part_status_select"]
 
 _MESSAGE_TOKENS_UPDATE = "UPDATE messages SET token_estimate = ? WHERE id = ?"
 _PART_STATUS_COLUMNS = (
@@ -55,7 +56,7 @@ row (None: unchanged)."""
 
 
 def part_status_select(*, as_text: Sequence[str] = (), lock: str = "") -> str:
-    """:attr:`MessageStatements.PART_STATUS_SELECT`: the part ``?``'s columns that
+    """:attr:`BaseMessages.PART_STATUS_SELECT`: the part ``?``'s columns that
     :func:`~mnesis.store.shared.rows.tool_status_args` takes, then its message ID and
     session ID; ``as_text`` columns cast to text (``p.`` prefixed), ``lock`` what
     follows the ``WHERE`` clause (the locks the update needs)."""
@@ -78,12 +79,13 @@ def message_changes(message_id: str, change: MessageRowChange) -> Planned:
     return planned
 
 
-class MessageStatements(ABC):
+class BaseMessages(StorePart[DB]):
     """``append_parts``, ``get_messages`` and ``update_message_tokens`` as the interface
     takes them; ``update_part_status``, ``tombstone_parts``, ``get_message``,
-    ``count_messages`` and ``find_tool_part``.
+    ``count_messages`` and ``find_tool_part`` (``store/sqlite/messages.py``,
+    ``store/postgres/messages.py``).
 
-    A backend gives :attr:`statements` (its database), :meth:`get_messages_by_ids`,
+    An engine gives :meth:`get_messages_by_ids`, :meth:`session_token_usage`,
     :meth:`_append_messages`, :meth:`_append_parts` and :meth:`_messages`, and sets
     :attr:`ROW_KEY` (the column that orders parts by when they were written),
     :attr:`MESSAGE_LOCK` (reads the message ``?``) and :attr:`PART_STATUS_SELECT` (see
@@ -95,14 +97,13 @@ class MessageStatements(ABC):
     MESSAGE_LOCK: ClassVar[str]
     PART_STATUS_SELECT: ClassVar[str]
 
-    @property
-    @abstractmethod
-    def statements(self) -> Statements:
-        """The database the statements run on."""
-
     @abstractmethod
     async def get_messages_by_ids(self, message_ids: Sequence[str]) -> list[MessageWithParts]:
         """The messages of ``message_ids`` that exist, in that order."""
+
+    @abstractmethod
+    async def session_token_usage(self, session_id: str) -> TokenUsage:
+        """Sum of recorded model token usage over a session."""
 
     @abstractmethod
     async def _append_messages(
@@ -170,7 +171,7 @@ class MessageStatements(ABC):
                 raise MessageNotFoundError(message_id)
             return planned
 
-        await self.statements.change_after(self.MESSAGE_LOCK, (message_id,), _plan)
+        await self.db.change_after(self.MESSAGE_LOCK, (message_id,), _plan)
 
     async def update_part_status(
         self,
@@ -210,11 +211,11 @@ class MessageStatements(ABC):
                 planned += [(_MESSAGE_TOKENS_UPDATE, owner), (CONTEXT_TOKENS_UPDATE, owner)]
             return planned
 
-        await self.statements.change_after(
+        await self.db.change_after(
             self.PART_STATUS_SELECT,
             (part_id,),
             _plan,
-            then=HEAD_SELECT if self.statements.chained else None,
+            then=HEAD_SELECT if self.db.chained else None,
         )
 
     async def tombstone_parts(
@@ -223,7 +224,7 @@ class MessageStatements(ABC):
         message_estimates: Sequence[tuple[str, int]],
     ) -> None:
         rows = tombstone_rows(parts, message_estimates)
-        await self.statements.change_many(list(zip(TOMBSTONE, rows, strict=True)))
+        await self.db.change_many(list(zip(TOMBSTONE, rows, strict=True)))
 
     async def get_message(self, message_id: str) -> MessageWithParts:
         found = await self.get_messages_by_ids([message_id])
@@ -232,13 +233,13 @@ class MessageStatements(ABC):
         return found[0]
 
     async def count_messages(self, session_id: str) -> int:
-        rows = await self.statements.rows(
+        rows = await self.db.rows(
             "SELECT COALESCE(MAX(seq), 0) FROM messages WHERE session_id = ?", (session_id,)
         )
         return int(rows[0][0])
 
     async def find_tool_part(self, session_id: str, tool_call_id: str) -> tuple[str, str]:
-        rows = await self.statements.rows(
+        rows = await self.db.rows(
             "SELECT id, message_id FROM message_parts WHERE session_id = ? "
             f"AND tool_call_id = ? ORDER BY {self.ROW_KEY} DESC LIMIT 1",
             (session_id, tool_call_id),

@@ -1,14 +1,17 @@
-"""Purging a session and recording import progress: the statements and rows both
-backends use (each wraps them in its own delete guard: grants on SQLite, a
-transaction-local setting on PostgreSQL)."""
+"""A backend's ``purge`` collaborator, engine-neutral (:class:`BasePurge`): purging a
+session and recording import progress, with the statements and rows both engines use
+(each wraps them in its own delete guard: grants on SQLite, a transaction-local setting
+on PostgreSQL)."""
 
 from __future__ import annotations
 
 import json
+from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
-from mnesis.store.records import ImportSource
+from mnesis.store.records import ImportSource, PurgeReport
+from mnesis.store.shared.statements import DB, StorePart
 
 __all__ = [
     "DELETES",
@@ -19,6 +22,7 @@ __all__ = [
     "SOURCE_SELECT",
     "UNLINK_FILES",
     "UNLINK_MAP_ITEMS",
+    "BasePurge",
     "import_source",
     "source_row",
 ]
@@ -88,3 +92,21 @@ def source_row(source: ImportSource) -> tuple[Any, ...]:
         json.dumps(source.state, ensure_ascii=False),
         source.updated_at,
     )
+
+
+class BasePurge(StorePart[DB]):
+    """Purging a session and recording import progress (``store/sqlite/purge.py``,
+    ``store/postgres/purge.py``)."""
+
+    @abstractmethod
+    async def purge_session(self, session_id: str) -> PurgeReport:
+        """Remove a session, its sub-agent sessions and every row of theirs, in one
+        transaction (the one exception to append-only history)."""
+
+    @abstractmethod
+    async def get_import_source(self, source_key: str) -> ImportSource | None:
+        """The import progress of a transcript file, if it was imported before."""
+
+    @abstractmethod
+    async def put_import_source(self, source: ImportSource) -> None:
+        """Insert or replace the import progress of a transcript file."""

@@ -8,10 +8,11 @@ store part made only of single statements (written with ``?`` placeholders, see
 
 from __future__ import annotations
 
+from abc import ABCMeta
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
-__all__ = ["Batch", "Plan", "Statements"]
+__all__ = ["DB", "Batch", "Plan", "Statements", "StorePart"]
 
 Batch = tuple[str, Sequence[Sequence[Any]]]
 """One statement and the parameter rows it runs over."""
@@ -48,3 +49,16 @@ class Statements(Protocol):
         argument; the columns of its first row (NULLs when none) are appended to the
         row ``plan`` gets."""
         ...
+
+
+DB = TypeVar("DB", bound=Statements)
+
+
+class StorePart(Generic[DB], metaclass=ABCMeta):
+    """One named collaborator of a backend store (``store.stats``, ``store.purge``, ...):
+    the database it works on, :attr:`db`. Each topic has an engine-neutral subclass
+    (abstract where the engines differ) and one subclass per engine, which names its
+    database type (``SQLiteStats(BaseStats[SQLiteDatabase])``)."""
+
+    def __init__(self, db: DB) -> None:
+        self.db = db

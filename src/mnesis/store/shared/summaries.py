@@ -1,15 +1,17 @@
-"""The context view and the compaction lock as single statements, written once for both
-stores (the ``SummariesMixin`` of each backend adds the multi-statement work)."""
+"""A backend's ``summaries`` collaborator, engine-neutral (:class:`BaseSummaries`): the
+context view, summaries, their lineage and the compaction lock row as single statements,
+written once for both engines (each engine's subclass adds the multi-statement work: the
+compaction commit, the covering summaries)."""
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
 
 from mnesis.models.clock import now_ms
 from mnesis.store.lease import LeaseRow
-from mnesis.store.records import ContextItem, SummaryRecord
+from mnesis.store.records import AppendedMessage, CompactionCommit, ContextItem, SummaryRecord
 from mnesis.store.shared.commit import CONTEXT_TOKEN_TOTAL
 from mnesis.store.shared.lineage import (
     LOCK_ACQUIRE,
@@ -19,10 +21,10 @@ from mnesis.store.shared.lineage import (
     lock_args,
 )
 from mnesis.store.shared.rows import summary_record
-from mnesis.store.shared.sql import SUMMARY_COLUMNS, select_list
-from mnesis.store.shared.statements import Statements
+from mnesis.store.shared.sql import DOWN_CTE, SUMMARY_COLUMNS, select_list
+from mnesis.store.shared.statements import DB, StorePart
 
-__all__ = ["ContextAndLocks"]
+__all__ = ["BaseSummaries"]
 
 _CONTEXT_ITEM_COLUMNS = (
     "ci.position",
@@ -33,27 +35,34 @@ _CONTEXT_ITEM_COLUMNS = (
 )
 
 
-class ContextAndLocks(ABC):
+class BaseSummaries(StorePart[DB]):
     """``get_context_items``, ``context_token_total``, ``get_summaries``,
-    ``messages_in_context`` and the compaction lock row.
+    ``messages_in_context``, the lineage reads and the compaction lock row
+    (``store/sqlite/summaries.py``, ``store/postgres/summaries.py``).
 
-    A backend gives :attr:`statements` (its database) and :meth:`_ids_in`, and sets
-    :attr:`ENUMS_AS_TEXT` (its enum columns are read as text), :attr:`JSON_AS_TEXT`
-    (its JSON columns are read as text to decode), and may override
-    :meth:`_summary_items` (where the summaries of the context are read from).
+    An engine gives :meth:`_ids_in`, :meth:`commit_compaction` and
+    :meth:`covering_context_summaries`, and sets :attr:`ENUMS_AS_TEXT` (its enum columns
+    are read as text), :attr:`JSON_AS_TEXT` (its JSON columns are read as text to
+    decode), and may override :meth:`_summary_items` (where the summaries of the context
+    are read from).
     """
 
     ENUMS_AS_TEXT: ClassVar[bool] = False
     JSON_AS_TEXT: ClassVar[bool] = True
 
-    @property
-    @abstractmethod
-    def statements(self) -> Statements:
-        """The database the statements run on."""
-
     @abstractmethod
     def _ids_in(self, column: str, ids: Sequence[str]) -> tuple[str, Any]:
         """The clause "``column`` is one of ``ids``" (one ``?``) and its argument."""
+
+    @abstractmethod
+    async def commit_compaction(self, commit: CompactionCommit) -> AppendedMessage:
+        """Write a summary, its lineage, the context swap and the marker atomically."""
+
+    @abstractmethod
+    async def covering_context_summaries(
+        self, session_id: str, message_ids: Sequence[str]
+    ) -> dict[str, str | None]:
+        """For each message: the summary in the current context that covers it."""
 
     def _summary_items(self) -> str:
         """The ``FROM`` source, aliased ``ci``, of a read of the context's summaries."""
@@ -64,7 +73,7 @@ class ContextAndLocks(ABC):
             return []
         clause, ids = self._ids_in("id", summary_ids)
         columns = select_list(SUMMARY_COLUMNS, ("kind",) if self.ENUMS_AS_TEXT else ())
-        rows = await self.statements.rows(f"SELECT {columns} FROM summaries WHERE {clause}", (ids,))
+        rows = await self.db.rows(f"SELECT {columns} FROM summaries WHERE {clause}", (ids,))
         by_id = {r[0]: summary_record(r, json_text=self.JSON_AS_TEXT) for r in rows}
         return [by_id[i] for i in summary_ids if i in by_id]
 
@@ -72,7 +81,7 @@ class ContextAndLocks(ABC):
         if not message_ids:
             return set()
         clause, ids = self._ids_in("message_id", message_ids)
-        rows = await self.statements.rows(
+        rows = await self.db.rows(
             f"SELECT message_id FROM context_items WHERE session_id = ? AND {clause}",
             (session_id, ids),
         )
@@ -108,28 +117,62 @@ class ContextAndLocks(ABC):
             f"WHERE {' AND '.join(where)} ORDER BY ci.position "
             f"{'DESC' if newest_first else 'ASC'}{limit_clause}"
         )
-        return [
-            ContextItem(r[0], r[1], r[2], r[3], r[4]) for r in await self.statements.rows(sql, args)
-        ]
+        return [ContextItem(r[0], r[1], r[2], r[3], r[4]) for r in await self.db.rows(sql, args)]
 
     async def context_token_total(self, session_id: str) -> int:
-        return int((await self.statements.rows(CONTEXT_TOKEN_TOTAL, (session_id,)))[0][0])
+        return int((await self.db.rows(CONTEXT_TOKEN_TOTAL, (session_id,)))[0][0])
 
     async def acquire_compaction_lock(
         self, session_id: str, owner: str, ttl_seconds: float, *, steal_from: str | None = None
     ) -> bool:
         args = lock_args(session_id, owner, ttl_seconds, steal_from, now_ms())
-        return await self.statements.change(LOCK_ACQUIRE, args) == 1
+        return await self.db.change(LOCK_ACQUIRE, args) == 1
 
     async def compaction_lock_owner(self, session_id: str) -> str | None:
-        found = await self.statements.rows(LOCK_OWNER, (session_id,))
+        found = await self.db.rows(LOCK_OWNER, (session_id,))
         return str(found[0][0]) if found else None
 
     async def release_compaction_lock(self, session_id: str, owner: str) -> None:
-        await self.statements.change(LOCK_RELEASE, (session_id, owner))
+        await self.db.change(LOCK_RELEASE, (session_id, owner))
 
     async def compaction_leases(self) -> list[LeaseRow]:
         return [
-            LeaseRow(str(r[0]), str(r[1]), int(r[2]))
-            for r in await self.statements.rows(LOCK_LIST, ())
+            LeaseRow(str(r[0]), str(r[1]), int(r[2])) for r in await self.db.rows(LOCK_LIST, ())
         ]
+
+    # lineage: one first-column read each -------------------------------------
+    async def _first_column(self, sql: str, args: Sequence[Any]) -> list[str]:
+        return [r[0] for r in await self.db.rows(sql, args)]
+
+    async def get_summary_source_ids(self, summary_id: str) -> list[str]:
+        return await self._first_column(
+            "SELECT message_id FROM summary_messages WHERE summary_id = ? ORDER BY ordinal",
+            (summary_id,),
+        )
+
+    async def get_summary_parent_ids(self, summary_id: str) -> list[str]:
+        return await self._first_column(
+            "SELECT parent_summary_id FROM summary_parents WHERE summary_id = ? ORDER BY ordinal",
+            (summary_id,),
+        )
+
+    async def get_summaries_merging(self, summary_id: str) -> list[str]:
+        return await self._first_column(
+            "SELECT summary_id FROM summary_parents WHERE parent_summary_id = ? "
+            "ORDER BY summary_id",
+            (summary_id,),
+        )
+
+    async def get_leaf_summaries_of_message(self, message_id: str) -> list[str]:
+        return await self._first_column(
+            "SELECT summary_id FROM summary_messages WHERE message_id = ? ORDER BY summary_id",
+            (message_id,),
+        )
+
+    async def get_source_message_ids_deep(self, summary_id: str) -> list[str]:
+        return await self._first_column(
+            f"{DOWN_CTE} SELECT m.id FROM messages m WHERE m.id IN "
+            "(SELECT sm.message_id FROM summary_messages sm JOIN down "
+            "ON sm.summary_id = down.id) ORDER BY m.seq",
+            (summary_id,),
+        )

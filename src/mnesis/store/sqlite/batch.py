@@ -12,6 +12,7 @@ from mnesis.errors import MnesisStoreError, SessionNotFoundError
 from mnesis.models.clock import now_ms
 from mnesis.store.base import AppendedMessage, ImportSource, NewMessage, SessionRecord
 from mnesis.store.shared.batch import (
+    BaseBatch,
     PreparedRows,
     SessionStart,
     batch_links,
@@ -23,10 +24,11 @@ from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, Contexts, neig
 from mnesis.store.shared.sql import MESSAGE_INSERT
 from mnesis.store.sqlite.chain import extend_chain
 from mnesis.store.sqlite.context_slots import message_slot_insert, next_position
+from mnesis.store.sqlite.database import SQLiteDatabase
 from mnesis.store.sqlite.fts_index import insert_indexed_parts
-from mnesis.store.sqlite.rows import SQLiteStoreBase, _next_value, insert_session
+from mnesis.store.sqlite.rows import _next_value, ids_in, insert_session
 
-__all__ = ["BatchMixin"]
+__all__ = ["SQLiteBatch"]
 
 SOURCE_REPLACE = SOURCE_INSERT.replace("INSERT", "INSERT OR REPLACE", 1)
 
@@ -41,8 +43,9 @@ def _session_start(conn: sqlite3.Connection, sid: str, keys: bool) -> SessionSta
     return seq, position, [(int(r[0]), str(r[1]), str(r[2])) for r in neighbours]
 
 
-class BatchMixin(SQLiteStoreBase):
-    """Batch appends (part of ``SQLiteStore``)."""
+class SQLiteBatch(BaseBatch[SQLiteDatabase]):
+    """Batch appends, and the rows of a batch prepared away from the store
+    (``SQLiteStore.batch``)."""
 
     async def append_batch(self, batch: Sequence[NewMessage]) -> list[AppendedMessage]:
         prepared = encode_batch(batch)
@@ -77,7 +80,7 @@ class BatchMixin(SQLiteStoreBase):
         ids = list(session_ids)
         if not ids:  # a new file's import: no hand-off to the database's thread
             return {}
-        where, arg = self._ids_in("id", ids)
+        where, arg = ids_in("id", ids)
 
         def _starts(conn: sqlite3.Connection) -> dict[str, SessionStart]:
             found = {r[0] for r in conn.execute(f"SELECT id FROM sessions WHERE {where}", (arg,))}

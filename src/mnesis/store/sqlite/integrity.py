@@ -16,6 +16,7 @@ from mnesis.store.shared.integrity import (
     CONTEXT_INSERT,
     NEXT_SOURCE_ORDINAL,
     SOURCE_INSERT,
+    BaseIntegrity,
     context_rows,
     snapshot,
     snapshot_queries,
@@ -23,16 +24,16 @@ from mnesis.store.shared.integrity import (
 )
 from mnesis.store.sqlite.chain import read_chain
 from mnesis.store.sqlite.context_slots import SLOTS_SNAPSHOT
-from mnesis.store.sqlite.rows import SQLiteStoreBase
+from mnesis.store.sqlite.database import SQLiteDatabase
 
-__all__ = ["IntegrityMixin"]
+__all__ = ["SQLiteIntegrity"]
 
 _SNAPSHOT = snapshot_queries("rowid")
 _SLOTS_SNAPSHOT = {**_SNAPSHOT, "context": SLOTS_SNAPSHOT}
 
 
-class IntegrityMixin(SQLiteStoreBase):
-    """Snapshots, repairs and backups (part of ``SQLiteStore``)."""
+class SQLiteIntegrity(BaseIntegrity[SQLiteDatabase]):
+    """Snapshots, repairs and backups (``SQLiteStore.integrity``)."""
 
     async def engine_check(self, *, full: bool = False) -> EngineCheck:
         pragma = "integrity_check" if full else "quick_check"

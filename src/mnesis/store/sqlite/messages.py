@@ -1,4 +1,5 @@
-"""Messages and their parts in SQLite: appends, the permitted updates, reads."""
+"""Messages and their parts in SQLite: appends, the permitted updates, reads
+(``SQLiteStore.messages``)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ from mnesis.store.codec import (
 )
 from mnesis.store.shared.chain import Link, message_link, part_link
 from mnesis.store.shared.messages import (
+    BaseMessages,
     MessageRowChange,
-    MessageStatements,
     message_changes,
     part_status_select,
 )
@@ -29,21 +30,26 @@ from mnesis.store.shared.rows import (
     message_row,
     part_rows,
 )
-from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, Contexts, neighbour_args
+from mnesis.store.shared.search_context import (
+    NEIGHBOURS_SELECT,
+    Contexts,
+    NeighbourCache,
+    neighbour_args,
+)
 from mnesis.store.shared.sql import MESSAGE_INSERT
 from mnesis.store.sqlite.chain import extend_chain
 from mnesis.store.sqlite.context_slots import message_slot_insert
 from mnesis.store.sqlite.context_slots import next_position as next_position_of
+from mnesis.store.sqlite.database import SQLiteDatabase
 from mnesis.store.sqlite.fts_index import insert_indexed_parts
 from mnesis.store.sqlite.rows import (
     _MSG_COLS,
     _PART_COLS,
-    SQLiteStoreBase,
     _load_messages,
     _next_value,
 )
 
-__all__ = ["MessagesMixin"]
+__all__ = ["SQLiteMessages"]
 
 
 def _last_part_key(conn: sqlite3.Connection) -> int | None:
@@ -63,12 +69,18 @@ def _set_contexts(
     contexts.apply(m.session_id, seq, m.role, m.created_at, m.is_summary, rows)
 
 
-class MessagesMixin(SQLiteStoreBase, MessageStatements):
-    """Appending, updating and reading messages and parts (part of ``SQLiteStore``)."""
+class SQLiteMessages(BaseMessages[SQLiteDatabase]):
+    """Appending, updating and reading messages and parts (``SQLiteStore.messages``)."""
 
     ROW_KEY = "rowid"
     MESSAGE_LOCK = "SELECT 1 FROM messages WHERE id = ?"
     PART_STATUS_SELECT = part_status_select()
+
+    def __init__(self, db: SQLiteDatabase) -> None:
+        super().__init__(db)
+        self.neighbours = NeighbourCache()
+        """The last turns of the sessions this store appended to (a part's
+        ``search_context`` is computed from them without a read)."""
 
     async def _append_messages(
         self, prepared: Sequence[tuple[NewMessage, EncodedParts]], now: int

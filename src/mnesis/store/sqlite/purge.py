@@ -10,7 +10,6 @@ stays in force for every other session and every other connection.
 from __future__ import annotations
 
 import sqlite3
-from typing import TYPE_CHECKING
 
 from mnesis.errors import SessionNotFoundError
 from mnesis.models.clock import now_ms
@@ -25,16 +24,15 @@ from mnesis.store.shared.purge import (
     SOURCE_SELECT,
     UNLINK_FILES,
     UNLINK_MAP_ITEMS,
+    BasePurge,
     import_source,
     source_row,
 )
 from mnesis.store.sqlite.context_slots import SESSION_SLOTS_DELETE
+from mnesis.store.sqlite.database import SQLiteDatabase
 from mnesis.store.sqlite.fts_index import FTS_DELETE, fts_delete_rows
 
-if TYPE_CHECKING:
-    from mnesis.store.sqlite.database import SQLiteDatabase
-
-__all__ = ["PurgeMixin"]
+__all__ = ["SQLitePurge"]
 
 _FTS_DELETE_SUMMARIES = """
 INSERT INTO summaries_fts (summaries_fts, rowid, search_text, session_id)
@@ -72,10 +70,8 @@ def _purge_one(
     )
 
 
-class PurgeMixin:
-    """Purging a session and recording import progress, for :class:`SQLiteStore`."""
-
-    db: SQLiteDatabase
+class SQLitePurge(BasePurge[SQLiteDatabase]):
+    """Purging a session and recording import progress (``SQLiteStore.purge``)."""
 
     async def purge_session(self, session_id: str) -> PurgeReport:
         def _purge(conn: sqlite3.Connection) -> PurgeReport:

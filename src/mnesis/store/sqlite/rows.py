@@ -1,6 +1,7 @@
-"""What the parts of the SQLite store share: select lists, write helpers and
-:class:`SQLiteStoreBase`, which gives each part its database (row decoders and statements
-both backends use live in :mod:`mnesis.store.shared`).
+"""What the parts of the SQLite store share: select lists, write helpers, :func:`ids_in`
+and :class:`SQLiteStoreBase`, which gives the search mixins (pending their collaborator)
+the store's database (row decoders and statements both backends use live in
+:mod:`mnesis.store.shared`).
 
 The helpers that take a ``sqlite3.Connection`` run on the database's worker thread,
 inside the read or write transaction of their caller.
@@ -18,19 +19,17 @@ from mnesis.store.base import FileReference, SessionRecord
 from mnesis.store.codec import dumps
 from mnesis.store.shared import sessions
 from mnesis.store.shared import sql as statements
-from mnesis.store.shared.lineage import LineageReads
 from mnesis.store.shared.purge import SESSION_EXISTS
 from mnesis.store.shared.rows import (
     attach_parts,
     messages_of,
 )
-from mnesis.store.shared.search_context import NeighbourCache
 from mnesis.store.shared.statements import Statements
 
 if TYPE_CHECKING:
     from mnesis.store.sqlite.database import SQLiteDatabase
 
-__all__ = ["SQLiteStoreBase", "insert_session"]
+__all__ = ["SQLiteStoreBase", "ids_in", "insert_session"]
 
 _MSG_COLS = statements.select_list(statements.MESSAGE_COLUMNS)
 _PART_COLS = statements.select_list(statements.PART_COLUMNS)
@@ -57,22 +56,21 @@ def _get_file(conn: sqlite3.Connection, key: str) -> FileReference | None:
     return None if row is None else FileReference(*row)
 
 
-class SQLiteStoreBase(LineageReads):
-    """The database every part of :class:`~mnesis.store.sqlite.SQLiteStore` works on."""
+def ids_in(column: str, ids: Sequence[str]) -> tuple[str, Any]:
+    """The clause "``column`` is one of ``ids``" (one ``?``: a JSON array read back with
+    ``json_each``) and its argument."""
+    return f"{column} IN (SELECT value FROM json_each(?))", dumps(list(ids))
+
+
+class SQLiteStoreBase:
+    """The database of :class:`~mnesis.store.sqlite.SQLiteStore`, for its search mixins
+    (the collaborators hold their own :attr:`~mnesis.store.shared.statements.StorePart.db`)."""
 
     db: SQLiteDatabase
-    neighbours: NeighbourCache
 
     @property
     def statements(self) -> Statements:
         return self.db
-
-    def _ids_in(self, column: str, ids: Sequence[str]) -> tuple[str, Any]:
-        return f"{column} IN (SELECT value FROM json_each(?))", dumps(list(ids))
-
-    async def _first_column(self, sql: str, args: Sequence[Any]) -> list[str]:
-        """The first column of every row of a read query."""
-        return await self.db.read(lambda conn: [r[0] for r in conn.execute(sql, args)])
 
 
 def insert_session(conn: sqlite3.Connection, record: SessionRecord, now: int) -> None:

@@ -5,17 +5,18 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from mnesis.store.session_stats import SessionStats, assemble, queries
-from mnesis.store.sqlite.rows import SQLiteStoreBase
+from mnesis.store.session_stats import BaseStats, SessionStats, assemble, queries
+from mnesis.store.sqlite.database import SQLiteDatabase
+from mnesis.store.sqlite.rows import ids_in
 
-__all__ = ["StatsMixin"]
+__all__ = ["SQLiteStats"]
 
 
-class StatsMixin(SQLiteStoreBase):
-    """Per-session counts (part of ``SQLiteStore``)."""
+class SQLiteStats(BaseStats[SQLiteDatabase]):
+    """Per-session counts (``SQLiteStore.stats``)."""
 
     async def session_stats(self, session_ids: Sequence[str] | None) -> dict[str, SessionStats]:
-        listed = None if session_ids is None else self._ids_in("m.session_id", session_ids)
+        listed = None if session_ids is None else ids_in("m.session_id", session_ids)
 
         def _read(conn: sqlite3.Connection) -> dict[str, SessionStats]:
             ids = session_ids

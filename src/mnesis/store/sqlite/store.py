@@ -1,10 +1,15 @@
 """The SQLite implementation of :class:`~mnesis.store.base.StoreBackend`.
 
-:class:`SQLiteStore` owns the database handle, sessions and file references; the rest of
-the interface comes from one mixin per topic module of this package (``messages``,
-``summaries``, ``search``, ``integrity``), all working on the same
-:class:`~mnesis.store.sqlite.database.SQLiteDatabase` (their shared SQL is in ``rows``).
-Arguments arrive already checked by :class:`~mnesis.store.immutable.ImmutableStore`.
+:class:`SQLiteStore` owns the database handle, sessions and file references, and one
+named collaborator per topic, each the SQLite subclass of an engine-neutral base in a
+module of this package of the same name: ``store.messages`` (``messages.py``),
+``store.summaries``, ``store.batch``, ``store.purge``, ``store.integrity``,
+``store.stats``, all working on the same
+:class:`~mnesis.store.sqlite.database.SQLiteDatabase`;
+:class:`~mnesis.store.shared.wrapper.BackendWrapper` delegates the interface's methods
+to them. Search and grep's reads are still mixins (``search``, ``grep_reads``), pending
+their collaborator. Arguments arrive already checked by
+:class:`~mnesis.store.immutable.ImmutableStore`.
 """
 
 from __future__ import annotations
@@ -13,22 +18,22 @@ import sqlite3
 from typing import TYPE_CHECKING
 
 from mnesis.models.clock import now_ms
-from mnesis.store.base import FileReference, SessionRecord, StoreBackend
+from mnesis.store.base import FileReference, SessionRecord
 from mnesis.store.map_runs import MapRunStore
 from mnesis.store.shared import sessions
 from mnesis.store.shared.lending import LentStore
-from mnesis.store.shared.search_context import NeighbourCache
 from mnesis.store.shared.sessions import SessionReads
-from mnesis.store.sqlite.batch import BatchMixin
+from mnesis.store.shared.wrapper import BackendWrapper
+from mnesis.store.sqlite.batch import SQLiteBatch
 from mnesis.store.sqlite.grep_reads import GrepReadsMixin
-from mnesis.store.sqlite.integrity import IntegrityMixin
+from mnesis.store.sqlite.integrity import SQLiteIntegrity
 from mnesis.store.sqlite.map_runs import SQLiteMapRunStore
-from mnesis.store.sqlite.messages import MessagesMixin
-from mnesis.store.sqlite.purge import PurgeMixin
+from mnesis.store.sqlite.messages import SQLiteMessages
+from mnesis.store.sqlite.purge import SQLitePurge
 from mnesis.store.sqlite.rows import _get_file, insert_session
 from mnesis.store.sqlite.search import SearchMixin
-from mnesis.store.sqlite.stats import StatsMixin
-from mnesis.store.sqlite.summaries import SummariesMixin
+from mnesis.store.sqlite.stats import SQLiteStats
+from mnesis.store.sqlite.summaries import SQLiteSummaries
 from mnesis.store.sqlite.vectors import SQLiteVectorStore
 from mnesis.store.vectors import VectorStore
 
@@ -40,23 +45,25 @@ __all__ = ["SQLiteStore"]
 
 
 class SQLiteStore(
-    MessagesMixin,
-    BatchMixin,
-    StatsMixin,
-    SummariesMixin,
     SearchMixin,
-    IntegrityMixin,
-    PurgeMixin,
     GrepReadsMixin,
     SessionReads,
     LentStore["SQLiteDatabase"],
-    StoreBackend,
+    BackendWrapper,
 ):
     """Stores sessions in one SQLite file (WAL, foreign keys, append-only triggers)."""
 
+    batch: SQLiteBatch
+    """Also writes the rows of a batch prepared away from the store (an import's)."""
+
     def __init__(self, db: SQLiteDatabase, *, pool: StorePool | None, pool_key: str) -> None:
         super().__init__(db, pool=pool, pool_key=pool_key)
-        self.neighbours = NeighbourCache()
+        self.messages = SQLiteMessages(db)
+        self.summaries = SQLiteSummaries(db)
+        self.batch = SQLiteBatch(db)
+        self.purge = SQLitePurge(db)
+        self.integrity = SQLiteIntegrity(db)
+        self.stats = SQLiteStats(db)
 
     @property
     def path(self) -> str:

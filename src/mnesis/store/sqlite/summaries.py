@@ -1,10 +1,11 @@
 """The context view, compaction commits, summaries, their lineage and the compaction
-locks in SQLite."""
+locks in SQLite (``SQLiteStore.summaries``)."""
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from typing import Any
 
 from mnesis.models.clock import now_ms
 from mnesis.store.base import AppendedMessage, CompactionCommit
@@ -17,19 +18,20 @@ from mnesis.store.shared.commit import (
 )
 from mnesis.store.shared.rows import encode_parts
 from mnesis.store.shared.search_context import NEIGHBOURS_SELECT, neighbour_args
-from mnesis.store.shared.summaries import ContextAndLocks
+from mnesis.store.shared.summaries import BaseSummaries
 from mnesis.store.sqlite.chain import extend_chain
 from mnesis.store.sqlite.context_slots import SUMMARY_ITEMS, SUMMARY_ITEMS_BEFORE
-from mnesis.store.sqlite.rows import (
-    SQLiteStoreBase,
-    _next_value,
-)
+from mnesis.store.sqlite.database import SQLiteDatabase
+from mnesis.store.sqlite.rows import _next_value, ids_in
 
-__all__ = ["SummariesMixin"]
+__all__ = ["SQLiteSummaries"]
 
 
-class SummariesMixin(SQLiteStoreBase, ContextAndLocks):
-    """Context items, summaries, lineage and compaction locks (part of ``SQLiteStore``)."""
+class SQLiteSummaries(BaseSummaries[SQLiteDatabase]):
+    """Context items, summaries, lineage and compaction locks (``SQLiteStore.summaries``)."""
+
+    def _ids_in(self, column: str, ids: Sequence[str]) -> tuple[str, Any]:
+        return ids_in(column, ids)
 
     def _summary_items(self) -> str:
         return SUMMARY_ITEMS if self.db.context_keys else SUMMARY_ITEMS_BEFORE

@@ -53,9 +53,7 @@ def _first_undecodable(conn: sqlite3.Connection, table: str) -> str | None:
             try:
                 value.decode("utf-8")
             except UnicodeDecodeError:
-                key = (
-                    f"id {_text(row[1 + columns.index('id')])}" if has_id else f"rowid {row[0]}"
-                )
+                key = f"id {_text(row[1 + columns.index('id')])}" if has_id else f"rowid {row[0]}"
                 return f"{table} {key}, column {name}"
     return None
 

@@ -1,0 +1,207 @@
+"""A backend as a small wrapper over named collaborators, the way Django's database
+backends are (``connection.ops``, ``connection.features``, ...).
+
+:class:`BackendWrapper` is the engine-neutral half of both backends: it names the
+collaborators each engine gives it (``store.stats``, ...), each an engine-neutral base
+with a SQLite and a PostgreSQL subclass (``store/sqlite/<topic>.py``,
+``store/postgres/<topic>.py``), and keeps the methods of the
+:class:`~mnesis.store.base.StoreBackend` interface as one-line delegations to them,
+written here once. Callers keep calling ``backend.session_stats(...)`` (the contract,
+and the facade's delegation to it, stay as they were); a reader who wants the SQL follows
+``self.stats`` to the engine's module of that name. What only one engine offers is
+reached on its collaborator (``SQLiteStore.batch.append_rows``).
+
+Each collaborator is given the database only (not the store): collaborators do not call
+each other or the store, so no state is shared through ``self`` across topics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Unpack
+
+from mnesis.models.message import MessageWithParts
+from mnesis.models.parts import MessagePart
+from mnesis.models.tokens import TokenUsage
+from mnesis.store.base import StoreBackend
+from mnesis.store.lease import LeaseRow
+from mnesis.store.records import (
+    AppendedMessage,
+    ChainReport,
+    CompactionCommit,
+    ContextItem,
+    ContextItemsQuery,
+    EngineCheck,
+    ImportSource,
+    IntegritySnapshot,
+    MessageChange,
+    MessagesQuery,
+    NewMessage,
+    PartsAppend,
+    PartStatusChange,
+    PurgeReport,
+    SummaryRecord,
+)
+from mnesis.store.session_stats import BaseStats, SessionStats
+from mnesis.store.shared.batch import BaseBatch
+from mnesis.store.shared.integrity import BaseIntegrity
+from mnesis.store.shared.messages import BaseMessages
+from mnesis.store.shared.purge import BasePurge
+from mnesis.store.shared.summaries import BaseSummaries
+
+__all__ = ["BackendWrapper"]
+
+
+class BackendWrapper(StoreBackend):
+    """The interface answered by named collaborators (each engine's store sets them)."""
+
+    messages: BaseMessages[Any]
+    """Appends, the permitted changes of a message or part, reads of messages."""
+    summaries: BaseSummaries[Any]
+    """The context view, compaction commits, summaries, lineage, the compaction lease."""
+    batch: BaseBatch[Any]
+    """A large batch of new messages in one transaction (``append_batch``)."""
+    purge: BasePurge[Any]
+    """Purging a session; import progress."""
+    integrity: BaseIntegrity[Any]
+    """Snapshots, the engine's own check, the hash chain's check, repairs, backups."""
+    stats: BaseStats[Any]
+    """Per-session counts (``session_stats``)."""
+
+    # messages --------------------------------------------------------------
+    async def append_messages(self, batch: Sequence[NewMessage]) -> list[AppendedMessage]:
+        return await self.messages.append_messages(batch)
+
+    async def append_parts(
+        self, message_id: str, parts: Sequence[MessagePart], **options: Unpack[PartsAppend]
+    ) -> list[str]:
+        return await self.messages.append_parts(message_id, parts, **options)
+
+    async def update_message_tokens(self, message_id: str, **change: Unpack[MessageChange]) -> None:
+        await self.messages.update_message_tokens(message_id, **change)
+
+    async def update_part_status(self, part_id: str, **change: Unpack[PartStatusChange]) -> None:
+        await self.messages.update_part_status(part_id, **change)
+
+    async def tombstone_parts(
+        self,
+        parts: Sequence[tuple[str, int, int]],
+        message_estimates: Sequence[tuple[str, int]],
+    ) -> None:
+        await self.messages.tombstone_parts(parts, message_estimates)
+
+    async def get_message(self, message_id: str) -> MessageWithParts:
+        return await self.messages.get_message(message_id)
+
+    async def get_messages(
+        self, session_id: str, **query: Unpack[MessagesQuery]
+    ) -> list[MessageWithParts]:
+        return await self.messages.get_messages(session_id, **query)
+
+    async def get_messages_by_ids(self, message_ids: Sequence[str]) -> list[MessageWithParts]:
+        return await self.messages.get_messages_by_ids(message_ids)
+
+    async def count_messages(self, session_id: str) -> int:
+        return await self.messages.count_messages(session_id)
+
+    async def session_token_usage(self, session_id: str) -> TokenUsage:
+        return await self.messages.session_token_usage(session_id)
+
+    async def find_tool_part(self, session_id: str, tool_call_id: str) -> tuple[str, str]:
+        return await self.messages.find_tool_part(session_id, tool_call_id)
+
+    # stats -----------------------------------------------------------------
+    async def session_stats(self, session_ids: Sequence[str] | None) -> dict[str, SessionStats]:
+        return await self.stats.session_stats(session_ids)
+
+    # integrity -------------------------------------------------------------
+    async def list_session_ids(self) -> list[str]:
+        return await self.integrity.list_session_ids()
+
+    async def integrity_snapshot(self, session_id: str) -> IntegritySnapshot:
+        return await self.integrity.integrity_snapshot(session_id)
+
+    async def verify_chain(self, session_id: str, expect: bytes | None = None) -> ChainReport:
+        return await self.integrity.verify_chain(session_id, expect)
+
+    async def engine_check(self, *, full: bool = False) -> EngineCheck:
+        return await self.integrity.engine_check(full=full)
+
+    async def replace_context_items(
+        self, session_id: str, items: Sequence[tuple[str, str, int]]
+    ) -> None:
+        await self.integrity.replace_context_items(session_id, items)
+
+    async def add_summary_sources(self, summary_id: str, message_ids: Sequence[str]) -> None:
+        await self.integrity.add_summary_sources(summary_id, message_ids)
+
+    async def backup_to(self, path: str) -> None:
+        await self.integrity.backup_to(path)
+
+    # purge and import progress ---------------------------------------------
+    async def purge_session(self, session_id: str) -> PurgeReport:
+        return await self.purge.purge_session(session_id)
+
+    async def get_import_source(self, source_key: str) -> ImportSource | None:
+        return await self.purge.get_import_source(source_key)
+
+    async def put_import_source(self, source: ImportSource) -> None:
+        await self.purge.put_import_source(source)
+
+    # batches ---------------------------------------------------------------
+    async def append_batch(self, batch: Sequence[NewMessage]) -> list[AppendedMessage]:
+        return await self.batch.append_batch(batch)
+
+    # context, summaries, lineage, the compaction lease ----------------------
+    async def get_context_items(
+        self, session_id: str, **query: Unpack[ContextItemsQuery]
+    ) -> list[ContextItem]:
+        return await self.summaries.get_context_items(session_id, **query)
+
+    async def context_token_total(self, session_id: str) -> int:
+        return await self.summaries.context_token_total(session_id)
+
+    async def commit_compaction(self, commit: CompactionCommit) -> AppendedMessage:
+        return await self.summaries.commit_compaction(commit)
+
+    async def get_summaries(self, summary_ids: Sequence[str]) -> list[SummaryRecord]:
+        return await self.summaries.get_summaries(summary_ids)
+
+    async def get_summary_source_ids(self, summary_id: str) -> list[str]:
+        return await self.summaries.get_summary_source_ids(summary_id)
+
+    async def get_summary_parent_ids(self, summary_id: str) -> list[str]:
+        return await self.summaries.get_summary_parent_ids(summary_id)
+
+    async def get_summaries_merging(self, summary_id: str) -> list[str]:
+        return await self.summaries.get_summaries_merging(summary_id)
+
+    async def get_leaf_summaries_of_message(self, message_id: str) -> list[str]:
+        return await self.summaries.get_leaf_summaries_of_message(message_id)
+
+    async def get_source_message_ids_deep(self, summary_id: str) -> list[str]:
+        return await self.summaries.get_source_message_ids_deep(summary_id)
+
+    async def covering_context_summaries(
+        self, session_id: str, message_ids: Sequence[str]
+    ) -> dict[str, str | None]:
+        return await self.summaries.covering_context_summaries(session_id, message_ids)
+
+    async def messages_in_context(self, session_id: str, message_ids: Sequence[str]) -> set[str]:
+        return await self.summaries.messages_in_context(session_id, message_ids)
+
+    async def acquire_compaction_lock(
+        self, session_id: str, owner: str, ttl_seconds: float, *, steal_from: str | None = None
+    ) -> bool:
+        return await self.summaries.acquire_compaction_lock(
+            session_id, owner, ttl_seconds, steal_from=steal_from
+        )
+
+    async def compaction_lock_owner(self, session_id: str) -> str | None:
+        return await self.summaries.compaction_lock_owner(session_id)
+
+    async def release_compaction_lock(self, session_id: str, owner: str) -> None:
+        await self.summaries.release_compaction_lock(session_id, owner)
+
+    async def compaction_leases(self) -> list[LeaseRow]:
+        return await self.summaries.compaction_leases()

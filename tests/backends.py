@@ -21,9 +21,10 @@ import asyncio
 import os
 import shutil
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import psycopg
@@ -33,7 +34,7 @@ from mnesis import StorePool
 from mnesis.config import StoreConfig
 from mnesis.store.immutable import ImmutableStore
 from mnesis.store.postgres import PostgresDatabase, PostgresStore
-from tests.pg_fixtures import _with_database, throwaway_database
+from tests.pg_fixtures import TestDatabases, _with_database, throwaway_database
 
 __all__ = [
     "BACKENDS",
@@ -45,13 +46,25 @@ __all__ = [
     "fetch",
     "file_is_whole",
     "migrated_pg_template",
+    "run_outside_loop",
     "template_location",
+    "unopened_db_path",
 ]
+
+T = TypeVar("T")
 
 BACKENDS = [
     pytest.param("sqlite", id="sqlite"),
     pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
 ]
+
+
+def run_outside_loop(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run ``coroutine`` to its end on a new event loop in a thread of its own, so a
+    fixture can build something asynchronously even when an async fixture asked for it
+    (``request.getfixturevalue`` inside the test's running loop)."""
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        return executor.submit(asyncio.run, coroutine).result()
 
 
 @pytest.fixture(scope="session", params=BACKENDS)
@@ -61,9 +74,10 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="session")
-def migrated_pg_template(pg_dsn: str) -> Iterator[str]:
+def migrated_pg_template(pg_dsn: str, pg_databases: TestDatabases) -> Iterator[str]:
     """A database mnesis has migrated, nothing else in it: fresh test databases are
-    copies of it (``CREATE DATABASE … TEMPLATE``), which is faster than migrating each."""
+    copies of it (``CREATE DATABASE … TEMPLATE``, made ahead by ``pg_databases``, which
+    outlives it), which is faster than migrating each."""
 
     async def migrate(url: str) -> None:
         pool = StorePool()
@@ -73,21 +87,34 @@ def migrated_pg_template(pg_dsn: str) -> Iterator[str]:
             await pool.close_all()
 
     with throwaway_database(pg_dsn, "mnesis_migrated_") as url:
-        asyncio.run(migrate(url))
+        run_outside_loop(migrate(url))
         yield _admin(url)[1]
 
 
 @pytest.fixture
 def db_path(backend: str, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A fresh store location of the test's backend: a file path, or the URL of a new
-    database holding mnesis's (empty) schema."""
+    """A fresh store location of the test's backend holding mnesis's (empty) schema: a
+    new SQLite file, or the URL of a new database (copies of the migrated templates)."""
     if backend == "sqlite":
-        yield str(request.getfixturevalue("tmp_path") / "mnesis.db")
+        template = str(request.getfixturevalue("migrated_sqlite_template"))
+        path = str(request.getfixturevalue("tmp_path") / "mnesis.db")
+        clone_store(template, path)
+        yield path
         return
-    dsn = str(request.getfixturevalue("pg_dsn"))
     template = str(request.getfixturevalue("migrated_pg_template"))
-    with throwaway_database(dsn, template=template) as url:
+    databases: TestDatabases = request.getfixturevalue("pg_databases")
+    with databases.fresh(template) as url:
         yield url
+
+
+@pytest.fixture
+def unopened_db_path(backend: str, request: pytest.FixtureRequest) -> str:
+    """Where a test's store would be, nothing opened there yet: a SQLite path with no
+    file at it (so a test can prove that nothing was created), or on PostgreSQL, whose
+    databases the server's admin creates, the URL ``db_path`` gives."""
+    if backend == "sqlite":
+        return str(request.getfixturevalue("tmp_path") / "unopened.db")
+    return str(request.getfixturevalue("db_path"))
 
 
 def _is_url(location: str) -> bool:

@@ -46,9 +46,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
+@pytest.fixture(scope="session")
+def migrated_sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A SQLite file mnesis has created and migrated, nothing else in it (built once per
+    run). ``db_path`` files are copies of it: a copy costs a millisecond, migrating a new
+    file a hundred (the tests that are about migrating keep their own paths)."""
+    # Imported here: importing tests.backends at module level would import
+    # tests.pg_fixtures before pytest registers it as a plugin (no assertion rewriting).
+    from tests.backends import run_outside_loop
+
+    async def migrate(path: str) -> None:
+        pool = StorePool()
+        try:
+            await (await pool.acquire(db_path=path)).close()
+        finally:
+            await pool.close_all()
+
+    path = str(tmp_path_factory.mktemp("sqlite-template") / "mnesis.db")
+    run_outside_loop(migrate(path))
+    return path
+
+
 @pytest.fixture
-def db_path(tmp_path: Path) -> str:
-    return str(tmp_path / "mnesis.db")
+def db_path(tmp_path: Path, migrated_sqlite_template: str) -> str:
+    """A SQLite file holding mnesis's (empty) schema, as a new store would."""
+    from tests.backends import clone_store
+
+    path = str(tmp_path / "mnesis.db")
+    clone_store(migrated_sqlite_template, path)
+    return path
 
 
 @pytest.fixture

@@ -9,20 +9,28 @@ option (its issues #341 and #455 were closed without one), hence this code.
 When no server can be had the tests fail with the reason; they never skip.
 ``pg_url`` gives each test a fresh empty database (created from ``template0``, dropped
 afterwards), so tests are independent.
+
+Creating and dropping a database takes the server a few hundred milliseconds, which
+over hundreds of tests was a large share of the suite's time: :class:`TestDatabases`
+(``pg_databases``) makes the next test's copy of a template on a background thread
+while the current test runs, and drops used ones there too. Every test still gets a
+database no other test has touched.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 
 import psycopg
 import pytest
 from benchmarks._pg import Cluster, ClusterError, with_database
 
-__all__ = ["pg_dsn", "pg_url", "throwaway_database"]
+__all__ = ["TestDatabases", "pg_databases", "pg_dsn", "pg_url", "throwaway_database"]
 
 
 @pytest.fixture(scope="session")
@@ -47,6 +55,81 @@ def _with_database(dsn: str, name: str) -> str:
     return with_database(dsn, name)
 
 
+def _create(dsn: str, name: str, template: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name} TEMPLATE {template} ENCODING 'UTF8'")  # type: ignore[arg-type]
+
+
+def _drop(dsn: str, name: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")  # type: ignore[arg-type]
+
+
+class TestDatabases:
+    """Fresh copies of templates on one server, each made ahead of its use.
+
+    :meth:`fresh` hands out a copy made while the previous test ran (the first one of a
+    template is made on the spot) and starts making the next; used copies are dropped
+    in the background. One thread does both, so the server is asked one thing at a
+    time, as before. :meth:`close` drops the copies made ahead and reports a failed
+    drop (a copy that failed to be made fails the test that asked for it).
+    """
+
+    __test__ = False
+
+    def __init__(self, dsn: str, prefix: str = "mnesis_test_") -> None:
+        self.dsn = dsn
+        self.prefix = prefix
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="test-databases")
+        self._ahead: dict[str, Future[str]] = {}
+        self._drops: list[Future[None]] = []
+        self._lock = threading.Lock()
+
+    def _make(self, template: str) -> str:
+        name = self.prefix + uuid.uuid4().hex[:12]
+        _create(self.dsn, name, template)
+        return name
+
+    def _drop_later(self, name: str) -> None:
+        with self._lock:
+            self._drops = [f for f in self._drops if not f.done() or f.exception()]
+            self._drops.append(self._worker.submit(_drop, self.dsn, name))
+
+    @contextmanager
+    def fresh(self, template: str = "template0") -> Iterator[str]:
+        """The URL of a new database, a copy of ``template``, dropped (later) on exit."""
+        with self._lock:
+            ahead = self._ahead.pop(template, None)
+        name = ahead.result() if ahead is not None else self._make(template)
+        with self._lock:
+            self._ahead[template] = self._worker.submit(self._make, template)
+        try:
+            yield _with_database(self.dsn, name)
+        finally:
+            self._drop_later(name)
+
+    def close(self) -> None:
+        """Drop the copies made ahead, wait for every drop; raise the first failure."""
+        with self._lock:
+            ahead, self._ahead = list(self._ahead.values()), {}
+        for future in ahead:
+            if future.exception() is None:  # one that failed to be made has nothing to drop
+                self._drop_later(future.result())
+        self._worker.shutdown(wait=True)
+        for future in self._drops:
+            future.result()
+
+
+@pytest.fixture(scope="session")
+def pg_databases(pg_dsn: str) -> Iterator[TestDatabases]:
+    """Fresh databases on the test server, each made while the test before it ran."""
+    databases = TestDatabases(pg_dsn)
+    try:
+        yield databases
+    finally:
+        databases.close()
+
+
 @contextmanager
 def throwaway_database(
     dsn: str, prefix: str = "mnesis_test_", template: str = "template0"
@@ -64,7 +147,7 @@ def throwaway_database(
 
 
 @pytest.fixture
-def pg_url(pg_dsn: str) -> Iterator[str]:
+def pg_url(pg_databases: TestDatabases) -> Iterator[str]:
     """A fresh, empty database on the test server (dropped after the test)."""
-    with throwaway_database(pg_dsn) as url:
+    with pg_databases.fresh() as url:
         yield url

@@ -6,10 +6,10 @@ import pytest
 
 from mnesis import MnesisSession, StorePool
 from mnesis.llm import FakeLLM
-from tests.backends import backend, db_path, migrated_pg_template
+from tests.backends import backend, db_path, migrated_pg_template, unopened_db_path
 from tests.operators.agentic import NO_AUTO_COMPACTION
 
-__all__ = ["backend", "db_path", "migrated_pg_template", "parent"]
+__all__ = ["backend", "db_path", "migrated_pg_template", "parent", "unopened_db_path"]
 
 
 @pytest.fixture

@@ -232,12 +232,14 @@ class TestFailures:
 
 
 class TestArguments:
-    def test_a_template_without_item_is_refused_before_any_session(self, db_path: str) -> None:
+    def test_a_template_without_item_is_refused_before_any_session(
+        self, unopened_db_path: str
+    ) -> None:
         llm = FakeLLM()
         with pytest.raises(InvalidArgumentError, match="item"):
-            make_map(db_path, StorePool(), llm).run(["x"], "Do the thing.")
+            make_map(unopened_db_path, StorePool(), llm).run(["x"], "Do the thing.")
         assert llm.calls == []
-        assert not Path(db_path).exists()
+        assert not Path(unopened_db_path).exists()
 
     @pytest.mark.parametrize(
         ("inputs", "kwargs"),
@@ -253,11 +255,11 @@ class TestArguments:
         ],
     )
     def test_bad_arguments_are_refused_before_any_session(
-        self, db_path: str, inputs: Any, kwargs: dict[str, Any]
+        self, unopened_db_path: str, inputs: Any, kwargs: dict[str, Any]
     ) -> None:
         with pytest.raises(InvalidArgumentError):
-            make_map(db_path, StorePool(), FakeLLM()).run(inputs, "{{ item }}", **kwargs)
-        assert not Path(db_path).exists()
+            make_map(unopened_db_path, StorePool(), FakeLLM()).run(inputs, "{{ item }}", **kwargs)
+        assert not Path(unopened_db_path).exists()
 
     def test_db_path_and_a_configured_path_together_are_refused(self, tmp_path: Path) -> None:
         config = MnesisConfig()

@@ -157,8 +157,9 @@ def _write_pre_m004_turn(db_path: str, session_id: str, question: str, answer: s
 
 class TestReindex:
     async def test_an_existing_database_gets_neighbour_context_when_migrated(
-        self, db_path: str, pool: StorePool, monkeypatch: pytest.MonkeyPatch
+        self, unopened_db_path: str, pool: StorePool, monkeypatch: pytest.MonkeyPatch
     ) -> None:
+        db_path = unopened_db_path  # on SQLite, a file the old migrations create
         before = [m for m in MIGRATIONS if m[0] < "m004"]
         with monkeypatch.context() as patch:
             patch.setattr(sqlite_database, "MIGRATIONS", before)

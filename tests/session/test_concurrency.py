@@ -178,8 +178,9 @@ class TestSeveralWritersOnOneFile:
         assert file_is_whole(db_path)
 
     async def test_two_processes_write_the_same_new_file_without_lock_errors(
-        self, db_path: str
+        self, unopened_db_path: str
     ) -> None:
+        db_path = unopened_db_path  # on SQLite, no file yet: the two children create it
         procs = [
             await asyncio.create_subprocess_exec(
                 sys.executable,

@@ -3,13 +3,37 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterator, Sequence
+from typing import Any
 
+import numpy as np
 import pytest
 from benchmarks.bench_recall import FILLER, NAMES, SERVICES, TOPICS, Question, build
 
 from mnesis import MnesisConfig, MnesisSession, StorePool
 from mnesis.config import CompactionConfig, RetrievalConfig
 from mnesis.retrieval import RetrievalEngine
+from mnesis.retrieval.semantic.model import Embedder
+
+
+@pytest.fixture(scope="module", autouse=True)
+def embed_each_text_once() -> Iterator[None]:
+    """Both backends index the same corpus and ask the same questions: the model runs
+    once per distinct text in this module (it is deterministic, ~10 s of CPU for the
+    corpus) and the second backend stores and searches the very same vectors. Each
+    backend still embeds through the index pass, stores, and ranks on its own."""
+    vectors: dict[str, Any] = {}
+    embed = Embedder.embed
+
+    def embed_once(self: Embedder, texts: Sequence[str]) -> Any:
+        new = list(dict.fromkeys(t for t in texts if t not in vectors))
+        if new:
+            vectors.update(zip(new, embed(self, new), strict=True))
+        return np.stack([vectors[t] for t in texts]) if texts else embed(self, texts)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Embedder, "embed", embed_once)
+        yield
 
 
 async def _recall_at_5(engine: RetrievalEngine, questions: list[Question]) -> dict[str, float]:

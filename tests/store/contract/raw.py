@@ -122,4 +122,4 @@ def open_raw(store: ImmutableStore, request: pytest.FixtureRequest) -> RawSQL:
     """A raw connection to the database of ``store`` (a contract ``store``)."""
     if isinstance(store.backend, SQLiteStore):
         return SQLiteRaw(store.location)
-    return PostgresRaw(str(request.getfixturevalue("pg_url")))
+    return PostgresRaw(str(request.getfixturevalue("migrated_pg_url")))

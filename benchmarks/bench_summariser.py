@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
+import sqlite3
 import tempfile
 
 from mnesis import MnesisConfig, MnesisSession, StorePool, TextPart, ToolPart
@@ -81,9 +83,13 @@ async def measure(tmp: str, name: str) -> dict[str, float]:
     result = await replay(session, generate(SESSIONS[name]))
     await session.compact()
     store = session.store
-    conn_ids = await store._first_column(  # type: ignore[attr-defined]
-        "SELECT id FROM summaries WHERE session_id = ? AND kind = 'leaf'", (session.id,)
-    )
+    with contextlib.closing(sqlite3.connect(os.path.join(tmp, f"{name}.db"))) as raw:
+        conn_ids = [
+            row[0]
+            for row in raw.execute(
+                "SELECT id FROM summaries WHERE session_id = ? AND kind = 'leaf'", (session.id,)
+            )
+        ]
     said_total = said_kept = all_total = all_kept = 0
     fid_total = fid_kept = 0
     for summary_id in conn_ids:

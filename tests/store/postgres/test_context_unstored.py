@@ -8,18 +8,15 @@ import pytest
 
 from mnesis.config import StoreConfig
 from mnesis.models.ids import new_id
-from mnesis.models.message import Message
-from mnesis.models.parts import TextPart, ToolPart, ToolStatus
 from mnesis.store import SessionRecord
-from mnesis.store.base import NewMessage, SearchFilter
+from mnesis.store.base import SearchFilter
 from mnesis.store.postgres import PostgresDatabase, PostgresStore
 from mnesis.store.postgres import db as postgres_db
 from mnesis.store.postgres.migrations import MIGRATIONS
 from mnesis.store.search_query import SearchQuery, Term
+from tests.store.postgres.turns import turn_message
 
 pytestmark = pytest.mark.postgres
-
-_T0 = 1_748_772_000_000
 
 
 async def _open(url: str) -> PostgresStore:
@@ -30,20 +27,8 @@ async def _open(url: str) -> PostgresStore:
 
 async def _append(store: PostgresStore, sid: str, first: int, turns: int) -> None:
     for turn in range(first, first + turns):
-        role = "user" if turn % 2 == 0 else "assistant"
-        message = Message(id=new_id("msg"), session_id=sid, role=role, created_at=_T0 + turn)
-        parts: list[TextPart | ToolPart] = [TextPart(text=f"heron turn{turn} word{turn % 7}")]
-        if turn % 3 == 0:
-            parts.append(
-                ToolPart(
-                    tool_name="read",
-                    tool_call_id=f"call_{turn}",
-                    input={"q": "x"},
-                    output=f"heron output{turn}",
-                    status=ToolStatus(state="completed"),
-                )
-            )
-        await store.append_messages([NewMessage(message, list(parts))])
+        message = turn_message(sid, turn, f"heron turn{turn} word{turn % 7}", f"heron output{turn}")
+        await store.append_messages([message])
 
 
 async def _search(store: PostgresStore, sid: str) -> list[object]:

@@ -15,18 +15,16 @@ import pytest
 
 from mnesis.config import StoreConfig
 from mnesis.models.ids import new_id
-from mnesis.models.message import Message
-from mnesis.models.parts import TextPart, ToolPart, ToolStatus
 from mnesis.store import SessionRecord
-from mnesis.store.base import NewMessage, SearchFilter
+from mnesis.store.base import SearchFilter
 from mnesis.store.postgres import PostgresDatabase, PostgresStore
 from mnesis.store.postgres import db as postgres_db
 from mnesis.store.postgres.migrations import MIGRATIONS
 from mnesis.store.search_query import SearchQuery, Term
+from tests.store.postgres.turns import turn_message
 
 pytestmark = pytest.mark.postgres
 
-_T0 = 1_748_772_000_000
 _INDEXES = ("message_parts_search_gin_idx", "summaries_tsv_gin_idx")
 
 
@@ -37,24 +35,15 @@ async def _open(url: str) -> PostgresStore:
 
 
 async def _append(store: PostgresStore, sid: str, turns: int) -> None:
-    batch = []
-    for turn in range(turns):
-        role = "user" if turn % 2 == 0 else "assistant"
-        message = Message(id=new_id("msg"), session_id=sid, role=role, created_at=_T0 + turn)
-        parts: list[TextPart | ToolPart] = [
-            TextPart(text=f"heron port{turn % 9} listens on service{turn % 13} owner{turn}")
-        ]
-        if turn % 3 == 0:
-            parts.append(
-                ToolPart(
-                    tool_name="read",
-                    tool_call_id=f"call_{turn}",
-                    input={"q": "x"},
-                    output=f"heron output{turn} port{turn % 5}",
-                    status=ToolStatus(state="completed"),
-                )
-            )
-        batch.append(NewMessage(message, list(parts)))
+    batch = [
+        turn_message(
+            sid,
+            turn,
+            f"heron port{turn % 9} listens on service{turn % 13} owner{turn}",
+            f"heron output{turn} port{turn % 5}",
+        )
+        for turn in range(turns)
+    ]
     await store.append_messages(batch)
 
 

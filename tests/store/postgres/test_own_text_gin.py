@@ -18,18 +18,16 @@ from psycopg import ClientCursor
 
 from mnesis.config import StoreConfig
 from mnesis.models.ids import new_id
-from mnesis.models.message import Message
-from mnesis.models.parts import TextPart, ToolPart, ToolStatus
 from mnesis.store import SessionRecord
-from mnesis.store.base import NewMessage, SearchFilter
+from mnesis.store.base import SearchFilter
 from mnesis.store.postgres import PostgresDatabase, PostgresStore, relevance, term_counts
 from mnesis.store.postgres import db as postgres_db
 from mnesis.store.postgres.migrations import MIGRATIONS
 from mnesis.store.search_query import SearchQuery, Term
+from tests.store.postgres.turns import turn_message
 
 pytestmark = pytest.mark.postgres
 
-_T0 = 1_748_772_000_000
 _INDEXES = ("message_parts_text_gin_idx", "message_parts_tool_gin_idx", "messages_summary_idx")
 
 
@@ -44,23 +42,10 @@ async def _append(store: PostgresStore, sid: str, turns: int) -> None:
     says them too), and one that says "listen" as well, at a third of the history."""
     batch = []
     for turn in range(turns):
-        role = "user" if turn % 2 == 0 else "assistant"
-        message = Message(id=new_id("msg"), session_id=sid, role=role, created_at=_T0 + turn)
         text = f"the port {turn} of the api {turn % 7} is busy"
         if turn == turns // 3:
             text = "the api will listen on port 8443"
-        parts: list[TextPart | ToolPart] = [TextPart(text=text)]
-        if turn % 3 == 0:
-            parts.append(
-                ToolPart(
-                    tool_name="read",
-                    tool_call_id=f"call_{turn}",
-                    input={"q": "x"},
-                    output=f"api port {turn} refused",
-                    status=ToolStatus(state="completed"),
-                )
-            )
-        batch.append(NewMessage(message, list(parts)))
+        batch.append(turn_message(sid, turn, text, f"api port {turn} refused"))
     await store.append_messages(batch)
 
 

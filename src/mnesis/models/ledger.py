@@ -127,11 +127,11 @@ def unpack_ledger(data: Any) -> Any:
         seen, kept, total = data["n"]
         dropped = [
             {
-                "kind": kind,
+                "kind": entity_kind,
                 "value": entry[0],
                 "found_in": [removed[i] if isinstance(i, int) else i for i in entry[1:]],
             }
-            for kind, entries in dict(data.get("d", {})).items()
+            for entity_kind, entries in dict(data.get("d", {})).items()
             for entry in entries
         ]
     except (KeyError, TypeError, ValueError, IndexError) as exc:

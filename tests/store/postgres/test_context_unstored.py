@@ -6,23 +6,16 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from mnesis.config import StoreConfig
 from mnesis.models.ids import new_id
 from mnesis.store import SessionRecord
 from mnesis.store.base import SearchFilter
-from mnesis.store.postgres import PostgresDatabase, PostgresStore
+from mnesis.store.postgres import PostgresStore
 from mnesis.store.postgres import db as postgres_db
 from mnesis.store.postgres.migrations import MIGRATIONS
 from mnesis.store.search_query import SearchQuery, Term
-from tests.store.postgres.turns import turn_message
+from tests.store.postgres.filled import open_store, turn_message
 
 pytestmark = pytest.mark.postgres
-
-
-async def _open(url: str) -> PostgresStore:
-    db = PostgresDatabase(url, StoreConfig(database_url=url, connection_timeout=10))
-    await db.open()
-    return PostgresStore(db, pool=None, pool_key=url)
 
 
 async def _append(store: PostgresStore, sid: str, first: int, turns: int) -> None:
@@ -65,7 +58,7 @@ async def test_m009_clears_the_column_and_searches_exactly_as_before(
     names = [name for name, _ in MIGRATIONS]
     with monkeypatch.context() as patch:
         patch.setattr(postgres_db, "MIGRATIONS", MIGRATIONS[: names.index("m009_context_unstored")])
-        store = await _open(pg_url)
+        store = await open_store(pg_url)
         await store.create_session(SessionRecord(id=sid, model="m"))
         await _append(store, sid, 0, 40)
         before = await _search(store, sid)
@@ -73,7 +66,7 @@ async def test_m009_clears_the_column_and_searches_exactly_as_before(
     stored, indexed = _stored_contexts(pg_url)
     assert stored == indexed == 40
 
-    store = await _open(pg_url)
+    store = await open_store(pg_url)
     try:
         assert await _search(store, sid) == before
         assert all(before)

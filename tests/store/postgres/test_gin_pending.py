@@ -13,25 +13,18 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from mnesis.config import StoreConfig
 from mnesis.models.ids import new_id
 from mnesis.store import SessionRecord
 from mnesis.store.base import SearchFilter
-from mnesis.store.postgres import PostgresDatabase, PostgresStore
+from mnesis.store.postgres import PostgresStore
 from mnesis.store.postgres import db as postgres_db
 from mnesis.store.postgres.migrations import MIGRATIONS
 from mnesis.store.search_query import SearchQuery, Term
-from tests.store.postgres.turns import turn_message
+from tests.store.postgres.filled import open_store, turn_message
 
 pytestmark = pytest.mark.postgres
 
 _INDEXES = ("message_parts_search_gin_idx", "summaries_tsv_gin_idx")
-
-
-async def _open(url: str) -> PostgresStore:
-    db = PostgresDatabase(url, StoreConfig(database_url=url, connection_timeout=10))
-    await db.open()
-    return PostgresStore(db, pool=None, pool_key=url)
 
 
 async def _append(store: PostgresStore, sid: str, turns: int) -> None:
@@ -95,7 +88,7 @@ async def test_m012_merges_an_older_database_pending_rows(
     names = [name for name, _ in MIGRATIONS]
     with monkeypatch.context() as patch:
         patch.setattr(postgres_db, "MIGRATIONS", MIGRATIONS[: names.index("m012_gin_no_pending")])
-        store = await _open(pg_url)
+        store = await open_store(pg_url)
         await store.create_session(SessionRecord(id=sid, model="m"))
         await _append(store, sid, 300)
         before = await _search(store, sid)
@@ -106,7 +99,7 @@ async def test_m012_merges_an_older_database_pending_rows(
         tables = conn.execute("SELECT count(*) FROM message_parts").fetchone()
     assert tables is not None and tables[0] > 300
 
-    store = await _open(pg_url)
+    store = await open_store(pg_url)
     try:
         assert _fastupdate(pg_url) == {name: ["fastupdate=off"] for name in _INDEXES}
         assert _pending_pages(pg_url) == 0

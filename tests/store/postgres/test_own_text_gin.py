@@ -16,25 +16,18 @@ import psycopg
 import pytest
 from psycopg import ClientCursor
 
-from mnesis.config import StoreConfig
 from mnesis.models.ids import new_id
 from mnesis.store import SessionRecord
 from mnesis.store.base import SearchFilter
-from mnesis.store.postgres import PostgresDatabase, PostgresStore, relevance, term_counts
+from mnesis.store.postgres import PostgresStore, relevance, term_counts
 from mnesis.store.postgres import db as postgres_db
 from mnesis.store.postgres.migrations import MIGRATIONS
 from mnesis.store.search_query import SearchQuery, Term
-from tests.store.postgres.turns import turn_message
+from tests.store.postgres.filled import open_store, turn_message
 
 pytestmark = pytest.mark.postgres
 
 _INDEXES = ("message_parts_text_gin_idx", "message_parts_tool_gin_idx", "messages_summary_idx")
-
-
-async def _open(url: str) -> PostgresStore:
-    db = PostgresDatabase(url, StoreConfig(database_url=url, connection_timeout=10))
-    await db.open()
-    return PostgresStore(db, pool=None, pool_key=url)
 
 
 async def _append(store: PostgresStore, sid: str, turns: int) -> None:
@@ -76,14 +69,14 @@ async def test_m013_indexes_an_older_database(pg_url: str, monkeypatch: pytest.M
     names = [name for name, _ in MIGRATIONS]
     with monkeypatch.context() as patch:
         patch.setattr(postgres_db, "MIGRATIONS", MIGRATIONS[: names.index("m013_own_text_gin")])
-        store = await _open(pg_url)
+        store = await open_store(pg_url)
         await store.create_session(SessionRecord(id=sid, model="m"))
         await _append(store, sid, 90)
         before = await _search(store, sid)
         await store.db.close()
     assert _indexes(pg_url) == set()
 
-    store = await _open(pg_url)
+    store = await open_store(pg_url)
     try:
         assert _indexes(pg_url) == set(_INDEXES)
         assert await _search(store, sid) == before

@@ -1,14 +1,24 @@
-"""One generated turn's message, for the PostgreSQL tests that fill a store by hand."""
+"""A store opened by hand and the generated turns that fill it, for the PostgreSQL tests
+of migrations and search indexes."""
 
 from __future__ import annotations
 
+from mnesis.config import StoreConfig
 from mnesis.models.ids import new_id
 from mnesis.models.message import Message
 from mnesis.models.parts import TextPart, ToolPart, ToolStatus
 from mnesis.store.base import NewMessage
+from mnesis.store.postgres import PostgresDatabase, PostgresStore
 
 T0 = 1_748_772_000_000
 """The first turn's time (ms)."""
+
+
+async def open_store(url: str) -> PostgresStore:
+    """A store on the database ``url``, migrated by its own runner (as patched)."""
+    db = PostgresDatabase(url, StoreConfig(database_url=url, connection_timeout=10))
+    await db.open()
+    return PostgresStore(db, pool=None, pool_key=url)
 
 
 def turn_message(sid: str, turn: int, text: str, output: str) -> NewMessage:

@@ -23,6 +23,7 @@ The paging state is the number of (collapsed) hits already returned.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -264,17 +265,12 @@ def holds_whole(text: str, phrase: str) -> bool:
     ``src/db.py.bak``). Bounded: the text's start, a few occurrences."""
     if not phrase:
         return False
-    body = text[:_EXACT_CHARS].casefold()
-    needle = phrase.casefold()
-    start = body.find(needle)
-    tries = _EXACT_TRIES
-    while start >= 0 and tries > 0:
-        end = start + len(needle)
-        if _boundary_before(body, start, needle) and _boundary_after(body, end, needle):
-            return True
-        start = body.find(needle, start + 1)
-        tries -= 1
-    return False
+    # Matched in place (no lowered copy of a large tool output per candidate).
+    found = re.compile(re.escape(phrase), re.IGNORECASE).finditer(text, 0, _EXACT_CHARS)
+    return any(
+        _boundary_before(text, m.start(), phrase) and _boundary_after(text, m.end(), phrase)
+        for _, m in zip(range(_EXACT_TRIES), found, strict=False)
+    )
 
 
 def _joins(c: str) -> bool:

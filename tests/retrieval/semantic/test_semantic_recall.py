@@ -69,7 +69,7 @@ async def test_hybrid_grep_beats_lexical_on_paraphrases_and_keeps_the_rest(
     assert after["paraphrase"] >= max(0.9, before["paraphrase"]), report
     # Fusion must not trade the other kinds away. Replies lost 0.14 under plain RRF
     # (the turns restating the question's topic outranked them); a reply found through
-    # its question now keeps its lexical place (see docs/benchmarks.md).
+    # its question now keeps its lexical place (see docs/retrieval.md, "Query and fusion").
     for kind in ("temporal", "toollog", "coding", "reply"):
         assert after[kind] >= before[kind] - 0.05, report
     assert after["all"] >= 0.85 and after["all"] >= before["all"] - 0.02, report

@@ -1,7 +1,7 @@
 """How a vector is stored: ``DIM`` int8 values and their float32 scale (388 bytes).
 
 A unit vector ``v`` is kept as ``q = round(v / s)`` with ``s = max|v| / 127``, so
-``v ≈ s * q`` (a cosine moves by about 0.001, see docs/benchmarks.md). Rows written
+``v ≈ s * q`` (a cosine moves by about 0.001). Rows written
 before as ``DIM`` little-endian float32 values (1,536 bytes) are read too, and are
 quantised as they are read: both kinds sit side by side in one table, nothing is
 migrated. Scoring multiplies the int8 rows by the float32 query and each result by

@@ -16,7 +16,7 @@ Two corrections to plain RRF, each for what one list sees and the other cannot:
   its lexical place (``KEEP_REPLIES``): the turns restating the question's topic are
   close to the query in both lists and would push it down.
 
-See docs/benchmarks.md for what each does on the recall benchmark.
+docs/retrieval.md ("Query and fusion") says what they do on the recall benchmark.
 Before searching, the texts of the searched sessions that have no vector yet are
 embedded for at most ``RetrievalConfig.semantic_index_seconds`` (see ``index``).
 """

@@ -17,7 +17,7 @@ the contentless index. This migration:
 * sets the column to NULL in every row (the append-only guard does not cover it).
 
 The file does not shrink: the freed pages are reused by later writes, and ``VACUUM``
-(run by hand, see ``docs/benchmarks.md``) returns them to the file system.
+(run by hand) returns them to the file system.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The two kinds of compaction round: a leaf pass (messages → a summary) and a condense
 pass (adjacent summaries → one deeper summary), each climbing the summariser ladder.
 
-:class:`~mnesis.compaction.engine.CompactionEngine` decides which pass a round runs; a
+:class:`~mnesis.compaction.rounds.CompactionRounds` decides which pass a round runs; a
 pass plans its span (``planner``), summarises it (``ladder``) and commits it
 (``commit``). Level 3 never calls a model, so a pass always has a candidate.
 """

@@ -9,6 +9,7 @@ from mnesis.compaction.candidates import CondensedCandidate, SummaryCandidate
 from mnesis.models.clock import now_ms
 from mnesis.models.ledger import LossLedger
 from mnesis.models.message import MessageWithParts
+from mnesis.models.summary import SummaryKind
 from mnesis.store.base import SummaryRecord
 from mnesis.store.immutable import ImmutableStore
 from mnesis.store.summary_marker import summary_commit
@@ -26,86 +27,63 @@ class SummaryWriter:
     new_id: Callable[[str], str]
     """A new row ID with the given prefix (``"sum"``, ``"msg"``)."""
 
-    async def commit_leaf(
+    def leaf_record(
+        self, session_id: str, candidate: SummaryCandidate, covered: Sequence[MessageWithParts]
+    ) -> SummaryRecord:
+        """The row of a leaf summary of the messages ``covered``."""
+        span = (covered[0].id, covered[-1].id)
+        return self._record(session_id, candidate, "leaf", 0, span, len(covered))
+
+    def condensed_record(
+        self, session_id: str, candidate: CondensedCandidate, children: Sequence[SummaryRecord]
+    ) -> SummaryRecord:
+        """The row of a merge of ``children``: one deeper than the deepest of them."""
+        span = (children[0].span_start_message_id, children[-1].span_end_message_id)
+        depth = max(c.depth for c in children) + 1
+        messages = sum(c.source_message_count for c in children)
+        return self._record(session_id, candidate, "condensed", depth, span, messages)
+
+    def _record(
         self,
         session_id: str,
-        candidate: SummaryCandidate,
-        covered: Sequence[MessageWithParts],
-        replaced: list[tuple[int, str]],
-        ledger: LossLedger | None = None,
-    ) -> tuple[str, str]:
-        """Commit a leaf summary of ``covered`` (with its loss ``ledger`` in the marker);
-        returns ``(summary_id, marker_message_id)``."""
-        record = SummaryRecord(
+        candidate: SummaryCandidate | CondensedCandidate,
+        kind: SummaryKind,
+        depth: int,
+        span: tuple[str | None, str | None],
+        messages: int,
+    ) -> SummaryRecord:
+        return SummaryRecord(
             id=self.new_id("sum"),
             session_id=session_id,
-            kind="leaf",
-            depth=0,
+            kind=kind,
+            depth=depth,
             level=candidate.compaction_level,
             content=candidate.text,
             token_count=candidate.token_count,
             file_ids=candidate.file_ids,
-            span_start_message_id=covered[0].id,
-            span_end_message_id=covered[-1].id,
-            source_message_count=len(covered),
+            span_start_message_id=span[0],
+            span_end_message_id=span[1],
+            source_message_count=messages,
             created_at=now_ms(),
         )
-        marker = await self._commit(
-            record,
-            source_ids=[m.id for m in covered],
-            parent_ids=[],
-            replaced=replaced,
-            ledger=ledger,
-        )
-        return record.id, marker
 
-    async def commit_condensed(
-        self,
-        session_id: str,
-        candidate: CondensedCandidate,
-        children: Sequence[SummaryRecord],
-        replaced: list[tuple[int, str]],
-        ledger: LossLedger | None = None,
-    ) -> tuple[str, str]:
-        """Commit a merge of ``children`` (with its loss ``ledger`` in the marker);
-        returns ``(summary_id, marker_message_id)``."""
-        record = SummaryRecord(
-            id=self.new_id("sum"),
-            session_id=session_id,
-            kind="condensed",
-            depth=max(c.depth for c in children) + 1,
-            level=candidate.compaction_level,
-            content=candidate.text,
-            token_count=candidate.token_count,
-            file_ids=candidate.file_ids,
-            span_start_message_id=children[0].span_start_message_id,
-            span_end_message_id=children[-1].span_end_message_id,
-            source_message_count=sum(c.source_message_count for c in children),
-            created_at=now_ms(),
-        )
-        marker = await self._commit(
-            record,
-            source_ids=[],
-            parent_ids=[c.id for c in children],
-            replaced=replaced,
-            ledger=ledger,
-        )
-        return record.id, marker
-
-    async def _commit(
+    async def commit(
         self,
         record: SummaryRecord,
         *,
-        source_ids: list[str],
-        parent_ids: list[str],
+        sources: list[str],
+        parents: list[str],
         replaced: list[tuple[int, str]],
-        ledger: LossLedger | None,
+        ledger: LossLedger | None = None,
     ) -> str:
+        """Commit ``record`` with its lineage (the messages it summarises or the summaries
+        it merges), the context swap of the ``(position, item ID)`` rows it ``replaced``
+        and its marker message (with the loss ``ledger``); returns the marker's ID."""
         commit = summary_commit(
             record,
             self.estimator,
-            sources=source_ids,
-            parents=parent_ids,
+            sources=sources,
+            parents=parents,
             replaced=replaced,
             marker_id=self.new_id("msg"),
             ledger=ledger,

@@ -25,16 +25,16 @@ session across engines and processes (the store's compaction lock: a lease row
 on SQLite, an advisory lock on PostgreSQL). A commit
 also re-checks that the context items it replaces are unchanged.
 
-The pieces live beside it: the escalation ladder of summarisers (``ladder``,
-``summariser``), the cost guard (``breaker``), the lease (``lease``), the
+The pieces live beside it: the rounds of a run (``rounds``) and its passes
+(``passes``), the compaction model and its ladder of summarisers (``model_calls``,
+``ladder``, ``summariser``), the cost guard (``breaker``), the lease (``lease``), the
 background task (``scheduler``), span planning (``planner``) and the commit
-(``commit``). The engine sequences them.
+(``commit``). The engine takes the locks, publishes the events and keeps the result.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -42,19 +42,20 @@ from typing import Any
 
 from mnesis.compaction.breaker import CircuitBreaker
 from mnesis.compaction.commit import SummaryWriter
-from mnesis.compaction.ladder import EXTRACTIVE_MODEL, default_ladder
 from mnesis.compaction.lease import CompactionLease
+from mnesis.compaction.model_calls import CompactionModel
 from mnesis.compaction.passes import CompactionPasses
-from mnesis.compaction.planner import CONDENSE_FAN_IN, LEAF_CHUNK_TOKENS
+from mnesis.compaction.planner import CONDENSE_FAN_IN
 from mnesis.compaction.pruner import ToolOutputPruner
+from mnesis.compaction.rounds import CompactionRounds
 from mnesis.compaction.scheduler import CompactionScheduler
-from mnesis.compaction.stop import RunEnd, conclude, stop_without_running
-from mnesis.compaction.summariser import EXTRACTIVE_WINDOW, Summariser
+from mnesis.compaction.stop import stop_without_running
+from mnesis.compaction.summariser import Summariser
 from mnesis.config import MnesisConfig
 from mnesis.context.builder import ContextBudget
 from mnesis.errors import CompactionError, CompactionLockedError
 from mnesis.events.bus import EventBus, MnesisEvent
-from mnesis.llm import LLMClient, LLMRequest, complete, resolve_client
+from mnesis.llm import LLMClient
 from mnesis.models.ids import new_id
 from mnesis.models.message import CompactionResult
 from mnesis.models.model_info import ModelInfo
@@ -100,24 +101,29 @@ class CompactionEngine:
         self.estimator = token_estimator
         self.bus = event_bus
         self.config = config
-        self.session_model = session_model or "fake/default"
         self._id = id_generator or new_id
-        self._llm = llm
         self._on_commit = on_commit
-        self._pruner = ToolOutputPruner(store, token_estimator, config)
         self._lock: asyncio.Lock | None = None
         self._lease = CompactionLease(store)
         self._scheduler = CompactionScheduler()
-        self._writer = SummaryWriter(store, token_estimator, self._id)
+        self._model = CompactionModel(config, session_model or "fake/default", llm)
         cfg = config.compaction
         self._breaker = CircuitBreaker(
             cfg.max_consecutive_model_failures, cfg.failure_cooldown_seconds
         )
-        self._passes = CompactionPasses(store, token_estimator, config, self._writer, self._breaker)
+        writer = SummaryWriter(store, token_estimator, self._id)
+        self._rounds = CompactionRounds(
+            store,
+            config,
+            event_bus,
+            ToolOutputPruner(store, token_estimator, config),
+            CompactionPasses(store, token_estimator, config, writer, self._breaker),
+            self._breaker,
+        )
         self.summarisers: list[Summariser] | None = None
+        """Replaces the ladder of the compaction model when set (see the class)."""
         self.condense_fan_in = CONDENSE_FAN_IN
         """Same-depth summaries one condensed summary merges (see ``planner``)."""
-        self.model_calls = 0
         self.last_result: CompactionResult | None = None
         self.model_info = model_info
         self._context_measure = context_measure
@@ -271,136 +277,38 @@ class CompactionEngine:
     ) -> None:
         cfg = self.config.compaction
         model = ModelInfo.from_model_string(self.session_model, self.config.model_overrides)
-        budget = self._budget(model)
-        settings = self.settings(model)
-        target = settings.drain_target(budget.usable)
-        # One leaf per triggered run: the chunk covers the gap from the soft threshold
-        # down to the target (never more than the documented chunk).
-        gap = int(settings.soft_limit(budget.usable)) - target
-        chunk = min(LEAF_CHUNK_TOKENS, max(settings.leaf_chunk_tokens, gap))
-        settings = dataclasses.replace(settings, leaf_chunk_tokens=chunk)
         self._breaker.max_failures = cfg.max_consecutive_model_failures
         self._breaker.cooldown_seconds = cfg.failure_cooldown_seconds
-        ladder = self._ladder(model_override)
-        items = await self.store.get_context_items(session_id)
-        result.tokens_before = sum(i.tokens for i in items)
-        if cfg.prune:
-            await self._prune(session_id, result, settings)
-        soft_limit = settings.soft_limit(budget.usable)
-        exhausted = aborted = False
-        for round_index in range(cfg.max_compaction_rounds):
-            if abort is not None and abort.is_set():
-                aborted = True
-                break
-            items = await self.store.get_context_items(session_id)
-            total = sum(i.tokens for i in items)
-            manual = force and total <= target
-            over = total > target or manual
-            progressed = False
-            if cfg.condensation_enabled and not manual and (over or result.rounds):
-                # A full carry first: keeps the DAG balanced whether or not room is needed.
-                progressed = await self._passes.condense(
-                    session_id, items, result, ladder, settings, fan_in=self.condense_fan_in
-                )
-            if not progressed and over:
-                rounds_left = cfg.max_compaction_rounds - round_index
-                progressed = await self._passes.leaf(
-                    session_id,
-                    items,
-                    total - target,
-                    rounds_left,
-                    budget,
-                    settings,
-                    result,
-                    ladder,
-                    manual,
-                )
-                if (
-                    not progressed
-                    and cfg.condensation_enabled
-                    and not manual
-                    and total > soft_limit
-                ):
-                    progressed = await self._passes.condense(
-                        session_id,
-                        items,
-                        result,
-                        ladder,
-                        settings,
-                        fan_in=self.condense_fan_in,
-                        pressure=True,
-                    )
-            if not progressed:
-                break
-            result.rounds += 1
-        else:
-            exhausted = True
-        items = await self.store.get_context_items(session_id)
-        result.tokens_after = sum(i.tokens for i in items)
-        uses_model = any(rung.uses_model for rung in ladder)
-        end = RunEnd(
-            target=target,
-            soft_limit=soft_limit,
-            rounds_cap=cfg.max_compaction_rounds,
-            exhausted=exhausted,
-            aborted=aborted,
-            forced=force,
-            cooldown_seconds_left=self._breaker.seconds_left() if uses_model else 0.0,
-        )
-        conclude(result, items, settings, end)
-
-    async def _prune(
-        self, session_id: str, result: CompactionResult, settings: WindowSettings
-    ) -> None:
-        pruned = await self._pruner.prune(session_id, settings=settings)
-        if not pruned.pruned_count:
-            return
-        result.pruned_tool_outputs = pruned.pruned_count
-        result.pruned_tokens = pruned.pruned_tokens
-        self.bus.publish(
-            MnesisEvent.PRUNE_COMPLETED,
-            {
-                "session_id": session_id,
-                "pruned_count": pruned.pruned_count,
-                "pruned_tokens": pruned.pruned_tokens,
-            },
-        )
-
-    # -- the ladder -------------------------------------------------------------
-    def _ladder(self, model_override: str | None) -> list[Summariser]:
         if self.summarisers is not None:
-            return list(self.summarisers)
-        cfg = self.config.compaction
-        model = model_override or cfg.compaction_model or self.session_model
-        return default_ladder(
-            model, cfg, self._llm_call, input_window=self.summariser_window(model)
+            ladder = list(self.summarisers)
+        else:
+            ladder = self._model.ladder(model_override)
+        await self._rounds.run(
+            session_id,
+            result,
+            ladder,
+            self._budget(model),
+            self.settings(model),
+            abort=abort,
+            force=force,
+            fan_in=self.condense_fan_in,
         )
+
+    # -- the compaction model ---------------------------------------------------
+    @property
+    def session_model(self) -> str:
+        """The session's model (the compaction model unless one is configured)."""
+        return self._model.session_model
+
+    @property
+    def model_calls(self) -> int:
+        """Compaction model calls this engine made."""
+        return self._model.calls
 
     def summariser_window(self, model: str) -> int:
         """The window of compaction ``model``: ``compaction_context_limit`` if set, else the
         session's (``model_overrides`` included) for the session's model, else the table's."""
-        explicit = self.config.compaction.compaction_context_limit
-        if explicit is not None:
-            return explicit
-        if model == EXTRACTIVE_MODEL:
-            return EXTRACTIVE_WINDOW
-        overrides = self.config.model_overrides if model == self.session_model else None
-        return ModelInfo.from_model_string(model, overrides).context_limit
-
-    async def _llm_call(self, model: str, messages: list[dict[str, Any]], max_tokens: int) -> str:
-        client = self._client_for(model)
-        self.model_calls += 1
-        response = await complete(
-            client,
-            LLMRequest(model=model, messages=messages, max_tokens=max_tokens, purpose="compaction"),
-            timeout=self.config.compaction.model_timeout_seconds,
-        )
-        return response.text
-
-    def _client_for(self, model: str) -> LLMClient:
-        if self._llm is not None and model == self.session_model:
-            return self._llm
-        return resolve_client(model, None)
+        return self._model.window(model)
 
     # -- 0.4.0's names (issue 31) ---------------------------------------------
     async def compact_exclusive(

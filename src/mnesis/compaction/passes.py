@@ -1,7 +1,7 @@
 """The two kinds of compaction round: a leaf pass (messages → a summary) and a condense
 pass (adjacent summaries → one deeper summary), each climbing the summariser ladder.
 
-:class:`~mnesis.compaction.engine.CompactionEngine` decides which pass a round runs; a
+:class:`~mnesis.compaction.rounds.CompactionRounds` decides which pass a round runs; a
 pass plans its span (``planner``), summarises it (``ladder``) and commits it
 (``commit``). Level 3 never calls a model, so a pass always has a candidate.
 """
@@ -21,6 +21,7 @@ from mnesis.compaction.planner import leaf_span, plan_condense, plan_leaf_span
 from mnesis.compaction.summariser import ExtractiveSummariser, Summariser
 from mnesis.config import MnesisConfig
 from mnesis.context.builder import ContextBudget
+from mnesis.models.ledger import LossLedger
 from mnesis.models.message import CompactionResult, MessageWithParts
 from mnesis.models.window import WindowSettings
 from mnesis.store.base import ContextItem, SummaryRecord
@@ -84,18 +85,9 @@ class CompactionPasses:
         ledger = await asyncio.to_thread(
             leaf_ledger, covered, candidate.text, sum(i.tokens for i in replaced), 0
         )
-        summary_id, marker_id = await self.writer.commit_leaf(
-            session_id,
-            candidate,
-            covered,
-            replaced=[(i.position, i.item_id) for i in replaced],
-            ledger=ledger,
-        )
-        result.summary_message_id = marker_id
-        result.level_used = max(result.level_used, candidate.compaction_level)
+        record = self.writer.leaf_record(session_id, candidate, covered)
+        await self._commit(result, record, replaced, ledger, sources=[m.id for m in covered])
         result.compacted_message_count += len(covered)
-        result.summary_id = summary_id
-        result.summary_token_count = candidate.token_count
         return True
 
     async def _summarise(
@@ -151,20 +143,34 @@ class CompactionPasses:
         ledger = await asyncio.to_thread(
             condensed_ledger, children, candidate.text, sum(i.tokens for i in run), 0
         )
-        summary_id, marker_id = await self.writer.commit_condensed(
-            session_id,
-            candidate,
-            children,
-            replaced=[(i.position, i.item_id) for i in run],
+        record = self.writer.condensed_record(session_id, candidate, children)
+        await self._commit(result, record, run, ledger, parents=[c.id for c in children])
+        self.leaf_counts[record.id] = sum([await self._leaves(c) for c in children])
+        result.condensed_count += 1
+        return True
+
+    async def _commit(
+        self,
+        result: CompactionResult,
+        record: SummaryRecord,
+        replaced: Sequence[ContextItem],
+        ledger: LossLedger,
+        *,
+        sources: Sequence[str] = (),
+        parents: Sequence[str] = (),
+    ) -> None:
+        """Commit ``record`` in place of the context items ``replaced`` and note it in
+        ``result`` (the run's last summary, the highest level it used)."""
+        result.summary_message_id = await self.writer.commit(
+            record,
+            sources=list(sources),
+            parents=list(parents),
+            replaced=[(i.position, i.item_id) for i in replaced],
             ledger=ledger,
         )
-        result.summary_message_id = marker_id
-        result.level_used = max(result.level_used, candidate.compaction_level)
-        self.leaf_counts[summary_id] = sum([await self._leaves(c) for c in children])
-        result.condensed_count += 1
-        result.summary_id = summary_id
-        result.summary_token_count = candidate.token_count
-        return True
+        result.level_used = max(result.level_used, record.level)
+        result.summary_id = record.id
+        result.summary_token_count = record.token_count
 
     async def _leaves(self, summary: SummaryRecord) -> int:
         """How many leaf summaries ``summary`` covers (read through lineage once)."""

@@ -102,6 +102,18 @@ class WireCall:
                 return raw
         return json.dumps(self.arguments, ensure_ascii=False, default=str)
 
+    def result_fields(self, format: str, key: str) -> dict[str, Any]:
+        """The result as OpenAI's two formats carry it: its text under ``key``
+        (``"Error: <message>"`` for a failed call), then the fields recorded with it in
+        ``format``; a recorded list-shaped value under ``key`` is left out when the text
+        replaces it (a tombstone, an error)."""
+        assert self.result is not None
+        text = f"Error: {self.result}" if self.is_error else self.result
+        extra = wire_fields(self.wire, format).get("result", {})
+        if self.tombstoned or self.is_error:
+            extra.pop(key, None)
+        return {key: text, **extra}
+
 
 WireBlock = WireText | WireReasoning | WireCall
 """One block of a turn, in stored order."""

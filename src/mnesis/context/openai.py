@@ -34,12 +34,7 @@ def _tool_call(call: WireCall) -> dict[str, Any]:
 
 
 def _tool_message(call: WireCall) -> dict[str, Any]:
-    assert call.result is not None
-    content = f"Error: {call.result}" if call.is_error else call.result
-    extra = wire_fields(call.wire, _FORMAT).get("result", {})
-    if call.tombstoned or call.is_error:
-        extra.pop("content", None)  # recorded list content: the tombstone replaces it
-    return {"role": "tool", "tool_call_id": call.id, "content": content, **extra}
+    return {"role": "tool", "tool_call_id": call.id, **call.result_fields(_FORMAT, "content")}
 
 
 def _content(turn: WireTurn) -> str | list[dict[str, Any]] | None:

@@ -57,12 +57,8 @@ def _call(call: WireCall) -> dict[str, Any]:
 
 
 def _output(call: WireCall) -> dict[str, Any]:
-    assert call.result is not None
-    output = f"Error: {call.result}" if call.is_error else call.result
-    extra = wire_fields(call.wire, _FORMAT).get("result", {})
-    if call.tombstoned or call.is_error:
-        extra.pop("output", None)  # recorded list output: the tombstone replaces it
-    return {"type": "function_call_output", "call_id": call.id, "output": output, **extra}
+    fields = call.result_fields(_FORMAT, "output")
+    return {"type": "function_call_output", "call_id": call.id, **fields}
 
 
 def _turn(turn: WireTurn) -> list[dict[str, Any]]:

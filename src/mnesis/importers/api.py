@@ -26,7 +26,7 @@ from mnesis.importers import claude_code, codex
 from mnesis.importers.batches import BatchBuilder
 from mnesis.importers.formats import FORMATS, Parser, skip_lines
 from mnesis.importers.parse_child import ParseJob, prepared_batch
-from mnesis.importers.pipeline import Limits, ParseAtOnce, ParseThread, SourceLine
+from mnesis.importers.pipeline import Limits, ParseAtOnce, ParseThread, Parsing, SourceLine
 from mnesis.importers.process import ParseProcess
 from mnesis.importers.progress import commit, settle_pending
 from mnesis.importers.reader import FINGERPRINT_BYTES, LineError, fingerprint, read_jsonl
@@ -237,9 +237,8 @@ async def _import(
         )  # fmt: skip
         lines = _lines(full, fmt, source, skip_lines(parser))
         small = size - source.byte_offset <= SMALL_BYTES
-        batches = (ParseAtOnce if small else ParseThread)(
-            lines, parser, builder, limits, start, finish
-        )
+        parsing = Parsing(lines, parser, builder, limits, start, finish)
+        batches = ParseAtOnce(parsing) if small else ParseThread(parsing)
     known: dict[str, str] = {}
     created: list[str] = []
     async with batches:

@@ -27,6 +27,7 @@ __all__ = [
     "LineParser",
     "ParseAtOnce",
     "ParseThread",
+    "Parsing",
     "SourceLine",
     "cut_batches",
 ]
@@ -80,30 +81,33 @@ class _End:
         self.error = error
 
 
-class ParseThread:
-    """Parses ``lines`` with ``parser`` into ``builder``; :meth:`next` gives each batch.
+@dataclass(slots=True, frozen=True)
+class Parsing:
+    """What a parse works through: ``lines`` parsed with ``parser`` into ``builder``,
+    cut at ``limits``; ``start`` is the ``(offset, line number)`` the lines continue from.
+    ``finish``, when given, is applied to each batch where it is cut (building its rows)."""
 
-    ``start`` is the ``(offset, line number)`` the lines continue from. The last batch
-    (cut when the lines end) covers the rest of the file, even if it holds no message.
-    ``finish``, when given, is applied to each batch on the thread (building its rows).
-    Use as ``async with``: leaving stops and joins the thread.
+    lines: Iterable[SourceLine | LineError]
+    parser: LineParser
+    builder: BatchBuilder
+    limits: Limits
+    start: tuple[int, int]
+    finish: Callable[[Batch], Batch] | None = None
+
+    def batches(self) -> Iterator[Batch]:
+        """Each batch as it is cut (see :func:`cut_batches`), finished."""
+        for batch in cut_batches(self.lines, self.parser, self.builder, self.limits, self.start):
+            yield batch if self.finish is None else self.finish(batch)
+
+
+class ParseThread:
+    """Works through a :class:`Parsing` on a thread of its own; :meth:`next` gives each
+    batch. The last batch (cut when the lines end) covers the rest of the file, even if
+    it holds no message. Use as ``async with``: leaving stops and joins the thread.
     """
 
-    def __init__(
-        self,
-        lines: Iterable[SourceLine | LineError],
-        parser: LineParser,
-        builder: BatchBuilder,
-        limits: Limits,
-        start: tuple[int, int],
-        finish: Callable[[Batch], Batch] | None = None,
-    ) -> None:
-        self._lines = lines
-        self._finish = finish
-        self._parser = parser
-        self._builder = builder
-        self._limits = limits
-        self._start = start
+    def __init__(self, parsing: Parsing) -> None:
+        self._parsing = parsing
         self._queue: queue.Queue[Batch | _End] = queue.Queue(maxsize=DEPTH)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="mnesis-import-parse", daemon=True)
@@ -146,11 +150,7 @@ class ParseThread:
 
     def _run(self) -> None:
         try:
-            for batch in cut_batches(
-                self._lines, self._parser, self._builder, self._limits, self._start
-            ):
-                if self._finish is not None:
-                    batch = self._finish(batch)
+            for batch in self._parsing.batches():
                 if not self._put(batch):
                     return
         except BaseException as exc:  # handed to the event loop, raised by next()
@@ -165,17 +165,8 @@ class ParseAtOnce:
     is called, and then given one by one. No thread of its own, one hand-off: starting a
     thread and passing each batch through a queue cost more than parsing a small file."""
 
-    def __init__(
-        self,
-        lines: Iterable[SourceLine | LineError],
-        parser: LineParser,
-        builder: BatchBuilder,
-        limits: Limits,
-        start: tuple[int, int],
-        finish: Callable[[Batch], Batch] | None = None,
-    ) -> None:
-        self._args = (lines, parser, builder, limits, start)
-        self._finish = finish
+    def __init__(self, parsing: Parsing) -> None:
+        self._parsing = parsing
         self._batches: list[Batch] | None = None
 
     async def __aenter__(self) -> ParseAtOnce:
@@ -185,9 +176,7 @@ class ParseAtOnce:
         self._batches = []
 
     def _cut_all(self) -> list[Batch]:
-        batches = list(cut_batches(*self._args))
-        if self._finish is not None:
-            batches = [self._finish(batch) for batch in batches]
+        batches = list(self._parsing.batches())
         batches.reverse()
         return batches
 

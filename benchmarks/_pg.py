@@ -3,8 +3,10 @@
 :class:`Cluster` runs ``initdb``/``pg_ctl`` from the binaries under
 ``/usr/lib/postgresql/*/bin`` (Debian's layout) in a temp directory, listening on a free
 loopback port and a unix socket in that directory, with trust authentication and
-durability switched off. PostgreSQL refuses to run as root, so a root process runs them
-as the ``postgres`` OS user (``runuser``), the directory owned by it. Failures raise
+durability switched off; ``Cluster(root)`` keeps its data in ``root`` instead, reused by
+the next ``Cluster(root)`` (``stop(remove=False)``). PostgreSQL refuses to run as root,
+so a root process runs them as the ``postgres`` OS user (``runuser``), the directory
+owned by it. Failures raise
 :class:`ClusterError` with the reason (the tests turn it into a failure, never a skip).
 """
 
@@ -57,9 +59,13 @@ def _free_port() -> int:
 class Cluster:
     """A PostgreSQL cluster in a temp directory, run as a non-root user when needed."""
 
-    def __init__(self) -> None:
+    def __init__(self, root: str | None = None) -> None:
         self.bin = _bin_dir()
-        self.root = tempfile.mkdtemp(prefix="mnesis-pg-")
+        if root is None:
+            self.root = tempfile.mkdtemp(prefix="mnesis-pg-")
+        else:
+            os.makedirs(root, mode=0o700, exist_ok=True)
+            self.root = root
         self.data = os.path.join(self.root, "data")
         self.port = _free_port()
         self.as_user: str | None = None
@@ -89,8 +95,11 @@ class Cluster:
             )
 
     def start(self) -> str:
-        self._run("initdb", "-D", self.data, "-U", "postgres", "-A", "trust", "-E", "UTF8",
-                  "--locale=C", "--no-sync")  # fmt: skip
+        """Start the server (``initdb`` first unless its data directory holds a cluster);
+        its URL."""
+        if not os.path.exists(os.path.join(self.data, "PG_VERSION")):
+            self._run("initdb", "-D", self.data, "-U", "postgres", "-A", "trust", "-E", "UTF8",
+                      "--locale=C", "--no-sync")  # fmt: skip
         options = " ".join(
             [*_FAST, "-c", "listen_addresses=127.0.0.1", "-c", f"port={self.port}",
              "-c", f"unix_socket_directories={self.root}", "-c", "max_connections=200"]
@@ -115,8 +124,11 @@ class Cluster:
         self._run("pg_ctl", "start", "-w", "-t", "60", "-D", self.data,
                   "-l", os.path.join(self.root, "server.log"), "-o", self._options)  # fmt: skip
 
-    def stop(self) -> None:
+    def stop(self, remove: bool = True) -> None:
+        """Stop the server (``-m immediate`` when its data is removed, else ``fast``: a
+        kept cluster starts again without recovery) and remove its directory."""
         try:
-            self._run("pg_ctl", "stop", "-m", "immediate", "-D", self.data)
+            self._run("pg_ctl", "stop", "-m", "immediate" if remove else "fast", "-D", self.data)
         finally:
-            shutil.rmtree(self.root, ignore_errors=True)
+            if remove:
+                shutil.rmtree(self.root, ignore_errors=True)

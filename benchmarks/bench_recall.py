@@ -38,7 +38,10 @@ distractors and updated facts; recall@1/5/10 by the fact's age (third of the
 history), by where it was planted, and for updates (the new value above the old).
 ``--backend postgres`` runs it on PostgreSQL (``--dsn``, ``MNESIS_BENCH_PG_DSN`` or a
 throwaway cluster; see ``benchmarks/recall_pg.py``), with the server's CPU time per
-call beside the client's.
+call beside the client's; with ``--keep DIR`` that cluster lives in ``DIR/pg-cluster``
+and the next run starts it again, its databases reused (1M: 47 minutes to build at load
+7-11, 3.1 GB). A build prints its wall time,
+the client's and the server's CPU time, the client's peak RSS and the load average.
 
 ``--keep DIR`` stores each database (and a ``.json`` with its questions) in DIR and
 reuses it on later runs: 1M messages take about 15 minutes to build. ``--aged`` streams
@@ -63,6 +66,7 @@ import contextlib
 import json
 import os
 import random
+import resource
 import sqlite3
 import statistics
 import sys
@@ -668,12 +672,25 @@ async def aged(
         session = await MnesisSession.create(
             model="fake/bench", db_path=path, pool=pool, config=config
         )
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
+        used = server.seconds() if server is not None else 0.0
         questions = await _stream_aged(session.store, session.id, total)
-        print(f"built {total:,} turns in {time.perf_counter() - started:.0f} s", flush=True)
+        print(
+            f"built {total:,} turns in {time.perf_counter() - started:.0f} s, client CPU "
+            f"{time.process_time() - cpu:.0f} s"
+            + (f", server CPU {server.seconds() - used:.0f} s" if server is not None else "")
+            + f", max RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MB, "
+            f"load average {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
         if postgres:
             await session.close()
-            print(f"VACUUM ANALYZE in {recall_pg.vacuum_analyze(path):.0f} s", flush=True)
+            used = server.seconds() if server is not None else 0.0
+            print(
+                f"VACUUM ANALYZE in {recall_pg.vacuum_analyze(path):.0f} s"
+                + (f", server CPU {server.seconds() - used:.0f} s" if server else ""),
+                flush=True,
+            )
             session = await MnesisSession.load(session.id, config, db_path=path, pool=pool)
         _save_questions(sidecar, session.id, questions)
     if merge and not postgres:
@@ -785,7 +802,10 @@ async def _aged_postgres(
     sizes: list[int], only: list[str] | None, dsn: str | None, keep: str | None
 ) -> None:
     """``--aged --backend postgres``: each size in its own database (see ``recall_pg``)."""
-    with recall_pg.pg_server(dsn) as (server_dsn, server), tempfile.TemporaryDirectory() as tmp:
+    with (
+        recall_pg.pg_server(dsn, keep) as (server_dsn, server),
+        tempfile.TemporaryDirectory() as tmp,
+    ):
         for total in sizes:
             sidecar = os.path.join(keep or tmp, f"aged-{total}.pg.json")
             url = _pg_database(server_dsn, total, sidecar, keep is not None)

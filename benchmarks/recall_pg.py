@@ -2,9 +2,10 @@
 of each size, and the server's CPU time.
 
 The server is ``--dsn`` (or ``MNESIS_BENCH_PG_DSN``) when given, else a throwaway
-:class:`benchmarks._pg.Cluster` for the run. Each size has its own database,
-``mnesis_aged_<turns>``: with ``--keep`` (and its question file there) a later run
-reuses it, otherwise it is created afresh and dropped at the end. The server's CPU
+:class:`benchmarks._pg.Cluster` for the run; with ``--keep DIR`` that cluster lives in
+``DIR/pg-cluster`` and is started again (data kept) by a later run. Each size has its
+own database, ``mnesis_aged_<turns>``: with ``--keep`` (and its question file there) a
+later run reuses it, otherwise it is created afresh and dropped at the end. The server's CPU
 time is read from ``/proc`` (the postmaster and its children) when the server runs
 on this machine and its data directory is readable: ``grep``'s work on PostgreSQL is
 mostly the server's, which the client's process time does not see.
@@ -32,7 +33,8 @@ class ServerCpu:
         self.tick = os.sysconf("SC_CLK_TCK")
 
     def seconds(self) -> float:
-        """User + system time of the postmaster and every process it started."""
+        """User + system time of the postmaster and every process it started (those
+        that exited too)."""
         total = 0
         for entry in os.listdir("/proc"):
             if not entry.isdigit():
@@ -42,8 +44,11 @@ class ServerCpu:
                     fields = stat.read().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            # After the command: state, ppid, ..., utime (14th field), stime (15th).
-            if int(entry) == self.postmaster or int(fields[1]) == self.postmaster:
+            # After the command: state, ppid, ..., utime (14th field), stime (15th),
+            # then cutime and cstime: the postmaster's count its children that exited.
+            if int(entry) == self.postmaster:
+                total += sum(int(f) for f in fields[11:15])
+            elif int(fields[1]) == self.postmaster:
                 total += int(fields[11]) + int(fields[12])
         return total / self.tick
 
@@ -60,22 +65,23 @@ def _postmaster(dsn: str) -> int | None:
 
 
 @contextmanager
-def pg_server(dsn: str | None) -> Iterator[tuple[str, ServerCpu | None]]:
-    """The server to use (``dsn``, ``MNESIS_BENCH_PG_DSN`` or a throwaway cluster) and
-    a reader of its CPU time (None when the server is not local)."""
+def pg_server(dsn: str | None, keep: str | None = None) -> Iterator[tuple[str, ServerCpu | None]]:
+    """The server to use (``dsn``, ``MNESIS_BENCH_PG_DSN`` or a cluster of our own:
+    throwaway, or in ``keep/pg-cluster`` and kept when ``keep``) and a reader of its CPU
+    time (None when the server is not local)."""
     given = dsn or os.environ.get("MNESIS_BENCH_PG_DSN")
     if given:
         pid = _postmaster(given)
         yield given, ServerCpu(pid) if pid is not None else None
         return
-    cluster = Cluster()
+    cluster = Cluster(os.path.join(keep, "pg-cluster") if keep else None)
     try:
         started = cluster.start()
         with open(os.path.join(cluster.data, "postmaster.pid")) as pid_file:
             pid = int(pid_file.readline())
         yield started, ServerCpu(pid)
     finally:
-        cluster.stop()
+        cluster.stop(remove=keep is None)
 
 
 def aged_database(dsn: str, total: int, reuse: bool) -> tuple[str, bool]:

@@ -84,6 +84,10 @@ combination holding such a pair is then found among those rows, one index seek p
 row and term, instead of by walking its terms' postings: common words that few rows
 hold together cost a walk of every posting of theirs (~10-30 ms at 1M messages)."""
 
+SEEKS_MIN = 32
+"""Index seeks a combination may take to be checked among known rows, at least..."""
+ROWS_PER_SEEK = 4_096
+"""... or one per this many indexed parts (a walk costs more on a larger index)."""
 PAIRED_WORDS = 7
 """Most distinct terms whose every pair is walked up front (21 walks)."""
 
@@ -120,8 +124,12 @@ def relevance_keys(
     keys: dict[int, None] = {}
     both = 2 * group_limit
     oldest = max(1, group_limit // 2)
-    whole = max(both, KNOWN_ROWS)
-    walked, known = _first_rows(conn, table, groups, sessions, whole)
+    # On a small index every walk is cheap: rows are known and checked by seeks in
+    # proportion to its size (a walk's cost grows with it, a seek's hardly).
+    (size,) = conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM message_parts").fetchone()
+    seeks = max(SEEKS_MIN, size // ROWS_PER_SEEK)
+    whole = max(both, min(KNOWN_ROWS, seeks))
+    walked, known = _first_rows(conn, table, groups, sessions, whole, seeks > both)
     for start in range(0, len(groups), _BATCH):
         batch = groups[start : start + _BATCH]
         found: dict[RelevanceGroup, list[int]] = {
@@ -133,7 +141,7 @@ def relevance_keys(
         among = {
             g: superset
             for g in pending
-            if (superset := _known_superset(known, g.words)) is not None
+            if (superset := _known_superset(known, g.words, seeks)) is not None
         }
         searched = list(among)
         found.update(
@@ -212,32 +220,19 @@ def _first_rows(
     groups: list[RelevanceGroup],
     sessions: str,
     whole: int,
+    every_pair: bool,
 ) -> tuple[dict[frozenset[str], list[int]], dict[frozenset[str], list[int]]]:
     """The first ``whole + 1`` own-text matches (ascending) of each single term and
-    pair of terms the groups ask for, and of every pair of their terms when they
-    have at most ``PAIRED_WORDS``; and, of those, the ones whose matches are all
-    known. The single terms (rare by construction) are walked first; a pair holding
-    a single term whose matches are all known is found among them, the others are
-    walked (two statements, plus the seeks)."""
+    pair of terms the groups ask for and, with ``every_pair``, of every pair of their
+    terms when they have at most ``PAIRED_WORDS`` (one statement); and, of those, the
+    ones whose matches are all known."""
     words = sorted(frozenset[str]().union(*(g.words for g in groups)))
     asked = [g.words for g in groups if g.either is not None and 1 <= len(g.words) <= 2]
-    if len(words) <= PAIRED_WORDS:
+    if every_pair and len(words) <= PAIRED_WORDS:
         asked += [frozenset(p) for p in itertools.combinations(words, 2)]
     probes = list(dict.fromkeys(asked))
-    singles = [p for p in probes if len(p) == 1]
-    walked = dict(zip(singles, _walk_own(conn, table, sessions, singles, whole), strict=True))
-    known = {p: rows for p, rows in walked.items() if len(rows) <= whole}
-    pairs = [p for p in probes if len(p) == 2]
-    among = {p: superset for p in pairs if (superset := _known_superset(known, p)) is not None}
-    found = holding(
-        conn, table, [(_OWN, sorted(p - held), rows) for p, (held, rows) in among.items()]
-    )
-    walked.update(zip(among, found, strict=True))
-    known.update(zip(among, found, strict=True))
-    rest = [p for p in pairs if p not in among]
-    walked.update(zip(rest, _walk_own(conn, table, sessions, rest, whole), strict=True))
-    known.update({p: walked[p] for p in rest if len(walked[p]) <= whole})
-    return walked, known
+    walked = dict(zip(probes, _walk_own(conn, table, sessions, probes, whole), strict=True))
+    return walked, {p: rows for p, rows in walked.items() if len(rows) <= whole}
 
 
 def _walk_own(
@@ -257,11 +252,12 @@ def _newest_and_oldest(rows: list[int], limit: int, oldest: int) -> list[int]:
 
 
 def _known_superset(
-    known: dict[frozenset[str], list[int]], words: frozenset[str]
+    known: dict[frozenset[str], list[int]], words: frozenset[str], seeks: int
 ) -> tuple[frozenset[str], list[int]] | None:
     """The rows every match of ``words`` is among, from the groups of fewer of its
     terms whose matches are all known (their intersection, ascending), with the
-    terms those rows hold for sure; None when there is none."""
+    terms those rows hold for sure; None when there is none or when checking the
+    rows would take more than ``seeks`` index seeks."""
     if len(words) < 2:
         return None
     subsets = sorted(
@@ -276,6 +272,8 @@ def _known_superset(
         kept = set(other)
         rows = [r for r in rows if r in kept]
         held = held | sub
+    if len(rows) * len(words - held) > seeks:
+        return None
     return held, rows
 
 

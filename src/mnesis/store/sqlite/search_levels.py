@@ -110,16 +110,19 @@ def relevance_keys(
     parts, the newest ``group_limit`` matches and, when it has more, the oldest
     ``group_limit // 2`` (where what later turns repeat was first said).
 
-    How they are found: the groups of two terms are walked first (one statement), each
-    up to ``KNOWN_ROWS`` rows; a pair that few rows hold has all its matches known. A
-    group holding such pairs is found among their common rows, term by term (one
-    index seek per row and term): its own matches and, when crowded, those of its
-    parts (a tool part's ``NEAR`` is walked only if some known row holds every term
-    in its tool input/output). Any other group is walked: oldest first, stopping one
-    row after its limit (a sparse group costs one pass over its terms' postings, a
-    crowded one stops early); only a crowded part is walked again, newest first.
-    Either way a group gives the same rows. Per ``_BATCH`` groups: up to three walks
-    and a seek statement per term and ``UNION_TERMS`` seeks.
+    How they are found: the single terms and pairs of terms asked (and, on a large
+    index, every pair of the query's terms) are walked first, in one statement, each
+    up to ``KNOWN_ROWS`` rows: those that few rows hold have all their matches
+    known. A larger group holding some of them is found among their common rows, term
+    by term (one index seek per row and term, within a budget growing with the
+    index): its own matches and, when crowded, its parts' (conversation text or tool
+    output by the row's type; a tool part's ``NEAR`` by a scratch index of those rows'
+    text, see :mod:`~mnesis.store.sqlite.search_rows`). Any other group is walked:
+    oldest first, stopping one row after its limit (a sparse group costs one pass over
+    its terms' postings, a crowded one stops early); only a crowded part is walked
+    again, newest first. Either way a group gives the same rows. Per ``_BATCH``
+    groups: up to three walks, and seeks (at most ``KNOWN_ROWS`` per group and term).
+    ``sessions`` must be the prefix the groups' expressions carry.
     """
     keys: dict[int, None] = {}
     both = 2 * group_limit

@@ -121,6 +121,7 @@ class SearchMixin(SQLiteStoreBase, TextSearches):
                         _relevance_groups(conn, query, sessions, where),
                         query.group_limit or limit + offset,
                         limit + offset,
+                        sessions,
                     )
                 else:
                     missing = _absent_terms(conn, fts, query.any_of)
@@ -332,8 +333,15 @@ def _relevance_groups(
         )
         # With speaker/date terms only the text part asks for them: asked apart.
         either = None if said else f"{sessions}({_OWN} : ({terms}))"
-        out.append(RelevanceGroup(either, parts))
+        out.append(RelevanceGroup(either, parts, _words(own) if either else frozenset()))
     return out
+
+
+def _words(terms: tuple[Term, ...]) -> frozenset[str]:
+    """The terms as FTS5 expressions, if none is a phrase (see ``RelevanceGroup``)."""
+    if any(len(phrase) > 1 for term in terms for phrase in term.alternatives):
+        return frozenset()
+    return frozenset(_fts5_term(term) for term in terms)
 
 
 def _near(terms: tuple[Term, ...]) -> str:

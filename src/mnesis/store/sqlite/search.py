@@ -1,4 +1,5 @@
-"""Full-text search (FTS5, BM25) and newest-first scans of SQLite-stored history."""
+"""Full-text search (FTS5, BM25) and newest-first scans of SQLite-stored history
+(``SQLiteStore.search``; its statements in :mod:`mnesis.store.sqlite.search_sql`)."""
 
 from __future__ import annotations
 
@@ -22,9 +23,9 @@ from mnesis.store.shared.hit_contexts import (
     keys_of,
     wanted,
 )
+from mnesis.store.shared.search import BaseSearch, TextScope
 from mnesis.store.shared.sql import DOWN_CTE
-from mnesis.store.shared.text_search import TextScope, TextSearches
-from mnesis.store.sqlite.rows import SQLiteStoreBase
+from mnesis.store.sqlite.database import SQLiteDatabase
 from mnesis.store.sqlite.search_levels import (
     NEAR_TOKENS,
     Group,
@@ -46,11 +47,11 @@ from mnesis.store.sqlite.search_sql import (
     render_fts5,
 )
 
-__all__ = ["SearchMixin", "render_fts5"]
+__all__ = ["SQLiteSearch", "render_fts5"]
 
 
-class SearchMixin(SQLiteStoreBase, TextSearches):
-    """Ranked search and scans over messages and summaries (part of ``SQLiteStore``)."""
+class SQLiteSearch(BaseSearch[SQLiteDatabase]):
+    """Ranked search and scans over messages and summaries (``SQLiteStore.search``)."""
 
     async def _search(
         self, query: SearchQuery, scope: TextScope, where: SearchFilter, limit: int, offset: int

@@ -250,10 +250,6 @@ MAX_LINES = 400
 """A module is one job: a few hundred lines at most."""
 
 OVER_THE_LIMIT: dict[str, str] = {
-    # The store: issue 32 item 1 reorganises it into named collaborators (pending; until
-    # then its largest modules stay as they are).
-    "store/immutable.py": "the store's facade, pending its collaborators (issue 32 item 1)",
-    "store/base.py": "the backend interface, pending its collaborators (issue 32 item 1)",
     # Not logic: the recorded tool outputs of the test kit's payments story.
     "testing/_payments_outputs.py": "data: the scenario's recorded tool outputs",
     # The session facade keeps one public method per seed entry point (see the

@@ -144,4 +144,4 @@ class BaseStats(StorePart[DB]):
 
     @abstractmethod
     async def used_bytes(self) -> int:
-        """See :meth:`~mnesis.store.base.StoreBackend.used_bytes`."""
+        """See :meth:`~mnesis.store.base_maintenance.MaintenanceBackend.used_bytes`."""

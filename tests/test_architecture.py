@@ -250,11 +250,6 @@ MAX_LINES = 400
 """A module is one job: a few hundred lines at most."""
 
 OVER_THE_LIMIT: dict[str, str] = {
-    # The store: issue 32 item 1 reorganises it into named collaborators (pending; until
-    # then its largest modules stay as they are).
-    "store/immutable.py": "the store's facade, pending its collaborators (issue 32 item 1)",
-    "store/base.py": "the backend interface, pending its collaborators (issue 32 item 1)",
-    "store/sqlite/search.py": "SQLite's search topic, pending issue 32 item 1",
     # Not logic: the recorded tool outputs of the test kit's payments story.
     "testing/_payments_outputs.py": "data: the scenario's recorded tool outputs",
     # The session facade keeps one public method per seed entry point (see the
@@ -309,25 +304,6 @@ def test_the_doc_draws_every_arrow_between_rooms() -> None:
     assert _arrows_in_the_doc() == on_disk, f"the tree's arrows:\n{expected}"
 
 
-PENDING_MIXINS: dict[str, str] = {
-    # Issue 32 item 1: the topics not yet collaborators.
-    # Search and grep's reads become the ``search`` collaborator next.
-    "store/sqlite/search.py:SearchMixin": "search, pending its collaborator",
-    "store/postgres/search.py:SearchMixin": "search, pending its collaborator",
-    "store/sqlite/grep_reads.py:GrepReadsMixin": "grep's reads, pending their collaborator",
-    "store/postgres/grep_reads.py:GrepReadsMixin": "grep's reads, pending their collaborator",
-}
-"""Mixin classes still in ``src/mnesis``, each with its reason; the list only shrinks."""
-
-MANY_BASES_IN_THE_STORE: dict[str, str] = {
-    "store/sqlite/store.py:SQLiteStore": "the wrapper, with the pending mixins",
-    "store/postgres/store.py:PostgresStore": "the wrapper, with the pending mixins",
-}
-"""Classes of ``src/mnesis/store`` built from more than one base (``Generic[...]`` aside),
-the pending mixins aside; everything else there is one engine-neutral base and its
-engine's subclass."""
-
-
 def _classes() -> dict[str, list[str]]:
     """``path:ClassName`` of every class of ``src/mnesis`` → its bases as written."""
     found: dict[str, list[str]] = {}
@@ -339,18 +315,19 @@ def _classes() -> dict[str, list[str]]:
     return found
 
 
-def test_no_mixin_classes_but_the_pending_ones() -> None:
-    mixins = {key for key in _classes() if key.endswith("Mixin")}
-    assert sorted(mixins) == sorted(PENDING_MIXINS)
+def test_no_mixin_classes() -> None:
+    assert sorted(key for key in _classes() if key.endswith("Mixin")) == []
 
 
-def test_store_classes_have_one_base_but_the_listed_ones() -> None:
+def test_store_classes_have_one_base() -> None:
+    """Everything in ``src/mnesis/store`` is one engine-neutral base and its engine's
+    subclass (``Generic[...]`` aside): no class assembled from several."""
     many = {
         key
         for key, bases in _classes().items()
         if key.startswith("store/") and len([b for b in bases if not b.startswith("Generic[")]) > 1
-    } - set(PENDING_MIXINS)
-    assert sorted(many) == sorted(MANY_BASES_IN_THE_STORE)
+    }
+    assert sorted(many) == []
 
 
 def test_each_collaborator_is_found_by_its_name() -> None:
@@ -365,14 +342,25 @@ def test_each_collaborator_is_found_by_its_name() -> None:
     for folder, engine in (("sqlite", "SQLite"), ("postgres", "Postgres")):
         store = (SRC / "store" / folder / "store.py").read_text(encoding="utf-8")
         for topic in topics:
-            name = f"{engine}{topic.capitalize()}"
+            camel = "".join(word.capitalize() for word in topic.split("_"))
+            name = f"{engine}{camel}"
             bases = classes.get(f"store/{folder}/{topic}.py:{name}")
-            base = f"Base{topic.capitalize()}["
+            base = f"Base{camel}["
             if bases is None or len(bases) != 1 or not bases[0].startswith(base):
                 wrong.append(f"store/{folder}/{topic}.py:{name} {bases}")
             if f"self.{topic} = {name}(db)" not in store:
                 wrong.append(f"store/{folder}/store.py does not set self.{topic}")
     assert (sorted(topics), wrong) == (
-        ["batch", "integrity", "messages", "purge", "stats", "summaries"],
+        [
+            "batch",
+            "grep_reads",
+            "integrity",
+            "messages",
+            "purge",
+            "search",
+            "sessions",
+            "stats",
+            "summaries",
+        ],
         [],
     )

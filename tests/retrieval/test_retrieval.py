@@ -642,9 +642,9 @@ class TestSessionFilterStrategies:
     async def test_both_ways_of_filtering_by_session_give_the_same_scoped_results(
         self, db_path: str, pool: StorePool, monkeypatch: pytest.MonkeyPatch, min_messages: int
     ) -> None:
-        from mnesis.store.sqlite import search as sqlite_search
+        from mnesis.store.sqlite import search_sql
 
-        monkeypatch.setattr(sqlite_search, "FTS_SESSION_TOKEN_MIN_MESSAGES", min_messages)
+        monkeypatch.setattr(search_sql, "FTS_SESSION_TOKEN_MIN_MESSAGES", min_messages)
         mine = await MnesisSession.create(model="fake/m", db_path=db_path, pool=pool)
         other = await MnesisSession.create(model="fake/m", db_path=db_path, pool=pool)
         kept = await mine.record("the pelican landed on the pier", "ok")

@@ -1,5 +1,6 @@
-"""The store interface every backend implements (:class:`StoreBackend`); its records live
-in :mod:`mnesis.store.records` and are re-exported here.
+"""The store interface every backend implements (:class:`StoreBackend`; its integrity and
+maintenance half in :mod:`mnesis.store.base_maintenance`); its records live in
+:mod:`mnesis.store.records` and are re-exported here.
 
 Invariants every backend keeps (and enforces in the database with triggers):
 
@@ -18,24 +19,24 @@ to a backend; never to a driver.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Literal, Unpack
 
+from mnesis.errors import SummaryNotFoundError
 from mnesis.models.message import Message, MessageWithParts
 from mnesis.models.parts import MessagePart
 from mnesis.models.tokens import TokenUsage
+from mnesis.store.base_maintenance import MaintenanceBackend
 from mnesis.store.jobs import CompactionQueue
 from mnesis.store.lease import LeaseRow, lease_lock
 from mnesis.store.map_runs import MapRunStore
 from mnesis.store.records import (
     AppendedMessage,
-    ChainReport,
     CompactionCommit,
     ContextItem,
     ContextItemsQuery,
-    EngineCheck,
     FileReference,
     ImportSource,
     IntegritySnapshot,
@@ -75,7 +76,7 @@ __all__ = [
 ]
 
 
-class StoreBackend(ABC):
+class StoreBackend(MaintenanceBackend):
     """Async, append-only storage of sessions, messages, summaries and context.
 
     Every backend (SQLite, PostgreSQL) implements this interface. Backends receive
@@ -213,7 +214,7 @@ class StoreBackend(ABC):
     async def find_tool_part(self, session_id: str, tool_call_id: str) -> tuple[str, str]:
         """``(part_id, message_id)`` of a tool call; raises ``PartNotFoundError``."""
 
-    # context --------------------------------------------------------------
+    # context and summaries ------------------------------------------------
     @abstractmethod
     async def get_context_items(
         self, session_id: str, **query: Unpack[ContextItemsQuery]
@@ -225,7 +226,6 @@ class StoreBackend(ABC):
     async def context_token_total(self, session_id: str) -> int:
         """Sum of the token estimates of the current context items."""
 
-    # summaries ------------------------------------------------------------
     @abstractmethod
     async def commit_compaction(self, commit: CompactionCommit) -> AppendedMessage:
         """Write a summary, its lineage, the context swap and the marker atomically."""
@@ -238,8 +238,6 @@ class StoreBackend(ABC):
         """One summary; raises :class:`~mnesis.errors.SummaryNotFoundError`."""
         found = await self.get_summaries([summary_id])
         if not found:
-            from mnesis.errors import SummaryNotFoundError
-
             raise SummaryNotFoundError(summary_id)
         return found[0]
 
@@ -308,7 +306,7 @@ class StoreBackend(ABC):
     async def messages_in_context(self, session_id: str, message_ids: Sequence[str]) -> set[str]:
         """The subset of ``message_ids`` that are raw items of the session's context."""
 
-    # search ---------------------------------------------------------------
+    # search and grep's reads around it ------------------------------------
     @abstractmethod
     async def search_text(self, **search: Unpack[TextSearch]) -> list[SearchHit]:
         """Full-text search, best rank first (the backend renders ``query`` in its syntax).
@@ -326,42 +324,17 @@ class StoreBackend(ABC):
         session (the reply), as a search hit with its context; messages without one
         are left out."""
 
-    # integrity --------------------------------------------------------------
     @abstractmethod
-    async def list_session_ids(self) -> list[str]:
-        """Every session ID, oldest first."""
-
-    @abstractmethod
-    async def integrity_snapshot(self, session_id: str) -> IntegritySnapshot:
-        """The rows the integrity checker needs for one session."""
-
-    async def verify_chain(self, session_id: str, expect: bytes | None = None) -> ChainReport:
-        """The session's hash chain, checked link by link (see ``docs/integrity.md``);
-        ``expect``: a head recorded earlier, looked for among the links."""
-        raise NotImplementedError(f"{type(self).__name__} keeps no hash chain")
-
-    async def engine_check(self, *, full: bool = False) -> EngineCheck:
-        """What the database engine's own consistency check ran and found.
-
-        ``full`` asks for the thorough variant. The default runs nothing and says so: a
-        backend without such a check inherits it.
-        """
-        return EngineCheck(unavailable=["this backend offers no engine check"])
+    async def context_places(
+        self, message_ids: Sequence[str], summary_ids: Sequence[str]
+    ) -> ContextPlaces:
+        """Where each message and summary stands in its own session's current context:
+        an item of it, or (messages) covered by which of its summaries; one read."""
 
     @abstractmethod
-    async def replace_context_items(
-        self, session_id: str, items: Sequence[tuple[str, str, int]]
-    ) -> None:
-        """Repair: replace a session's context with ``(item_type, item_id, tokens)`` rows,
-        positions 1..n, in one transaction."""
-
-    @abstractmethod
-    async def add_summary_sources(self, summary_id: str, message_ids: Sequence[str]) -> None:
-        """Repair: link an orphan leaf summary to its source messages."""
-
-    @abstractmethod
-    async def backup_to(self, path: str) -> None:
-        """Write a consistent copy of the whole database to ``path``."""
+    async def recent_turns(self, session_ids: Sequence[str], count: int) -> list[RecentTurn]:
+        """The non-summary messages among the newest ``count`` of each session, by
+        session then in conversation order; one read."""
 
     # files ----------------------------------------------------------------
     @abstractmethod
@@ -375,39 +348,3 @@ class StoreBackend(ABC):
     async def get_file_reference_by_path(self, path: str) -> FileReference | None:
         """The newest file reference recorded for ``path``, or ``None`` (0.4.0's lookup)."""
         raise NotImplementedError(f"{type(self).__name__} cannot look references up by path")
-
-    # maintenance ------------------------------------------------------------
-    @abstractmethod
-    async def purge_session(self, session_id: str) -> PurgeReport:
-        """Remove a session, its sub-agent sessions and every row of theirs, in one
-        transaction: the one explicit exception to append-only history (a privacy
-        request). The append-only guard is lifted only inside that transaction and
-        only for those sessions; raises :class:`~mnesis.errors.SessionNotFoundError`."""
-
-    @abstractmethod
-    async def get_import_source(self, source_key: str) -> ImportSource | None:
-        """The import progress of a transcript file, if it was imported before."""
-
-    @abstractmethod
-    async def put_import_source(self, source: ImportSource) -> None:
-        """Insert or replace the import progress of a transcript file."""
-
-    # retrieval's reads around a search ---------------------------------------
-    @abstractmethod
-    async def context_places(
-        self, message_ids: Sequence[str], summary_ids: Sequence[str]
-    ) -> ContextPlaces:
-        """Where each message and summary stands in its own session's current context:
-        an item of it, or (messages) covered by which of its summaries; one read."""
-
-    @abstractmethod
-    async def recent_turns(self, session_ids: Sequence[str], count: int) -> list[RecentTurn]:
-        """The non-summary messages among the newest ``count`` of each session, by
-        session then in conversation order; one read."""
-
-    @abstractmethod
-    async def used_bytes(self) -> int:
-        """The bytes the store's data occupies: on SQLite the file's pages that hold data
-        (free pages left out: how many there are depends on when the background
-        full-text merge last ran); on PostgreSQL the tables of the store's schema with
-        their indexes and TOAST data."""

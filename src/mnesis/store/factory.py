@@ -39,6 +39,7 @@ __all__ = [
     "PooledStore",
     "StoreLocation",
     "new_backend",
+    "open_backend",
     "open_database",
     "parse_location",
     "resolve_location",
@@ -154,6 +155,18 @@ def new_backend(
         return SQLiteStore(cast(SQLiteDatabase, db), pool=pool, pool_key=pool_key)
     _, store_class = _postgres()
     return store_class(db, pool=pool, pool_key=pool_key)
+
+
+async def open_backend(location: StoreLocation, config: StoreConfig | None) -> StoreBackend:
+    """A store over a database handle of its own, opened (creating and migrating if
+    needed); closing the store closes the handle."""
+    db = open_database(location, config)
+    try:
+        await db.open()
+    except BaseException:
+        await db.close()
+        raise
+    return new_backend(location, db, pool=None, pool_key=location.key)
 
 
 class _PostgresDatabase(Protocol):

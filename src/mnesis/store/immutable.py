@@ -25,7 +25,6 @@ from mnesis.config import StoreConfig
 from mnesis.errors import (
     AppendOnlyViolationError,
     DuplicateIDError,
-    InvalidArgumentError,
     MessageNotFoundError,
     MnesisStoreError,
     PartNotFoundError,
@@ -44,17 +43,13 @@ from mnesis.store.base import (
     ContextItem,
     ContextPlaces,
     FileReference,
-    ImportSource,
-    IntegritySnapshot,
     NewMessage,
-    PurgeReport,
     RecentTurn,
     SearchHit,
     SessionRecord,
     StoreBackend,
 )
 from mnesis.store.checks import (
-    chain_head_bytes,
     check_choice,
     check_count,
     check_id,
@@ -65,9 +60,9 @@ from mnesis.store.checks import (
     check_optional_id,
     check_sequence,
 )
-from mnesis.store.factory import StoreLocation, new_backend, open_database, resolve_location
+from mnesis.store.factory import StoreLocation, open_backend, resolve_location
 from mnesis.store.legacy import (
-    PAGE,
+    ImmutableFieldError,
     LegacyStoreAPI,
     MessageEstimate,
     MessagesSince,
@@ -75,14 +70,18 @@ from mnesis.store.legacy import (
     RawMessagePart,
     Session,
     messages_after,
-    new_session_record,
+)
+from mnesis.store.legacy_forms import (
+    filtered_sessions,
+    message_change,
+    messages_query,
+    part_status_change,
+    session_record_of,
 )
 from mnesis.store.map_runs import MapRunStore
 from mnesis.store.record_checks import (
     check_context_query,
-    check_context_rows,
     check_file_reference,
-    check_import_source,
     check_message_change,
     check_messages_query,
     check_part_status,
@@ -92,17 +91,7 @@ from mnesis.store.record_checks import (
     check_text_search,
     check_tombstones,
 )
-from mnesis.store.records import (
-    ChainReport,
-    ContextItemsQuery,
-    EngineCheck,
-    MessageChange,
-    MessagesQuery,
-    PartsAppend,
-    PartStatusChange,
-    TextScan,
-    TextSearch,
-)
+from mnesis.store.records import ContextItemsQuery, PartsAppend, TextScan, TextSearch
 from mnesis.store.session_stats import SessionStats
 from mnesis.store.vectors import VectorStore
 
@@ -111,23 +100,18 @@ if TYPE_CHECKING:
 
 __all__ = ["ImmutableStore", "RawMessagePart"]
 __all__ += ["DuplicateIDError", "ImmutableFieldError", "Session"]  # 0.4.0's (issue 31)
-__all__ += [  # the store errors the seeds import from here
+__all__ += [  # the store's errors, importable from here as the seeds do
     "AppendOnlyViolationError",
     "MessageNotFoundError",
     "MnesisStoreError",
-    "SessionNotFoundError",
-    "SummaryNotFoundError",
-]
-__all__ += [  # and other errors of the store
     "PartNotFoundError",
+    "SessionNotFoundError",
     "StoreBusyError",
     "StoreCorruptError",
     "StoreFullError",
     "StoreReadOnlyError",
+    "SummaryNotFoundError",
 ]
-
-ImmutableFieldError = AppendOnlyViolationError
-"""0.4.0's name of the error raised when something tries to change stored history."""
 
 
 class ImmutableStore(LegacyStoreAPI):
@@ -182,13 +166,7 @@ class ImmutableStore(LegacyStoreAPI):
         if self._pool is not None:
             self._backend = await self._pool.acquire_backend(self._location, self._config)
             return
-        db = open_database(self._location, self._config)
-        try:
-            await db.open()
-        except BaseException:
-            await db.close()
-            raise
-        self._backend = new_backend(self._location, db, pool=None, pool_key=self._location.key)
+        self._backend = await open_backend(self._location, self._config)
 
     @property
     def backend(self) -> StoreBackend:
@@ -238,21 +216,16 @@ class ImmutableStore(LegacyStoreAPI):
         """Store a new session: a :class:`SessionRecord`, or (0.4.0's form) its ID and
         fields, ``model`` being ``provider_id/model_id``. ``metadata`` is accepted for
         0.4.0's code and not stored. Returns the session in 0.4.0's shape."""
-        if isinstance(id, SessionRecord):
-            record = id
-        else:
-            check_id(id, "session id")
-            if metadata is not None:
-                check_instance(metadata, "metadata", dict)
-            record = new_session_record(
-                id,
-                model_id=model_id,
-                provider_id=provider_id,
-                agent=agent,
-                parent_id=parent_id,
-                title=title,
-                system_prompt=system_prompt,
-            )
+        record = session_record_of(
+            id,
+            metadata,
+            model_id=model_id,
+            provider_id=provider_id,
+            agent=agent,
+            parent_id=parent_id,
+            title=title,
+            system_prompt=system_prompt,
+        )
         check_session_record(record)
         await self.backend.create_session(record)
         return Session.from_record(record)
@@ -276,22 +249,7 @@ class ImmutableStore(LegacyStoreAPI):
         check_optional_id(parent_id, "parent_id")
         if parent_id is None and not active_only:
             return await self.backend.list_sessions(limit=limit, offset=offset)
-        found: list[SessionRecord] = []
-        skipped, page = 0, 0
-        while len(found) < limit:
-            rows = await self.backend.list_sessions(limit=PAGE, offset=page * PAGE)
-            for row in rows:
-                if (parent_id is None or row.parent_id == parent_id) and (
-                    not active_only or row.status == "active"
-                ):
-                    if skipped < offset:
-                        skipped += 1
-                    elif len(found) < limit:
-                        found.append(row)
-            if len(rows) < PAGE:
-                break
-            page += 1
-        return found
+        return await filtered_sessions(self.backend, parent_id, active_only, limit, offset)
 
     async def set_session_status(
         self, session_id: str, status: Literal["active", "closed"]
@@ -335,25 +293,12 @@ class ImmutableStore(LegacyStoreAPI):
         finish_reason: str | None = None,
         **estimate: Unpack[MessageEstimate],
     ) -> None:
-        change: MessageChange = {}
-        if "token_estimate" in estimate:
-            change["token_estimate"] = estimate["token_estimate"]
-        if tokens is not None:
-            change["tokens"] = tokens
-        if cost is not None:
-            change["cost"] = cost
-        if finish_reason is not None:
-            change["finish_reason"] = finish_reason
+        change = message_change(tokens, cost, finish_reason, estimate)
         check_message_change(message_id, change)
         await self.backend.update_message_tokens(message_id, **change)
 
     async def update_part_status(self, part_id: str, **change: Unpack[PartStatusUpdate]) -> None:
-        given = dict(change)
-        if "tool_state" in given:
-            if given.get("state") is not None:
-                raise InvalidArgumentError("give state or tool_state (0.4.0's name), not both")
-            given["state"] = given.pop("tool_state")
-        status = PartStatusChange(**given)  # type: ignore[typeddict-item]
+        status = part_status_change(change)
         check_part_status(part_id, status)
         await self.backend.update_part_status(part_id, **status)
 
@@ -374,16 +319,12 @@ class ImmutableStore(LegacyStoreAPI):
     ) -> list[MessageWithParts]:
         """The session's messages, oldest first (see :class:`MessagesQuery`); with
         ``since_message_id`` (0.4.0's filter) only those after that message."""
-        given = dict(query)
-        since = query.get("since_message_id")
-        given.pop("since_message_id", None)
-        backend_query = MessagesQuery(**given)  # type: ignore[typeddict-item]
+        backend_query, since = messages_query(query)
         check_messages_query(session_id, backend_query)
         check_optional_id(since, "since_message_id")
         if "include_summaries" in backend_query:
             backend_query["include_summaries"] = bool(backend_query["include_summaries"])
-        messages = await self.backend.get_messages(session_id, **backend_query)
-        return messages_after(messages, since)
+        return messages_after(await self.backend.get_messages(session_id, **backend_query), since)
 
     async def get_messages_by_ids(self, message_ids: Sequence[str]) -> list[MessageWithParts]:
         check_ids(message_ids, "message_ids")
@@ -433,49 +374,6 @@ class ImmutableStore(LegacyStoreAPI):
         check_ids(message_ids, "message_ids")
         return await self.backend.replies_to(message_ids)
 
-    # integrity --------------------------------------------------------------
-    async def list_session_ids(self) -> list[str]:
-        return await self.backend.list_session_ids()
-
-    async def integrity_snapshot(self, session_id: str) -> IntegritySnapshot:
-        check_id(session_id, "session_id")
-        return await self.backend.integrity_snapshot(session_id)
-
-    async def verify_chain(self, session_id: str, expect: str | bytes | None = None) -> ChainReport:
-        """The session's hash chain, checked link by link: its head (hash, link count,
-        last ``seq``), the first link that no longer matches the rows it covers, and
-        (``expect``: a head recorded earlier, 64 hex digits or its 32 bytes) which link
-        that head is, so history recorded then is known unchanged (see
-        ``docs/integrity.md``). Raises
-        ``SessionNotFoundError``, ``InvalidArgumentError`` for a malformed ``expect``."""
-        check_id(session_id, "session_id")
-        expected = None if expect is None else chain_head_bytes(expect)
-        await self.backend.get_session(session_id)
-        return await self.backend.verify_chain(session_id, expected)
-
-    async def engine_check(self, *, full: bool = False) -> EngineCheck:
-        """What the database engine's own consistency check ran and found: SQLite's
-        ``PRAGMA quick_check`` (``integrity_check`` when ``full``); on PostgreSQL the
-        index validity and page-checksum counters, and ``amcheck`` where it is installed
-        and may be used (what cannot run is listed as unavailable)."""
-        return await self.backend.engine_check(full=full)
-
-    async def replace_context_items(
-        self, session_id: str, items: Sequence[tuple[str, str, int]]
-    ) -> None:
-        check_id(session_id, "session_id")
-        check_context_rows(items)
-        await self.backend.replace_context_items(session_id, items)
-
-    async def add_summary_sources(self, summary_id: str, message_ids: Sequence[str]) -> None:
-        check_id(summary_id, "summary_id")
-        check_ids(message_ids, "message_ids")
-        await self.backend.add_summary_sources(summary_id, message_ids)
-
-    async def backup_to(self, path: str) -> None:
-        check_id(path, "backup path")
-        await self.backend.backup_to(path)
-
     # files ----------------------------------------------------------------
     async def store_file_reference(self, ref: FileReference) -> FileReference:
         check_file_reference(ref)
@@ -485,19 +383,6 @@ class ImmutableStore(LegacyStoreAPI):
         """The reference with this content ID (or file ID), or ``None``."""
         check_id(content_id, "content_id")
         return await self.backend.get_file_reference(content_id)
-
-    # maintenance ------------------------------------------------------------
-    async def purge_session(self, session_id: str) -> PurgeReport:
-        check_id(session_id, "session_id")
-        return await self.backend.purge_session(session_id)
-
-    async def get_import_source(self, source_key: str) -> ImportSource | None:
-        check_id(source_key, "source_key")
-        return await self.backend.get_import_source(source_key)
-
-    async def put_import_source(self, source: ImportSource) -> None:
-        check_import_source(source)
-        await self.backend.put_import_source(source)
 
     # retrieval's reads around a search ---------------------------------------
     async def context_places(
@@ -511,6 +396,3 @@ class ImmutableStore(LegacyStoreAPI):
         check_ids(session_ids, "session_ids")
         check_count(count, "count")
         return await self.backend.recent_turns(session_ids, count)
-
-    async def used_bytes(self) -> int:
-        return await self.backend.used_bytes()

@@ -13,13 +13,13 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, TypedDict, overload
 
-from mnesis.errors import InvalidArgumentError, SummaryNotFoundError
+from mnesis.errors import AppendOnlyViolationError, InvalidArgumentError, SummaryNotFoundError
 from mnesis.models.clock import now_ms
 from mnesis.models.message import Message, MessageWithParts
 from mnesis.models.parts import MessagePart, ToolPart, ToolState, part_adapter
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.checks import check_count, check_id
-from mnesis.store.facade_summaries import SummaryFacade
+from mnesis.store.facade_maintenance import MaintenanceFacade
 from mnesis.store.records import (
     FileReference,
     MessagesQuery,
@@ -29,6 +29,7 @@ from mnesis.store.records import (
 
 __all__ = [
     "PAGE",
+    "ImmutableFieldError",
     "LegacyStoreAPI",
     "MessageEstimate",
     "MessagesSince",
@@ -39,6 +40,9 @@ __all__ = [
     "new_session_record",
     "raw_parts",
 ]
+
+ImmutableFieldError = AppendOnlyViolationError
+"""0.4.0's name of the error raised when something tries to change stored history."""
 
 
 @dataclass(slots=True)
@@ -171,7 +175,7 @@ def raw_parts(message: MessageWithParts) -> list[RawMessagePart]:
     ]
 
 
-class LegacyStoreAPI(SummaryFacade):
+class LegacyStoreAPI(MaintenanceFacade):
     """The ``ImmutableStore`` methods of 0.4.0 that have no namesake here, as wrappers."""
 
     @overload  # type: ignore[override]

@@ -135,9 +135,13 @@ def assemble(
 
 class BaseStats(StorePart[DB]):
     """A backend's ``stats`` collaborator: each engine runs :data:`STATEMENTS` its way
-    (``store/sqlite/stats.py``, ``store/postgres/stats.py``)."""
+    (``store/sqlite/stats.py``, ``store/postgres/stats.py``) and measures its data."""
 
     @abstractmethod
     async def session_stats(self, session_ids: Sequence[str] | None) -> dict[str, SessionStats]:
         """Counts of each session (of every session when ``session_ids`` is None),
         computed by aggregate queries; an unknown ID gets zero counts."""
+
+    @abstractmethod
+    async def used_bytes(self) -> int:
+        """See :meth:`~mnesis.store.base_maintenance.MaintenanceBackend.used_bytes`."""

@@ -123,7 +123,7 @@ async def test_a_crowded_part_reads_at_most_its_cap_of_rows(
     where = SearchFilter(session_ids=[sid])
     results = {}
     for windows in ((), (256, 4096)):
-        pg_store.search_windows = windows
+        pg_store.search.search_windows = windows
         hits = await pg_store.search_text(query=query, scope="messages", where=where, limit=12)
         results[windows] = [h.text for h in hits]
         assert "the api will listen on port 8443" in results[windows][:1]
@@ -163,7 +163,7 @@ async def test_a_count_at_the_cap_is_kept_and_not_asked_again(
     monkeypatch.setattr(term_counts, "TERM_COUNT_CAP", 5)
     where = SearchFilter(session_ids=[sid])
     terms = tuple(Term.word(w) for w in ("port", "listen", "refused"))
-    counter = pg_store.term_counts
+    counter = pg_store.search.term_counts
 
     async def counts() -> tuple[list[int], int]:
         return await pg_store.db.read(lambda conn: counter.counts(conn, terms, where))

@@ -121,7 +121,7 @@ async def _search(
     pool: str,
     page: tuple[int, int],
 ) -> list[tuple[str, str, str | None, int | None]]:
-    store.search_windows = windows
+    store.search.search_windows = windows
     hits = await store.search_text(
         query=query,
         scope=pool,  # type: ignore[arg-type]
@@ -160,7 +160,7 @@ async def test_a_match_just_outside_the_window_is_found(pg_store: PostgresStore)
     appended = await pg_store.append_messages(batch)
     query = SearchQuery(all_of=_w("heron"), newest_first=True, group_limit=3)
     for windows in ((), (2,), (5,), (2, 5), (1_000_000,)):
-        pg_store.search_windows = windows
+        pg_store.search.search_windows = windows
         hits = await pg_store.search_text(
             query=query, scope="messages", where=SearchFilter(session_ids=[sid]), limit=10
         )

@@ -1,17 +1,16 @@
-"""``grep``'s reads around its search on PostgreSQL (statements in
-:mod:`mnesis.store.shared.grep_reads`)."""
+"""``grep``'s reads around its search on PostgreSQL (``PostgresStore.grep_reads``; the
+statements in :mod:`mnesis.store.shared.grep_reads`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from mnesis.store.postgres.db import Conn
-from mnesis.store.postgres.rows import PostgresStoreBase
-from mnesis.store.shared.grep_reads import GrepReads
+from mnesis.store.postgres.db import Conn, PostgresDatabase
+from mnesis.store.shared.grep_reads import BaseGrepReads
 from mnesis.store.shared.sql import pg
 
-__all__ = ["GrepReadsMixin"]
+__all__ = ["PostgresGrepReads"]
 
 _RECENT = (
     "SELECT m.session_id, m.id, CAST(m.role AS TEXT), "
@@ -32,7 +31,7 @@ keeps them all). The shared spelling joins every message of the session to a
 per-row ``MAX`` (6.6 s at 100k messages, JIT compilation included)."""
 
 
-class GrepReadsMixin(PostgresStoreBase, GrepReads):
+class PostgresGrepReads(BaseGrepReads[PostgresDatabase]):
     """ID lists travel as one ``text[]`` each, read back with ``unnest``."""
 
     _ID_TABLE = "unnest(?::text[]) AS ids(value)"

@@ -1,6 +1,5 @@
 """What the parts of the PostgreSQL store share: column lists, row decoders, write
-helpers, :func:`ids_in` and :class:`PostgresStoreBase`, which gives the search mixins
-(pending their collaborator) the store's database.
+helpers and :func:`ids_in`.
 
 The helpers that take a connection run inside the read or write transaction of their
 caller.
@@ -15,7 +14,7 @@ from mnesis.errors import SessionNotFoundError
 from mnesis.models.clock import now_ms
 from mnesis.models.message import MessageWithParts
 from mnesis.store.base import FileReference
-from mnesis.store.postgres.db import Conn, PostgresDatabase
+from mnesis.store.postgres.db import Conn
 from mnesis.store.shared.rows import (
     attach_parts,
     messages_of,
@@ -28,9 +27,8 @@ from mnesis.store.shared.sql import (
     pg,
     select_list,
 )
-from mnesis.store.shared.statements import Statements
 
-__all__ = ["PostgresStoreBase", "ids_in", "now_ms"]
+__all__ = ["ids_in", "now_ms"]
 
 MSG_COLS = select_list(MESSAGE_COLUMNS, as_text=("role",))
 PART_COLS = select_list(PART_COLUMNS, as_text=("tool_state", "part_type"))
@@ -106,15 +104,3 @@ def ids_in(column: str, ids: Sequence[str]) -> tuple[str, Any]:
     """The clause "``column`` is one of ``ids``" (one ``?``: a ``text[]``) and its
     argument."""
     return f"{column} = ANY(?)", list(ids)
-
-
-class PostgresStoreBase:
-    """The database of :class:`~mnesis.store.postgres.PostgresStore`, for its search
-    mixins (the collaborators hold their own
-    :attr:`~mnesis.store.shared.statements.StorePart.db`)."""
-
-    db: PostgresDatabase
-
-    @property
-    def statements(self) -> Statements:
-        return self.db

@@ -1,4 +1,5 @@
-"""Full-text search (``tsquery``, ``ts_rank_cd``) and newest-first scans of history."""
+"""Full-text search (``tsquery``, ``ts_rank_cd``) and newest-first scans of history
+(``PostgresStore.search``)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from mnesis.store.base import SearchFilter, SearchHit
-from mnesis.store.postgres.db import Conn
+from mnesis.store.postgres.db import Conn, PostgresDatabase
 from mnesis.store.postgres.newest import DEFAULT_WINDOWS, newest_group_keys
 from mnesis.store.postgres.relevance import relevance_keys
-from mnesis.store.postgres.rows import DOWN_CTE, PostgresStoreBase, fetch
+from mnesis.store.postgres.rows import DOWN_CTE, fetch
 from mnesis.store.postgres.search_sql import PART_TSV, filter_sql, render_tsquery
 from mnesis.store.postgres.term_counts import TermCounts
 from mnesis.store.search_query import SearchQuery
@@ -21,9 +22,9 @@ from mnesis.store.shared.hit_contexts import (
     keys_of,
     wanted,
 )
-from mnesis.store.shared.text_search import TextScope, TextSearches
+from mnesis.store.shared.search import BaseSearch, TextScope
 
-__all__ = ["SearchMixin", "render_tsquery"]
+__all__ = ["PostgresSearch", "render_tsquery"]
 
 RANK_WEIGHTS = "{0.35, 0.3, 0.4, 1.0}"
 """``ts_rank_cd`` weights of D, C, B, A: tool input/output (D) counts 0.35 of
@@ -33,14 +34,18 @@ _RANK = "-ts_rank_cd(%s::real[], {col}, to_tsquery('english', %s), 1)"
 """Lower is better (as SQLite's ``bm25``); normalisation 1 damps long documents."""
 
 
-class SearchMixin(PostgresStoreBase, TextSearches):
-    """Ranked search and scans over messages and summaries (part of ``PostgresStore``)."""
+class PostgresSearch(BaseSearch[PostgresDatabase]):
+    """Ranked search and scans over messages and summaries (``PostgresStore.search``)."""
 
     search_windows: tuple[int, ...] = DEFAULT_WINDOWS
     """Sizes of the windows of newest rows a ``newest_first`` search reads before
     asking the GIN index (empty: always the index); results do not depend on them."""
-    term_counts: TermCounts
-    """Term counts a ``relevance`` search keeps (see ``PostgresStore.__init__``)."""
+
+    def __init__(self, db: PostgresDatabase) -> None:
+        super().__init__(db)
+        self.term_counts = TermCounts()
+        """Term counts a ``relevance`` search keeps, one set per store (see
+        :mod:`~mnesis.store.postgres.term_counts`)."""
 
     async def _search(
         self, query: SearchQuery, scope: TextScope, where: SearchFilter, limit: int, offset: int

@@ -1,5 +1,5 @@
 """``session_stats`` on PostgreSQL: grouped aggregates (:mod:`mnesis.store.session_stats`),
-read in one snapshot."""
+read in one snapshot; ``used_bytes``: the schema's tables with their indexes and TOAST."""
 
 from __future__ import annotations
 
@@ -27,3 +27,14 @@ class PostgresStats(BaseStats[PostgresDatabase]):
             return assemble(ids, rows)
 
         return await self.db.snapshot(_read)
+
+    async def used_bytes(self) -> int:
+        async def _used(conn: Conn) -> int:
+            cur = await conn.execute(
+                "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'"
+            )
+            row = await cur.fetchone()
+            return int(row[0]) if row is not None else 0
+
+        return await self.db.read(_used)

@@ -1,20 +1,23 @@
-"""The reads ``grep`` makes around its search, one statement each, written once for both
+"""A backend's ``grep_reads`` collaborator, engine-neutral (:class:`BaseGrepReads`): the
+reads ``grep`` makes around its search, one statement each, written once for both
 backends: where each hit stands in its session's context, and the newest turns of the
 searched sessions (for the still-unanswered question).
 
 A statement names its ID lists ``{ids}``: a table expression with one column ``value``
-that each backend writes in its own dialect (:attr:`GrepReads._ID_TABLE`) and fills
-from one parameter (:meth:`GrepReads._id_list`), in the order the lists appear.
+that each backend writes in its own dialect (:attr:`BaseGrepReads._ID_TABLE`) and fills
+from one parameter (:meth:`BaseGrepReads._id_list`), in the order the lists appear.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-__all__ = ["ContextPlaces", "GrepReads", "RecentTurn"]
+from mnesis.store.shared.statements import DB, StorePart
+
+__all__ = ["BaseGrepReads", "ContextPlaces", "RecentTurn"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,8 +77,8 @@ _RECENT = (
 """The non-summary messages among the newest ``count`` of each listed session."""
 
 
-class GrepReads(ABC):
-    """:meth:`context_places` and :meth:`recent_turns` (part of both stores)."""
+class BaseGrepReads(StorePart[DB]):
+    """:meth:`context_places` and :meth:`recent_turns`."""
 
     _ID_TABLE: ClassVar[str]
     """The backend's table expression of one ID-list parameter, column ``value``."""

@@ -1,18 +1,18 @@
-"""What both backend stores are to a :class:`~mnesis.store.pool.StorePool`: a store lent
-out over a shared database handle, or one that owns its handle (``pool`` None).
-
-``close()`` runs once: it gives the store back to its pool (the last store given back
-closes the handle) or closes the handle it owns.
+"""What a backend store is to a :class:`~mnesis.store.pool.StorePool`: a store lent out
+over a shared database handle (:class:`Lender`: the pool it goes back to), or one that
+owns its handle. :class:`~mnesis.store.shared.wrapper.BackendWrapper` holds both and
+closes once: it gives the store back to its pool (the last store given back closes the
+handle) or closes the handle it owns.
 """
 
 from __future__ import annotations
 
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
-__all__ = ["Lender", "LentStore"]
+__all__ = ["Handle", "Lender"]
 
 
-class _Handle(Protocol):
+class _Closable(Protocol):
     async def close(self) -> None: ...
 
 
@@ -22,25 +22,5 @@ class Lender(Protocol):
     async def release(self, store: Any) -> None: ...
 
 
-DB = TypeVar("DB", bound=_Handle)
-
-
-class LentStore(Generic[DB]):
-    """The database handle of a backend store, and who closes it."""
-
-    def __init__(self, db: DB, *, pool: Lender | None, pool_key: str) -> None:
-        self.db = db
-        self.pool = pool
-        self.pool_key = pool_key
-        self._released = False
-
-    async def close(self) -> None:
-        """Give the store back to its pool, or close the handle it owns; later calls do
-        nothing."""
-        if self._released:
-            return
-        self._released = True
-        if self.pool is not None:
-            await self.pool.release(self)
-        else:
-            await self.db.close()
+Handle = TypeVar("Handle", bound=_Closable)
+"""A backend store's database handle (it can be closed)."""

@@ -1,8 +1,11 @@
-"""Sessions and file references: the statements and rows both backends use."""
+"""A backend's ``sessions`` collaborator, engine-neutral (:class:`BaseSessions`): sessions
+and file references, with the statements and rows both engines use; the reads and
+updates are single statements written here once, each engine's subclass gives the
+inserts (which check before they insert, each its own way)."""
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from typing import Any, Literal
 
 from mnesis.errors import SessionNotFoundError
@@ -11,7 +14,7 @@ from mnesis.store.codec import dumps
 from mnesis.store.records import FileReference, SessionRecord
 from mnesis.store.shared.rows import session_record
 from mnesis.store.shared.sql import FILE_BY_PATH, FILE_SELECT, SESSION_COLUMNS, select_list
-from mnesis.store.shared.statements import Statements
+from mnesis.store.shared.statements import DB, StorePart
 
 __all__ = [
     "FILE_INSERT",
@@ -20,7 +23,7 @@ __all__ = [
     "SESSION_INSERT",
     "SESSION_SELECT",
     "SESSION_STATUS",
-    "SessionReads",
+    "BaseSessions",
     "file_row",
     "session_row",
 ]
@@ -70,42 +73,43 @@ def file_row(ref: FileReference) -> tuple[Any, ...]:
     )
 
 
-class SessionReads(ABC):
-    """``get_session``, ``list_sessions``, ``set_session_status``,
-    ``set_session_config`` and ``get_file_reference``, single statements written once
-    for both stores (each store keeps the writes that check before they insert)."""
+class BaseSessions(StorePart[DB]):
+    """Sessions and file references: ``get_session``, ``list_sessions``,
+    ``set_session_status``, ``set_session_config``, ``get_file_reference`` and
+    ``get_file_reference_by_path`` written once; the inserts per engine."""
 
-    @property
     @abstractmethod
-    def statements(self) -> Statements:
-        """The database the statements run on."""
+    async def create_session(self, record: SessionRecord) -> None:
+        """See :meth:`~mnesis.store.base.StoreBackend.create_session`."""
+
+    @abstractmethod
+    async def store_file_reference(self, ref: FileReference) -> FileReference:
+        """See :meth:`~mnesis.store.base.StoreBackend.store_file_reference`."""
 
     async def get_session(self, session_id: str) -> SessionRecord:
-        rows = await self.statements.rows(SESSION_SELECT, (session_id,))
+        rows = await self.db.rows(SESSION_SELECT, (session_id,))
         if not rows:
             raise SessionNotFoundError(session_id)
         return session_record(rows[0])
 
     async def list_sessions(self, *, limit: int = 100, offset: int = 0) -> list[SessionRecord]:
-        return [
-            session_record(r) for r in await self.statements.rows(SESSIONS_PAGE, (limit, offset))
-        ]
+        return [session_record(r) for r in await self.db.rows(SESSIONS_PAGE, (limit, offset))]
 
     async def set_session_status(
         self, session_id: str, status: Literal["active", "closed"]
     ) -> None:
-        if await self.statements.change(SESSION_STATUS, (status, now_ms(), session_id)) == 0:
+        if await self.db.change(SESSION_STATUS, (status, now_ms(), session_id)) == 0:
             raise SessionNotFoundError(session_id)
 
     async def set_session_config(self, session_id: str, config: dict[str, Any]) -> None:
         change = (dumps(config), now_ms(), session_id)
-        if await self.statements.change(SESSION_CONFIG, change) == 0:
+        if await self.db.change(SESSION_CONFIG, change) == 0:
             raise SessionNotFoundError(session_id)
 
     async def get_file_reference(self, content_or_file_id: str) -> FileReference | None:
-        rows = await self.statements.rows(FILE_SELECT, (content_or_file_id,) * 2)
+        rows = await self.db.rows(FILE_SELECT, (content_or_file_id,) * 2)
         return FileReference(*rows[0]) if rows else None
 
     async def get_file_reference_by_path(self, path: str) -> FileReference | None:
-        rows = await self.statements.rows(FILE_BY_PATH, (path,))
+        rows = await self.db.rows(FILE_BY_PATH, (path,))
         return FileReference(*rows[0]) if rows else None

@@ -1,10 +1,11 @@
 """A backend as a small wrapper over named collaborators, the way Django's database
 backends are (``connection.ops``, ``connection.features``, ...).
 
-:class:`BackendWrapper` is the engine-neutral half of both backends: it names the
-collaborators each engine gives it (``store.stats``, ...), each an engine-neutral base
-with a SQLite and a PostgreSQL subclass (``store/sqlite/<topic>.py``,
-``store/postgres/<topic>.py``), and keeps the methods of the
+:class:`BackendWrapper` is the engine-neutral half of both backends: it holds the
+database handle (and who closes it: the pool that lent the store, or the store itself),
+names the collaborators each engine gives it (``store.sessions``, ``store.search``, ...),
+each an engine-neutral base with a SQLite and a PostgreSQL subclass
+(``store/sqlite/<topic>.py``, ``store/postgres/<topic>.py``), and keeps the methods of the
 :class:`~mnesis.store.base.StoreBackend` interface as one-line delegations to them,
 written here once. Callers keep calling ``backend.session_stats(...)`` (the contract,
 and the facade's delegation to it, stay as they were); a reader who wants the SQL follows
@@ -18,7 +19,7 @@ each other or the store, so no state is shared through ``self`` across topics.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Unpack
+from typing import Any, Generic, Literal, Unpack
 
 from mnesis.models.message import MessageWithParts
 from mnesis.models.parts import MessagePart
@@ -32,6 +33,7 @@ from mnesis.store.records import (
     ContextItem,
     ContextItemsQuery,
     EngineCheck,
+    FileReference,
     ImportSource,
     IntegritySnapshot,
     MessageChange,
@@ -40,33 +42,92 @@ from mnesis.store.records import (
     PartsAppend,
     PartStatusChange,
     PurgeReport,
+    SearchHit,
+    SessionRecord,
     SummaryRecord,
+    TextScan,
+    TextSearch,
 )
 from mnesis.store.session_stats import BaseStats, SessionStats
 from mnesis.store.shared.batch import BaseBatch
+from mnesis.store.shared.grep_reads import BaseGrepReads, ContextPlaces, RecentTurn
 from mnesis.store.shared.integrity import BaseIntegrity
+from mnesis.store.shared.lending import Handle, Lender
 from mnesis.store.shared.messages import BaseMessages
 from mnesis.store.shared.purge import BasePurge
+from mnesis.store.shared.search import BaseSearch
+from mnesis.store.shared.sessions import BaseSessions
 from mnesis.store.shared.summaries import BaseSummaries
 
 __all__ = ["BackendWrapper"]
 
 
-class BackendWrapper(StoreBackend):
+class BackendWrapper(StoreBackend, Generic[Handle]):
     """The interface answered by named collaborators (each engine's store sets them)."""
 
+    sessions: BaseSessions[Any]
+    """Sessions and file references."""
     messages: BaseMessages[Any]
     """Appends, the permitted changes of a message or part, reads of messages."""
     summaries: BaseSummaries[Any]
     """The context view, compaction commits, summaries, lineage, the compaction lease."""
     batch: BaseBatch[Any]
     """A large batch of new messages in one transaction (``append_batch``)."""
+    search: BaseSearch[Any]
+    """Ranked full-text search, newest-first scans, replies."""
+    grep_reads: BaseGrepReads[Any]
+    """``grep``'s reads around its search: where hits stand, the newest turns."""
     purge: BasePurge[Any]
     """Purging a session; import progress."""
     integrity: BaseIntegrity[Any]
     """Snapshots, the engine's own check, the hash chain's check, repairs, backups."""
     stats: BaseStats[Any]
-    """Per-session counts (``session_stats``)."""
+    """Per-session counts (``session_stats``), the bytes the data occupies."""
+
+    def __init__(self, db: Handle, *, pool: Lender | None, pool_key: str) -> None:
+        self.db = db
+        self.pool = pool
+        """The pool that lent this store (None: the store owns :attr:`db`)."""
+        self.pool_key = pool_key
+        self._released = False
+
+    async def close(self) -> None:
+        """Give the store back to its pool (the last store given back closes the
+        handle), or close the handle it owns; later calls do nothing."""
+        if self._released:
+            return
+        self._released = True
+        if self.pool is not None:
+            await self.pool.release(self)
+        else:
+            await self.db.close()
+
+    # sessions and files ------------------------------------------------------
+    async def create_session(self, record: SessionRecord) -> None:
+        await self.sessions.create_session(record)
+
+    async def get_session(self, session_id: str) -> SessionRecord:
+        return await self.sessions.get_session(session_id)
+
+    async def list_sessions(self, *, limit: int = 100, offset: int = 0) -> list[SessionRecord]:
+        return await self.sessions.list_sessions(limit=limit, offset=offset)
+
+    async def set_session_status(
+        self, session_id: str, status: Literal["active", "closed"]
+    ) -> None:
+        await self.sessions.set_session_status(session_id, status)
+
+    async def set_session_config(self, session_id: str, config: dict[str, Any]) -> None:
+        await self.sessions.set_session_config(session_id, config)
+
+    async def store_file_reference(self, ref: FileReference) -> FileReference:
+        return await self.sessions.store_file_reference(ref)
+
+    async def get_file_reference(self, content_or_file_id: str) -> FileReference | None:
+        return await self.sessions.get_file_reference(content_or_file_id)
+
+    async def get_file_reference_by_path(self, path: str) -> FileReference | None:
+        return await self.sessions.get_file_reference_by_path(path)
 
     # messages --------------------------------------------------------------
     async def append_messages(self, batch: Sequence[NewMessage]) -> list[AppendedMessage]:
@@ -113,6 +174,27 @@ class BackendWrapper(StoreBackend):
     # stats -----------------------------------------------------------------
     async def session_stats(self, session_ids: Sequence[str] | None) -> dict[str, SessionStats]:
         return await self.stats.session_stats(session_ids)
+
+    async def used_bytes(self) -> int:
+        return await self.stats.used_bytes()
+
+    # search and grep's reads -------------------------------------------------
+    async def search_text(self, **search: Unpack[TextSearch]) -> list[SearchHit]:
+        return await self.search.search_text(**search)
+
+    async def scan_text(self, **scan: Unpack[TextScan]) -> list[SearchHit]:
+        return await self.search.scan_text(**scan)
+
+    async def replies_to(self, message_ids: Sequence[str]) -> dict[str, SearchHit]:
+        return await self.search.replies_to(message_ids)
+
+    async def context_places(
+        self, message_ids: Sequence[str], summary_ids: Sequence[str]
+    ) -> ContextPlaces:
+        return await self.grep_reads.context_places(message_ids, summary_ids)
+
+    async def recent_turns(self, session_ids: Sequence[str], count: int) -> list[RecentTurn]:
+        return await self.grep_reads.recent_turns(session_ids, count)
 
     # integrity -------------------------------------------------------------
     async def list_session_ids(self) -> list[str]:

@@ -1,5 +1,5 @@
-"""``grep``'s reads around its search on SQLite (statements in
-:mod:`mnesis.store.shared.grep_reads`)."""
+"""``grep``'s reads around its search on SQLite (``SQLiteStore.grep_reads``; the
+statements in :mod:`mnesis.store.shared.grep_reads`)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from mnesis.store.codec import dumps
-from mnesis.store.shared.grep_reads import GrepReads
-from mnesis.store.sqlite.rows import SQLiteStoreBase
+from mnesis.store.shared.grep_reads import BaseGrepReads
+from mnesis.store.sqlite.database import SQLiteDatabase
 
-__all__ = ["GrepReadsMixin"]
+__all__ = ["SQLiteGrepReads"]
 
 
-class GrepReadsMixin(SQLiteStoreBase, GrepReads):
+class SQLiteGrepReads(BaseGrepReads[SQLiteDatabase]):
     """ID lists travel as one JSON array each, read back with ``json_each``."""
 
     _ID_TABLE = "json_each(?)"

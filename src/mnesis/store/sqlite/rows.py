@@ -1,7 +1,5 @@
-"""What the parts of the SQLite store share: select lists, write helpers, :func:`ids_in`
-and :class:`SQLiteStoreBase`, which gives the search mixins (pending their collaborator)
-the store's database (row decoders and statements both backends use live in
-:mod:`mnesis.store.shared`).
+"""What the parts of the SQLite store share: select lists, write helpers and :func:`ids_in`
+(row decoders and statements both backends use live in :mod:`mnesis.store.shared`).
 
 The helpers that take a ``sqlite3.Connection`` run on the database's worker thread,
 inside the read or write transaction of their caller.
@@ -11,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mnesis.errors import SessionNotFoundError
 from mnesis.models.message import MessageWithParts
@@ -24,12 +22,8 @@ from mnesis.store.shared.rows import (
     attach_parts,
     messages_of,
 )
-from mnesis.store.shared.statements import Statements
 
-if TYPE_CHECKING:
-    from mnesis.store.sqlite.database import SQLiteDatabase
-
-__all__ = ["SQLiteStoreBase", "ids_in", "insert_session"]
+__all__ = ["ids_in", "insert_session"]
 
 _MSG_COLS = statements.select_list(statements.MESSAGE_COLUMNS)
 _PART_COLS = statements.select_list(statements.PART_COLUMNS)
@@ -60,17 +54,6 @@ def ids_in(column: str, ids: Sequence[str]) -> tuple[str, Any]:
     """The clause "``column`` is one of ``ids``" (one ``?``: a JSON array read back with
     ``json_each``) and its argument."""
     return f"{column} IN (SELECT value FROM json_each(?))", dumps(list(ids))
-
-
-class SQLiteStoreBase:
-    """The database of :class:`~mnesis.store.sqlite.SQLiteStore`, for its search mixins
-    (the collaborators hold their own :attr:`~mnesis.store.shared.statements.StorePart.db`)."""
-
-    db: SQLiteDatabase
-
-    @property
-    def statements(self) -> Statements:
-        return self.db
 
 
 def insert_session(conn: sqlite3.Connection, record: SessionRecord, now: int) -> None:

@@ -1,4 +1,5 @@
-"""``session_stats`` on SQLite: grouped aggregates (:mod:`mnesis.store.session_stats`)."""
+"""``session_stats`` on SQLite: grouped aggregates (:mod:`mnesis.store.session_stats`);
+``used_bytes``: the file's pages that hold data."""
 
 from __future__ import annotations
 
@@ -26,3 +27,11 @@ class SQLiteStats(BaseStats[SQLiteDatabase]):
             return assemble(ids, rows)
 
         return await self.db.read(_read)
+
+    async def used_bytes(self) -> int:
+        def _used(conn: sqlite3.Connection) -> int:
+            pages = int(conn.execute("PRAGMA page_count").fetchone()[0])
+            free = int(conn.execute("PRAGMA freelist_count").fetchone()[0])
+            return (pages - free) * int(conn.execute("PRAGMA page_size").fetchone()[0])
+
+        return await self.db.read(_used)

@@ -1,22 +1,26 @@
-"""``search_text`` and ``scan_text`` as the store interface takes them, written once:
-the keywords and the empty session filter (which matches nothing); each backend gives
-the search and the scan themselves."""
+"""A backend's ``search`` collaborator, engine-neutral (:class:`BaseSearch`):
+``search_text`` and ``scan_text`` as the store interface takes them, written once (the
+keywords and the empty session filter, which matches nothing); each engine's subclass
+gives the search, the scan and ``replies_to`` themselves."""
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
+from collections.abc import Sequence
 from typing import Literal
 
 from mnesis.store.records import SearchFilter, SearchHit
 from mnesis.store.search_query import SearchQuery
+from mnesis.store.shared.statements import DB, StorePart
 
-__all__ = ["TextScope", "TextSearches"]
+__all__ = ["BaseSearch", "TextScope"]
 
 TextScope = Literal["messages", "summaries"]
 
 
-class TextSearches(ABC):
-    """The keyword front of a backend's :meth:`_search` and :meth:`_scan`."""
+class BaseSearch(StorePart[DB]):
+    """Ranked search, newest-first scans and replies over messages and summaries; the
+    keyword fronts of an engine's :meth:`_search` and :meth:`_scan`."""
 
     async def search_text(
         self,
@@ -49,3 +53,7 @@ class TextSearches(ABC):
         self, scope: TextScope, where: SearchFilter, before_key: int | None, limit: int
     ) -> list[SearchHit]:
         """``scan_text`` with a session filter that is None or names sessions."""
+
+    @abstractmethod
+    async def replies_to(self, message_ids: Sequence[str]) -> dict[str, SearchHit]:
+        """See :meth:`~mnesis.store.base.StoreBackend.replies_to`."""

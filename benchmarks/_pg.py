@@ -55,11 +55,14 @@ def _free_port() -> int:
 
 
 class Cluster:
-    """A PostgreSQL cluster in a temp directory, run as a non-root user when needed."""
+    """A PostgreSQL cluster in a temp directory, run as a non-root user when needed.
 
-    def __init__(self) -> None:
+    ``parent`` is the directory to make that temp directory in (the system's temp
+    directory by default); the tests put theirs in memory (``/dev/shm``)."""
+
+    def __init__(self, parent: str | None = None) -> None:
         self.bin = _bin_dir()
-        self.root = tempfile.mkdtemp(prefix="mnesis-pg-")
+        self.root = tempfile.mkdtemp(prefix="mnesis-pg-", dir=parent)
         self.data = os.path.join(self.root, "data")
         self.port = _free_port()
         self.as_user: str | None = None

@@ -34,7 +34,12 @@ from mnesis import StorePool
 from mnesis.config import StoreConfig
 from mnesis.store.immutable import ImmutableStore
 from mnesis.store.postgres import PostgresDatabase, PostgresStore
-from tests.pg_fixtures import TestDatabases, _with_database, throwaway_database
+from tests.pg_fixtures import (
+    TestDatabases,
+    _with_database,
+    create_database,
+    throwaway_database,
+)
 
 __all__ = [
     "BACKENDS",
@@ -152,7 +157,7 @@ def clone_store(source: str, target: str) -> None:
     _, database = _admin(target)
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")  # type: ignore[arg-type]
-        conn.execute(f"CREATE DATABASE {database} TEMPLATE {template}")  # type: ignore[arg-type]
+        create_database(conn, database, template)
 
 
 def fetch(location: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:

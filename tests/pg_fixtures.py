@@ -70,8 +70,12 @@ def pg_dsn() -> Iterator[str]:
         return
     try:
         cluster = Cluster(parent=cluster_parent())
+    except ClusterError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    try:
         url = cluster.start()
     except ClusterError as exc:
+        shutil.rmtree(cluster.root, ignore_errors=True)  # in memory, it would stay there
         pytest.fail(str(exc), pytrace=False)
     try:
         yield url

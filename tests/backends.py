@@ -52,6 +52,7 @@ __all__ = [
     "file_is_whole",
     "migrated_pg_template",
     "run_outside_loop",
+    "store_copy",
     "template_location",
     "unopened_db_path",
 ]
@@ -141,6 +142,22 @@ def template_location(
         yield str(factory.mktemp(name) / f"{name}.db")
         return
     with throwaway_database(str(request.getfixturevalue("pg_dsn")), "mnesis_tpl_") as url:
+        yield url
+
+
+@contextmanager
+def store_copy(source: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A test's own copy of the template store at ``source``: a file in the test's temp
+    directory, or a database that ``pg_databases`` copied from ``source`` while the test
+    before ran (as ``db_path``'s are; a test taking ``db_path`` and then
+    :func:`clone_store` made and dropped one database more, on the spot)."""
+    if not _is_url(source):
+        path = str(request.getfixturevalue("tmp_path") / "mnesis.db")
+        clone_store(source, path)
+        yield path
+        return
+    databases: TestDatabases = request.getfixturevalue("pg_databases")
+    with databases.fresh(_admin(source)[1]) as url:
         yield url
 
 

@@ -57,12 +57,16 @@ def _free_port() -> int:
 
 
 class Cluster:
-    """A PostgreSQL cluster in a temp directory, run as a non-root user when needed."""
+    """A PostgreSQL cluster in a temp directory, run as a non-root user when needed.
 
-    def __init__(self, root: str | None = None) -> None:
+    ``root`` is a directory to keep the cluster in (made if missing, reused if it holds
+    one); without it the cluster lives in a new temp directory made in ``parent`` (the
+    system's temp directory by default; the tests put theirs in memory, ``/dev/shm``)."""
+
+    def __init__(self, root: str | None = None, *, parent: str | None = None) -> None:
         self.bin = _bin_dir()
         if root is None:
-            self.root = tempfile.mkdtemp(prefix="mnesis-pg-")
+            self.root = tempfile.mkdtemp(prefix="mnesis-pg-", dir=parent)
         else:
             os.makedirs(root, mode=0o700, exist_ok=True)
             self.root = root

@@ -34,7 +34,12 @@ from mnesis import StorePool
 from mnesis.config import StoreConfig
 from mnesis.store.immutable import ImmutableStore
 from mnesis.store.postgres import PostgresDatabase, PostgresStore
-from tests.pg_fixtures import TestDatabases, _with_database, throwaway_database
+from tests.pg_fixtures import (
+    TestDatabases,
+    _with_database,
+    create_database,
+    throwaway_database,
+)
 
 __all__ = [
     "BACKENDS",
@@ -47,6 +52,7 @@ __all__ = [
     "file_is_whole",
     "migrated_pg_template",
     "run_outside_loop",
+    "store_copy",
     "template_location",
     "unopened_db_path",
 ]
@@ -139,6 +145,22 @@ def template_location(
         yield url
 
 
+@contextmanager
+def store_copy(source: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A test's own copy of the template store at ``source``: a file in the test's temp
+    directory, or a database that ``pg_databases`` copied from ``source`` while the test
+    before ran (as ``db_path``'s are; a test taking ``db_path`` and then
+    :func:`clone_store` made and dropped one database more, on the spot)."""
+    if not _is_url(source):
+        path = str(request.getfixturevalue("tmp_path") / "mnesis.db")
+        clone_store(source, path)
+        yield path
+        return
+    databases: TestDatabases = request.getfixturevalue("pg_databases")
+    with databases.fresh(_admin(source)[1]) as url:
+        yield url
+
+
 def clone_store(source: str, target: str) -> None:
     """Make ``target`` (a fresh location of the same backend) a copy of ``source``.
 
@@ -152,7 +174,7 @@ def clone_store(source: str, target: str) -> None:
     _, database = _admin(target)
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")  # type: ignore[arg-type]
-        conn.execute(f"CREATE DATABASE {database} TEMPLATE {template}")  # type: ignore[arg-type]
+        create_database(conn, database, template)
 
 
 def fetch(location: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:

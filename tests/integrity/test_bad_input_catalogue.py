@@ -52,7 +52,7 @@ from mnesis.integrity import (
 from mnesis.llm import FakeLLM, Respond, ToolCall
 from mnesis.store.immutable import ImmutableStore
 from mnesis.testing import SESSIONS, generate, replay
-from tests.backends import clone_store, template_location
+from tests.backends import store_copy, template_location
 from tests.compaction import run_in_fresh_loop, small_window_config
 from tests.integrity.checksums import database_checksum
 from tests.integrity.faults import last_message_dropped
@@ -145,15 +145,17 @@ def _build(path: str) -> Stored:
 
 
 @pytest.fixture
-async def world(stored: Stored, db_path: str, tmp_path: Path) -> AsyncIterator[World]:
-    clone_store(stored.db_path, db_path)
-    pool = StorePool()
-    session = await MnesisSession.load(
-        stored.session_id, config=CONFIG, db_path=db_path, pool=pool, llm=FakeLLM()
-    )
-    yield World(db_path, tmp_path, stored, pool, session)
-    await session.close()
-    await pool.close_all()
+async def world(
+    stored: Stored, tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[World]:
+    with store_copy(stored.db_path, request) as db_path:
+        pool = StorePool()
+        session = await MnesisSession.load(
+            stored.session_id, config=CONFIG, db_path=db_path, pool=pool, llm=FakeLLM()
+        )
+        yield World(db_path, tmp_path, stored, pool, session)
+        await session.close()
+        await pool.close_all()
 
 
 # -- the public API -------------------------------------------------------------------
@@ -811,10 +813,10 @@ CLI_CASES = [
 
 
 @pytest.fixture
-def cli_world(stored: Stored, db_path: str, tmp_path: Path) -> Files:
+def cli_world(stored: Stored, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Files]:
     """A copy of the template for the command line (which opens the store itself)."""
-    clone_store(stored.db_path, db_path)
-    return Files(db_path, tmp_path, stored)
+    with store_copy(stored.db_path, request) as db_path:
+        yield Files(db_path, tmp_path, stored)
 
 
 class TestTheCommandLineRejectsBadInput:

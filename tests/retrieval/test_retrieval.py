@@ -28,7 +28,7 @@ from mnesis.retrieval.tools import run_lcm_tool
 from mnesis.store import SummaryDAGStore
 from mnesis.store.search_query import SearchQuery, Term
 from mnesis.store.sqlite.search import render_fts5
-from tests.backends import build_pool, clone_store, fetch, template_location
+from tests.backends import build_pool, fetch, store_copy, template_location
 
 FACTS = [
     (
@@ -117,13 +117,14 @@ def template_db(
 
 @pytest.fixture
 async def filled(
-    template_db: tuple[str, str, dict[str, str]], db_path: str, pool: StorePool
+    template_db: tuple[str, str, dict[str, str]], pool: StorePool, request: pytest.FixtureRequest
 ) -> AsyncIterator[tuple[MnesisSession, dict[str, str]]]:
     source, session_id, planted = template_db
-    clone_store(source, db_path)
-    session = await MnesisSession.load(session_id, db_path=db_path, pool=pool, config=_config())
-    yield session, planted
-    await session.close()
+    with store_copy(source, request) as db_path:
+        session = await MnesisSession.load(session_id, db_path=db_path, pool=pool, config=_config())
+        yield session, planted
+        await session.close()
+        await pool.close_all()
 
 
 class TestQueryParsing:

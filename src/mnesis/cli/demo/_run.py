@@ -11,6 +11,9 @@ engine decides depends on the wall clock or on the iteration order of a set.
 from __future__ import annotations
 
 import asyncio
+import os
+import sqlite3
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -22,6 +25,7 @@ from mnesis.events.bus import MnesisEvent
 from mnesis.models.ids import seeded_ids
 from mnesis.session import MnesisSession
 from mnesis.store.pool import StorePool
+from mnesis.store.sqlite.fts_merge import merge_all
 from mnesis.testing.conversations import DEMO, iter_turns, planted_facts
 
 __all__ = ["run_demo", "run_demo_sync"]
@@ -54,14 +58,28 @@ async def _sessions_in(db_path: str) -> int:
 
 
 async def _used_bytes(db_path: str) -> int:
-    """The bytes the database's data occupies once the session is closed (its used
-    pages: how many pages the background full-text merge has freed depends on timing,
-    so the file's size would differ between two runs of one seed)."""
+    """The bytes the session's data takes in a compacted copy of the database (its
+    full-text index merged into one segment, then ``VACUUM``): the file itself holds
+    as many index segments and free pages as the background merge left, which depends
+    on timing, so its size would differ between two runs of one seed."""
     pool = StorePool()
+    with tempfile.TemporaryDirectory(prefix="mnesis-demo-") as scratch:
+        copy = os.path.join(scratch, "copy.db")
+        try:
+            await (await pool.acquire(demo_config(db_path).store)).backup_to(copy)
+        finally:
+            await pool.close_all()
+        return await asyncio.to_thread(_compacted_size, copy)
+
+
+def _compacted_size(path: str) -> int:
+    conn = sqlite3.connect(path, isolation_level=None)
     try:
-        return await (await pool.acquire(demo_config(db_path).store)).used_bytes()
+        merge_all(conn)
+        conn.execute("VACUUM")
     finally:
-        await pool.close_all()
+        conn.close()
+    return os.path.getsize(path)
 
 
 async def _run_session(

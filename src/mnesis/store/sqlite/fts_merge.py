@@ -20,6 +20,7 @@ __all__ = [
     "MAX_SEGMENTS",
     "STEP_PAGES",
     "MergeState",
+    "merge_all",
     "merge_step",
     "segment_count",
 ]
@@ -77,3 +78,10 @@ def merge_step(conn: sqlite3.Connection, state: MergeState) -> bool:
         raise
     state.steps += 1
     return True
+
+
+def merge_all(conn: sqlite3.Connection) -> None:
+    """Merge the whole index into one segment (FTS5's ``'optimize'``): the index's
+    layout then depends on its rows alone, not on when earlier merges ran."""
+    with conn:
+        conn.execute(f"INSERT INTO {_TABLE}({_TABLE}) VALUES ('optimize')")

@@ -84,7 +84,10 @@ class TestAKilledWriter:
         run, outcome = trials[trial], outcomes[trial]
         how = f"trial {trial}: killed {run.killed_after_ms:.0f} ms after ready, {run.phase}"
         assert run.returncode in (-9, 0), (how, run.stderr)
-        assert run.acked_turns or run.phase == "loading", (how, run.stderr)
+        # A child killed early may die in its first call (a loaded machine slows it):
+        # that is a trial too; the campaign as a whole must have acknowledged turns
+        # (the test below), and a child that ran to its end, its own.
+        assert run.acked_turns or run.returncode == -9, (how, run.stderr)
         assert outcome.integrity == ["ok"], how
         assert outcome.foreign_key_errors == 0, how
         assert outcome.violations == [], how

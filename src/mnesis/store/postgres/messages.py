@@ -36,19 +36,21 @@ from mnesis.store.shared.search_context import (
     neighbour_args,
 )
 from mnesis.store.shared.sql import MESSAGE_INSERT, PART_INSERT, pg
-from mnesis.store.shared.usage import UPSERT, Kept, kept_usage, usage_of, usage_read
+from mnesis.store.shared.usage import (
+    KEPT_SELECT,
+    UPSERT,
+    Kept,
+    kept_usage,
+    newer_select,
+    usage_of,
+)
 
 __all__ = ["PostgresMessages"]
 
 _HEAD = pg(HEAD_SELECT)
-_USAGE_READ = pg(usage_read("SUM"))
+_KEPT_SELECT = pg(KEPT_SELECT)
+_NEWER_SELECT = pg(newer_select("SUM"))
 _UPSERT = pg(UPSERT)
-_PLAIN_READ = pg(
-    "SELECT NULL, 0, 0, 0, 0, 0, NULL, SUM(tokens_input), SUM(tokens_output), "
-    "SUM(tokens_cache_read), SUM(tokens_cache_write), SUM(tokens_total) FROM messages "
-    "WHERE session_id = ?"
-)
-"""A row shaped as :data:`_USAGE_READ`'s of every message summed now (no kept sums)."""
 _MESSAGE_INSERT = pg(MESSAGE_INSERT)
 _PART_INSERT = pg(PART_INSERT)
 
@@ -215,12 +217,15 @@ class PostgresMessages(BaseMessages[PostgresDatabase]):
 
     async def session_token_usage(self, session_id: str) -> TokenUsage:
         kept = self.db.usage_kept  # False: a database migrated only so far (tests)
-        read = (_USAGE_READ, (session_id,) * 3) if kept else (_PLAIN_READ, (session_id,))
 
         async def _read(conn: Conn) -> Kept:
-            row = await fetch_one(conn, *read)
-            assert row is not None
-            return kept_usage(row)
+            # Two statements, not usage_read's one: with the kept seq a value, not a
+            # subquery, the planner reads the index range instead of the session's rows.
+            found = await fetch_one(conn, _KEPT_SELECT, (session_id,)) if kept else None
+            row = found or (None, 0, 0, 0, 0, 0)
+            newer = await fetch_one(conn, _NEWER_SELECT, (session_id, row[0] or 0))
+            assert newer is not None
+            return kept_usage((*row, *newer))
 
         async def _refresh(conn: Conn) -> Kept:
             # Under the session's lock, as every write of its messages' usage: the sums
@@ -232,7 +237,7 @@ class PostgresMessages(BaseMessages[PostgresDatabase]):
                 await conn.execute(_UPSERT, (session_id, upto, *sums))
             return upto, sums
 
-        upto, sums = await self.db.read(_read)
+        upto, sums = await self.db.snapshot(_read)
         if upto is not None and kept and not self.db.read_only:
             upto, sums = await self.db.write(_refresh)
         return usage_of(sums)

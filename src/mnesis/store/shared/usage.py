@@ -18,7 +18,17 @@ from typing import Any
 from mnesis.models.limits import INT64_MAX
 from mnesis.models.tokens import TokenUsage
 
-__all__ = ["ADJUST", "UPSERT", "Kept", "adjust_args", "kept_usage", "usage_of", "usage_read"]
+__all__ = [
+    "ADJUST",
+    "KEPT_SELECT",
+    "UPSERT",
+    "Kept",
+    "adjust_args",
+    "kept_usage",
+    "newer_select",
+    "usage_of",
+    "usage_read",
+]
 
 _COLUMNS = ("input", "output", "cache_read", "cache_write", "total")
 _SUMS = ", ".join(f"sum_{c}" for c in _COLUMNS)
@@ -66,6 +76,23 @@ def usage_read(sum_fn: str) -> str:
         f"(SELECT MAX(seq), {newer} FROM messages WHERE session_id = ? AND seq > "
         "COALESCE((SELECT upto_seq FROM session_usage WHERE session_id = ?), 0)) n "
         "LEFT JOIN session_usage u ON u.session_id = ?"
+    )
+
+
+KEPT_SELECT = (
+    f"SELECT upto_seq, {', '.join(f'sum_{c}' for c in _COLUMNS)} FROM session_usage "
+    "WHERE session_id = ?"
+)
+"""A session's kept row (args: the session): ``upto_seq`` and the five sums."""
+
+
+def newer_select(sum_fn: str) -> str:
+    """The newest ``seq`` and the five sums (``sum_fn``) of the session's messages after
+    a ``seq`` (args: the session, the ``seq``): the second half of a :func:`usage_read`
+    row, for an engine whose planner needs the bound as a value to read an index range."""
+    return (
+        f"SELECT MAX(seq), {', '.join(f'{sum_fn}(tokens_{c})' for c in _COLUMNS)} "
+        "FROM messages WHERE session_id = ? AND seq > ?"
     )
 
 

@@ -19,5 +19,5 @@ CREATE TABLE session_usage (
     sum_cache_read INTEGER NOT NULL,
     sum_cache_write INTEGER NOT NULL,
     sum_total INTEGER NOT NULL
-) WITHOUT ROWID;
+);
 """

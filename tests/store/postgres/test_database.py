@@ -66,6 +66,8 @@ EXPECTED_TABLES = {
                      "vector"],
     "summary_vectors": ["id", "summary_id", "session_id", "created_at", "model", "vector"],
     "history_chain": ["session_id", "link", "kind", "row_id", "hash", "migrated"],
+    "session_usage": ["session_id", "upto_seq", "sum_input", "sum_output", "sum_cache_read",
+                      "sum_cache_write", "sum_total"],
 }  # fmt: skip
 
 
@@ -129,6 +131,7 @@ class TestSchema:
             ("import_sources", "session_id", "sessions"),
             ("part_vectors", "part_id", "message_parts"),
             ("summary_vectors", "summary_id", "summaries"),
+            ("session_usage", "session_id", "sessions"),
         }
 
     async def test_full_text_columns_have_gin_indexes(self, raw: psycopg.Connection) -> None:

@@ -57,6 +57,8 @@ EXPECTED_TABLES = {
     "summaries_fts_idx",
     # the per-session hash chain over history (m011)
     "history_chain",
+    # each session's kept token usage sums (m015)
+    "session_usage",
 }
 
 EXPECTED_INDEXES = {

@@ -13,6 +13,7 @@ import sqlite3
 from pathlib import Path
 
 from mnesis.models.parts import TextPart, ToolPart, ToolStatus
+from mnesis.models.tokens import TokenUsage
 from mnesis.store import ImmutableStore, StorePool
 from mnesis.store.base import ImportSource, NewMessage, SearchFilter
 from mnesis.store.search_query import SearchQuery, Term
@@ -84,6 +85,9 @@ async def _workload(store: ImmutableStore) -> None:
         await store.get_messages(sid, after_seq=3, limit=5)
         await store.get_messages_by_ids(ids[:3])
         await store.count_messages(sid)
+        await store.session_token_usage(sid)
+        # A change of usage the kept sums cover adjusts them (m015).
+        await store.update_message_tokens(ids[1], tokens=TokenUsage(input=3, output=2))
         await store.session_token_usage(sid)
         await store.get_context_items(sid)
         await store.get_context_items(sid, newest_first=True, before_position=5, limit=3)

@@ -88,6 +88,9 @@ class PostgresDatabase:
         self.chained = True
         """The database keeps the hash chain (``m011_history_chain``): once migrated,
         always (a test may migrate it only so far)."""
+        self.usage_kept = True
+        """The database keeps each session's usage sums (``m015_session_usage``): once
+        migrated, always (a test may migrate it only so far)."""
 
     def _connect_args(self) -> dict[str, Any]:
         try:
@@ -238,6 +241,7 @@ class PostgresDatabase:
                 )
                 logger.info("applied migration %s to %s", name, self.location)
             self.chained = "m011_history_chain" in applied
+            self.usage_kept = "m015_session_usage" in applied
 
     # -- running ---------------------------------------------------------------
     async def _guard(self, work: Awaitable[T]) -> T:

@@ -9,9 +9,6 @@ from mnesis.errors import MessageNotFoundError, SessionNotFoundError
 from mnesis.models.message import MessageWithParts
 from mnesis.models.tokens import TokenUsage
 from mnesis.store.base import AppendedMessage, NewMessage
-from mnesis.store.codec import (
-    usage_from_sums,
-)
 from mnesis.store.postgres.chain import extend_chain
 from mnesis.store.postgres.db import Conn, PostgresDatabase
 from mnesis.store.postgres.rows import (
@@ -39,10 +36,21 @@ from mnesis.store.shared.search_context import (
     neighbour_args,
 )
 from mnesis.store.shared.sql import MESSAGE_INSERT, PART_INSERT, pg
+from mnesis.store.shared.usage import (
+    KEPT_SELECT,
+    UPSERT,
+    Kept,
+    kept_usage,
+    newer_select,
+    usage_of,
+)
 
 __all__ = ["PostgresMessages"]
 
 _HEAD = pg(HEAD_SELECT)
+_KEPT_SELECT = pg(KEPT_SELECT)
+_NEWER_SELECT = pg(newer_select("SUM"))
+_UPSERT = pg(UPSERT)
 _MESSAGE_INSERT = pg(MESSAGE_INSERT)
 _PART_INSERT = pg(PART_INSERT)
 
@@ -66,7 +74,12 @@ class PostgresMessages(BaseMessages[PostgresDatabase]):
     """Appending, updating and reading messages and parts (``PostgresStore.messages``)."""
 
     ROW_KEY = "key"
-    MESSAGE_LOCK = "SELECT 1 FROM messages WHERE id = ? FOR NO KEY UPDATE"
+    MESSAGE_LOCK = (
+        "SELECT 1 FROM sessions WHERE id = (SELECT session_id FROM messages WHERE id = ?) "
+        "FOR NO KEY UPDATE"
+    )
+    """Locks the message's session (then the message, by its update): a change of its
+    usage is serialised with a read that stores the session's sums (and with appends)."""
     PART_STATUS_SELECT = part_status_select(
         as_text=("part_type", "tool_state"),
         lock=" AND p.session_id = s.id FOR UPDATE OF p FOR NO KEY UPDATE OF s",
@@ -167,7 +180,7 @@ class PostgresMessages(BaseMessages[PostgresDatabase]):
             await execute_many(conn, _PART_INSERT, parts)
             if self.db.chained:
                 await extend_chain(conn, [part_link(r) for r in parts])
-            for sql, args in message_changes(message_id, change):
+            for sql, args in message_changes(message_id, change, kept=self.db.usage_kept):
                 await conn.execute(pg(sql), args)
             return [r[0] for r in rows]
 
@@ -203,15 +216,28 @@ class PostgresMessages(BaseMessages[PostgresDatabase]):
         return await self.db.snapshot(_get)
 
     async def session_token_usage(self, session_id: str) -> TokenUsage:
-        async def _sum(conn: Conn) -> TokenUsage:
-            row = await fetch_one(
-                conn,
-                "SELECT COALESCE(SUM(tokens_input), 0), COALESCE(SUM(tokens_output), 0), "
-                "COALESCE(SUM(tokens_cache_read), 0), COALESCE(SUM(tokens_cache_write), 0), "
-                "COALESCE(SUM(tokens_total), 0) FROM messages WHERE session_id = %s",
-                (session_id,),
-            )
-            assert row is not None
-            return usage_from_sums(row)
+        kept = self.db.usage_kept  # False: a database migrated only so far (tests)
 
-        return await self.db.read(_sum)
+        async def _read(conn: Conn) -> Kept:
+            # Two statements, not usage_read's one: with the kept seq a value, not a
+            # subquery, the planner reads the index range instead of the session's rows.
+            found = await fetch_one(conn, _KEPT_SELECT, (session_id,)) if kept else None
+            row = found or (None, 0, 0, 0, 0, 0)
+            newer = await fetch_one(conn, _NEWER_SELECT, (session_id, row[0] or 0))
+            assert newer is not None
+            return kept_usage((*row, *newer))
+
+        async def _refresh(conn: Conn) -> Kept:
+            # Under the session's lock, as every write of its messages' usage: the sums
+            # read next cannot miss a change committed after them.
+            if await fetch_one(conn, LOCK_SESSION, (session_id,)) is None:
+                return None, [0] * 5
+            upto, sums = await _read(conn)
+            if upto is not None:
+                await conn.execute(_UPSERT, (session_id, upto, *sums))
+            return upto, sums
+
+        upto, sums = await self.db.snapshot(_read)
+        if upto is not None and kept and not self.db.read_only:
+            upto, sums = await self.db.write(_refresh)
+        return usage_of(sums)

@@ -33,6 +33,7 @@ from mnesis.store.shared.rows import (
 )
 from mnesis.store.shared.sql import CONTEXT_TOKENS_UPDATE, TOMBSTONE, select_list
 from mnesis.store.shared.statements import DB, StorePart
+from mnesis.store.shared.usage import ADJUST, adjust_args
 
 __all__ = ["BaseMessages", "MessageRowChange", "message_changes", "part_status_select"]
 
@@ -66,14 +67,18 @@ def part_status_select(*, as_text: Sequence[str] = (), lock: str = "") -> str:
     return f"SELECT {columns} FROM message_parts p WHERE p.id = ?{lock}"
 
 
-def message_changes(message_id: str, change: MessageRowChange) -> Planned:
+def message_changes(message_id: str, change: MessageRowChange, *, kept: bool) -> Planned:
     """The statements of a change of an existing message row (and of its context item's
-    tokens); none when nothing changes."""
+    tokens, and of its session's kept usage sums when ``kept``); none when nothing
+    changes."""
     found = message_update_sets(*change)
     if found is None:
         return []
     sets, args = found
-    planned: Planned = [(f"UPDATE messages SET {sets} WHERE id = ?", (*args, message_id))]
+    planned: Planned = []
+    if kept and change[0] is not None:
+        planned.append((ADJUST, adjust_args(message_id, change[0])))
+    planned.append((f"UPDATE messages SET {sets} WHERE id = ?", (*args, message_id)))
     if change[3] is not None:
         planned.append((CONTEXT_TOKENS_UPDATE, (change[3], message_id)))
     return planned
@@ -162,7 +167,9 @@ class BaseMessages(StorePart[DB]):
         finish_reason: str | None = None,
         token_estimate: int | None = None,
     ) -> None:
-        planned = message_changes(message_id, (tokens, cost, finish_reason, token_estimate))
+        planned = message_changes(
+            message_id, (tokens, cost, finish_reason, token_estimate), kept=self.db.usage_kept
+        )
         if not planned:
             return
 

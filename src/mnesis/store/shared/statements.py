@@ -27,6 +27,8 @@ class Statements(Protocol):
 
     chained: bool
     """Whether the database keeps the hash chain (m011 applied)."""
+    usage_kept: bool
+    """Whether the database keeps each session's usage sums (m015 applied)."""
 
     async def rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Every row of one read statement."""

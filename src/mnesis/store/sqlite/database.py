@@ -90,6 +90,9 @@ class SQLiteDatabase:
         self.chained = True
         """The file keeps the hash chain (``m011_history_chain``): once a writable file is
         migrated, always; a file opened read-only may predate it."""
+        self.usage_kept = True
+        """The file keeps each session's usage sums (``m015_session_usage``): once a
+        writable file is migrated, always; a file opened read-only may predate it."""
 
     # -- worker-thread side -------------------------------------------------
     def _connection(self) -> sqlite3.Connection:
@@ -207,6 +210,7 @@ class SQLiteDatabase:
                 raise
         self.context_keys = _has_context_keys(conn)
         self.chained = _has_chain(conn)
+        self.usage_kept = _has_usage(conn)
 
     def _run_read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         conn: sqlite3.Connection | None = None
@@ -356,6 +360,12 @@ def _has_context_keys(conn: sqlite3.Connection) -> bool:
 def _has_chain(conn: sqlite3.Connection) -> bool:
     """Whether ``m011_history_chain`` is applied to the file."""
     found = conn.execute("SELECT 1 FROM _mnesis_migrations WHERE name = 'm011_history_chain'")
+    return found.fetchone() is not None
+
+
+def _has_usage(conn: sqlite3.Connection) -> bool:
+    """Whether ``m015_session_usage`` is applied to the file."""
+    found = conn.execute("SELECT 1 FROM _mnesis_migrations WHERE name = 'm015_session_usage'")
     return found.fetchone() is not None
 
 

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Sequence
 
 from mnesis.errors import (
     MessageNotFoundError,
     SessionNotFoundError,
+    StoreReadOnlyError,
 )
 from mnesis.models.clock import now_ms
 from mnesis.models.message import Message, MessageWithParts
@@ -37,6 +39,7 @@ from mnesis.store.shared.search_context import (
     neighbour_args,
 )
 from mnesis.store.shared.sql import MESSAGE_INSERT
+from mnesis.store.shared.usage import UPSERT, Kept, kept_usage, usage_of, usage_read
 from mnesis.store.sqlite.chain import extend_chain
 from mnesis.store.sqlite.context_slots import message_slot_insert
 from mnesis.store.sqlite.context_slots import next_position as next_position_of
@@ -50,6 +53,19 @@ from mnesis.store.sqlite.rows import (
 )
 
 __all__ = ["SQLiteMessages"]
+
+# TOTAL, not SUM: SUM raises "integer overflow" past 2**63 - 1.
+_USAGE_READ = usage_read("TOTAL")
+
+
+def _plain_usage(conn: sqlite3.Connection, session_id: str) -> TokenUsage:
+    """The usage of every message of the session, summed now (no kept sums)."""
+    row = conn.execute(
+        "SELECT TOTAL(tokens_input), TOTAL(tokens_output), TOTAL(tokens_cache_read), "
+        "TOTAL(tokens_cache_write), TOTAL(tokens_total) FROM messages WHERE session_id = ?",
+        (session_id,),
+    ).fetchone()
+    return usage_from_sums(row)
 
 
 def _last_part_key(conn: sqlite3.Connection) -> int | None:
@@ -158,7 +174,7 @@ class SQLiteMessages(BaseMessages[SQLiteDatabase]):
             insert_indexed_parts(conn, parts)
             if self.db.chained:
                 extend_chain(conn, [part_link(r) for r in parts])
-            for sql, args in message_changes(message_id, change):
+            for sql, args in message_changes(message_id, change, kept=self.db.usage_kept):
                 conn.execute(sql, args)
             return [r[0] for r in rows]
 
@@ -213,14 +229,21 @@ class SQLiteMessages(BaseMessages[SQLiteDatabase]):
         return await self.db.read(_get)
 
     async def session_token_usage(self, session_id: str) -> TokenUsage:
-        def _sum(conn: sqlite3.Connection) -> TokenUsage:
-            # TOTAL, not SUM: SUM raises "integer overflow" past 2**63 - 1.
-            row = conn.execute(
-                "SELECT TOTAL(tokens_input), TOTAL(tokens_output), TOTAL(tokens_cache_read), "
-                "TOTAL(tokens_cache_write), TOTAL(tokens_total) FROM messages "
-                "WHERE session_id = ?",
-                (session_id,),
-            ).fetchone()
-            return usage_from_sums(row)
+        if not self.db.usage_kept:  # a file opened read-only that predates m015
+            return await self.db.read(lambda conn: _plain_usage(conn, session_id))
 
-        return await self.db.read(_sum)
+        def _read(conn: sqlite3.Connection) -> Kept:
+            return kept_usage(conn.execute(_USAGE_READ, (session_id,) * 3).fetchone())
+
+        def _refresh(conn: sqlite3.Connection) -> Kept:
+            upto, sums = _read(conn)
+            if upto is not None:
+                conn.execute(UPSERT, (session_id, upto, *sums))
+            return upto, sums
+
+        upto, sums = await self.db.read(_read)
+        if upto is not None:
+            # On a read-only file the sums just read are the answer.
+            with contextlib.suppress(StoreReadOnlyError):
+                upto, sums = await self.db.write(_refresh)
+        return usage_of(sums)

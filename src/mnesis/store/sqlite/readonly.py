@@ -22,6 +22,7 @@ from mnesis.store.sqlite.database import (
     SQLiteDatabase,
     _has_chain,
     _has_context_keys,
+    _has_usage,
 )
 from mnesis.store.sqlite.migrations import MIGRATIONS
 from mnesis.store.sqlite.paths import check_header
@@ -78,6 +79,7 @@ class ReadOnlySQLiteDatabase(SQLiteDatabase):
             raise StoreCorruptError(f"{self.path} is not an initialised mnesis database")
         self.context_keys = _has_context_keys(conn)
         self.chained = _has_chain(conn)
+        self.usage_kept = _has_usage(conn)
 
     def _run_write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         raise StoreReadOnlyError(f"database {self.path} is open read-only")

@@ -16,6 +16,7 @@ from mnesis.store.postgres.migrations import (
     m011_history_chain,
     m012_gin_no_pending,
     m013_own_text_gin,
+    m015_session_usage,
 )
 
 __all__ = ["MIGRATIONS", "Migration"]
@@ -35,4 +36,5 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m011_history_chain", m011_history_chain.migrate),
     ("m012_gin_no_pending", m012_gin_no_pending.SQL),
     ("m013_own_text_gin", m013_own_text_gin.SQL),
+    ("m015_session_usage", m015_session_usage.SQL),
 ]

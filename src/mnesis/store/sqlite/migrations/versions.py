@@ -13,6 +13,7 @@ from mnesis.store.sqlite.migrations import (
     m009_context_unstored,
     m010_context_keys,
     m011_history_chain,
+    m015_session_usage,
 )
 from mnesis.store.sqlite.migrations.m001_initial import SQL as M001_INITIAL
 from mnesis.store.sqlite.migrations.m002_map_runs import SQL as M002_MAP_RUNS
@@ -34,4 +35,5 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m009_context_unstored", m009_context_unstored.migrate),
     ("m010_context_keys", m010_context_keys.migrate),
     ("m011_history_chain", m011_history_chain.migrate),
+    ("m015_session_usage", m015_session_usage.SQL),
 ]

@@ -88,3 +88,22 @@ async def test_an_older_file_migrates_and_keeps_its_sums_from_then_on(
     assert _query(path, "SELECT upto_seq FROM session_usage") == [(6,)]
     assert await _usage(path, sid) == _fresh(path, sid)
     assert _query(path, "SELECT upto_seq FROM session_usage") == [(9,)]
+
+
+async def test_a_load_while_another_process_writes_reads_its_sums_without_keeping_them(
+    tmp_path: Path,
+) -> None:
+    path = str(tmp_path / "busy.db")
+    sid = await _write(path, None, 4)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    pool = StorePool()
+    try:
+        store = await pool.acquire(StoreConfig(db_path=path, connection_timeout=0.2))
+        u = await store.session_token_usage(sid)
+        assert (u.input, u.output, u.cache_read, u.cache_write, u.total) == _fresh(path, sid)
+    finally:
+        await pool.close_all()
+        other.execute("ROLLBACK")
+        other.close()
+    assert _query(path, "SELECT upto_seq FROM session_usage") == []

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from mnesis.errors import (
     MessageNotFoundError,
     SessionNotFoundError,
+    StoreBusyError,
     StoreReadOnlyError,
 )
 from mnesis.models.clock import now_ms
@@ -243,7 +244,8 @@ class SQLiteMessages(BaseMessages[SQLiteDatabase]):
 
         upto, sums = await self.db.read(_read)
         if upto is not None:
-            # On a read-only file the sums just read are the answer.
-            with contextlib.suppress(StoreReadOnlyError):
+            # Keeping the sums is for the next load: on a read-only file, or while
+            # another process holds the write lock, the sums just read are the answer.
+            with contextlib.suppress(StoreReadOnlyError, StoreBusyError):
                 upto, sums = await self.db.write(_refresh)
         return usage_of(sums)

@@ -213,6 +213,18 @@ def part_of_another_type(conn: sqlite3.Connection, sid: str) -> tuple[str, ...]:
     return (message_id,)
 
 
+def drifted_usage_sums(conn: sqlite3.Connection, sid: str) -> tuple[str, ...]:
+    """The session's kept usage sums (m015) off by 7 input tokens from its messages."""
+    conn.execute(
+        "INSERT OR REPLACE INTO session_usage (session_id, upto_seq, sum_input, sum_output, "
+        "sum_cache_read, sum_cache_write, sum_total) SELECT session_id, MAX(seq), "
+        "SUM(tokens_input) + 7, SUM(tokens_output), SUM(tokens_cache_read), "
+        "SUM(tokens_cache_write), SUM(tokens_total) FROM messages WHERE session_id = ?",
+        (sid,),
+    )
+    return (sid,)
+
+
 @dataclass(frozen=True, slots=True)
 class Fault:
     """A way to break an invariant and the violation kinds the checker must report."""
@@ -314,6 +326,12 @@ FAULTS = [
         part_of_another_type,
         frozenset({K.UNDECODABLE_ROW, K.CHAIN_BROKEN}),
         drop_triggers=("message_parts_immutable",),
+        deep=True,
+    ),
+    Fault(
+        "a session's kept usage sums off from its messages",
+        drifted_usage_sums,
+        frozenset({K.USAGE_MISMATCH}),
         deep=True,
     ),
 ]

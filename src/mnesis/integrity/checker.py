@@ -97,10 +97,24 @@ class IntegrityChecker:
                 report.violations.extend(_damage(ViolationKind.CHAIN_BROKEN, sid, chain))
                 if unavailable and unavailable not in report.engine_checks_unavailable:
                     report.engine_checks_unavailable.append(unavailable)
+                report.violations.extend(await self._check_usage(sid))
             if self.check_tokens and not damaged:
                 report.violations.extend(await self._check_tokens(sid))
         report.elapsed_ms = (time.perf_counter() - started) * 1000
         return report
+
+    async def _check_usage(self, session_id: str) -> list[Violation]:
+        try:
+            usage = await self.store.check_usage(session_id)
+        except StoreCorruptError as exc:
+            return [_violation(ViolationKind.UNDECODABLE_ROW, session_id, session_id, str(exc))]
+        if usage is None or usage.matches:
+            return []
+        detail = (
+            f"kept usage sums up to seq {usage.upto_seq} (input, output, cache read, "
+            f"cache write, total) are {usage.kept}; the messages sum to {usage.fresh}"
+        )
+        return [_violation(ViolationKind.USAGE_MISMATCH, session_id, session_id, detail)]
 
     async def _check_tokens(self, session_id: str) -> list[Violation]:
         out: list[Violation] = []

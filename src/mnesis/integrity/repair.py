@@ -3,8 +3,9 @@
 :func:`plan_repairs` turns a report into actions and writes nothing.
 :func:`apply_repairs` takes a backup of the database first, applies the actions
 (context rebuilt from lineage, orphan summaries re-linked to their span, token
-estimates re-derived) and re-runs the checker. History rows are never touched:
-only the context view, lineage links that were missing, and token estimates.
+estimates re-derived, kept usage sums dropped to be summed again) and re-runs the
+checker. History rows are never touched: only the context view, lineage links that
+were missing, token estimates and the kept usage sums.
 """
 
 from __future__ import annotations
@@ -28,13 +29,17 @@ from mnesis.tokens.estimator import MESSAGE_OVERHEAD_TOKENS, TokenEstimator
 
 __all__ = ["RepairAction", "RepairOutcome", "RepairPlan", "apply_repairs", "plan_repairs"]
 
-_Action = Literal["rebuild_context", "relink_summary", "rederive_tokens"]
+_Action = Literal["rebuild_context", "relink_summary", "rederive_tokens", "reset_usage"]
 _OWN_ACTIONS: dict[ViolationKind, tuple[_Action, str | None]] = {
     ViolationKind.SUMMARY_WITHOUT_SOURCE: (
         "relink_summary",
         "re-link the summary to the messages of its recorded span",
     ),
     ViolationKind.TOKEN_MISMATCH: ("rederive_tokens", None),  # the reason: the violation's detail
+    ViolationKind.USAGE_MISMATCH: (
+        "reset_usage",
+        "drop the kept usage sums; the next load sums the messages again",
+    ),
 }
 """Kinds with an action of their own, one per violation."""
 # Repaired by rebuilding the session's context view.
@@ -128,6 +133,8 @@ async def apply_repairs(
         sessions.add(action.session_id)
         if action.action == "relink_summary":
             await _relink(store, action.session_id, action.target_id)
+        elif action.action == "reset_usage":
+            await store.forget_usage(action.session_id)
         elif action.action == "rederive_tokens":
             message = await store.get_message(action.target_id)
             await store.update_message_tokens(

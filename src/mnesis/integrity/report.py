@@ -32,6 +32,9 @@ class ViolationKind(StrEnum):
     CHAIN_BROKEN = "chain_broken"
     """With ``deep``: a row no longer matches the hash its chain link recorded when it
     was written (its text, order or lineage changed), or a row is in no link."""
+    USAGE_MISMATCH = "usage_mismatch"
+    """With ``deep``: a session's kept usage sums (what a load adds newer messages to)
+    differ from a fresh sum of its messages up to the same message."""
 
 
 REPAIRABLE = frozenset(
@@ -44,6 +47,7 @@ REPAIRABLE = frozenset(
         ViolationKind.LOST_FROM_VIEW,
         ViolationKind.SEPARATED_TOOL_RESULT,
         ViolationKind.TOKEN_MISMATCH,
+        ViolationKind.USAGE_MISMATCH,
     }
 )
 

@@ -14,6 +14,7 @@ from mnesis.store.records import (
     ImportSource,
     IntegritySnapshot,
     PurgeReport,
+    UsageCheck,
 )
 
 __all__ = ["MaintenanceBackend"]
@@ -36,6 +37,15 @@ class MaintenanceBackend(ABC):
         """The session's hash chain, checked link by link (see ``docs/integrity.md``);
         ``expect``: a head recorded earlier, looked for among the links."""
         raise NotImplementedError(f"{type(self).__name__} keeps no hash chain")
+
+    async def check_usage(self, session_id: str) -> UsageCheck | None:
+        """The session's kept usage sums beside a fresh sum of its messages up to the
+        same message (None: this backend keeps none for it)."""
+        return None
+
+    async def forget_usage(self, session_id: str) -> None:
+        """Repair: drop the session's kept usage sums (a backend keeping none: nothing)."""
+        return None
 
     async def engine_check(self, *, full: bool = False) -> EngineCheck:
         """What the database engine's own consistency check ran and found.

@@ -16,6 +16,7 @@ from mnesis.store.records import (
     ImportSource,
     IntegritySnapshot,
     PurgeReport,
+    UsageCheck,
 )
 
 __all__ = ["MaintenanceFacade"]
@@ -51,6 +52,19 @@ class MaintenanceFacade(SummaryFacade):
         index validity and page-checksum counters, and ``amcheck`` where it is installed
         and may be used (what cannot run is listed as unavailable)."""
         return await self.backend.engine_check(full=full)
+
+    async def check_usage(self, session_id: str) -> UsageCheck | None:
+        """The session's kept usage sums (what a load adds newer messages to) beside a
+        fresh sum of its messages up to the same message, read in one snapshot (None:
+        none kept yet, or a database from before m015)."""
+        check_id(session_id, "session_id")
+        return await self.backend.check_usage(session_id)
+
+    async def forget_usage(self, session_id: str) -> None:
+        """Repair: drop the session's kept usage sums; the next load sums its messages
+        again and keeps the result. Messages are not touched."""
+        check_id(session_id, "session_id")
+        await self.backend.forget_usage(session_id)
 
     async def replace_context_items(
         self, session_id: str, items: Sequence[tuple[str, str, int]]

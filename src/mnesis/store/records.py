@@ -37,6 +37,7 @@ __all__ = [
     "SummaryRecord",
     "TextScan",
     "TextSearch",
+    "UsageCheck",
 ]
 
 
@@ -322,3 +323,19 @@ class ChainReport:
     def intact(self) -> bool:
         """Every link matches its row and every row has a link."""
         return self.available and self.broken is None and not self.unchained
+
+
+@dataclass(frozen=True, slots=True)
+class UsageCheck:
+    """A session's kept usage sums (``session_usage``, m015) beside a fresh sum of its
+    messages' usage up to the same message; each as ``(input, output, cache_read,
+    cache_write, total)``."""
+
+    upto_seq: int
+    kept: tuple[int, ...]
+    fresh: tuple[int, ...]
+
+    @property
+    def matches(self) -> bool:
+        """The kept sums are what the messages sum to now."""
+        return self.kept == self.fresh

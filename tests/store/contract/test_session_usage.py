@@ -8,11 +8,17 @@ a purge removes the row with its session.
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from mnesis.integrity import IntegrityChecker, ViolationKind
+from mnesis.integrity.repair import apply_repairs, plan_repairs
 from mnesis.models.parts import TextPart
 from mnesis.models.tokens import TokenUsage
 from mnesis.store import ImmutableStore, NewMessage
 from tests.store.contract.helpers import append_text, make_message, new_session
 from tests.store.contract.raw import RawSQL
+
+K = ViolationKind
 
 _FRESH = (
     "SELECT COALESCE(SUM(tokens_input), 0), COALESCE(SUM(tokens_output), 0), "
@@ -128,3 +134,51 @@ class TestKeptUsage:
         assert [r[0] for r in raw.rows("SELECT session_id FROM session_usage")] == [kept]
         assert await _read(store, parent) == (0, 0, 0, 0, 0)
         assert await _read(store, kept) == _fresh(raw, kept)
+
+
+class TestUsageCheck:
+    """``check --deep`` compares the kept sums with a fresh sum; a repair drops them."""
+
+    async def test_kept_sums_match_after_every_kind_of_write(
+        self, store: ImmutableStore, raw: RawSQL
+    ) -> None:
+        sid = await new_session(store)
+        assert await store.check_usage(sid) is None
+        ids = [await _assistant(store, sid, n) for n in range(4)]
+        await _read(store, sid)
+        await store.update_message_tokens(ids[1], tokens=TokenUsage(input=3, output=2, total=9))
+        await store.append_parts(ids[2], [TextPart(text="more")], tokens=TokenUsage(input=8))
+        await _assistant(store, sid, 9)
+        check = await store.check_usage(sid)
+        assert check is not None and check.matches
+        assert (check.upto_seq, *check.kept) == _kept(raw, sid)[0]
+        assert check.fresh == _fresh(raw, sid, 4)
+        report = await IntegrityChecker(store, deep=True).run(sid)
+        assert K.USAGE_MISMATCH not in report.by_kind()
+
+    async def test_drifted_sums_are_reported_and_repaired(
+        self, store: ImmutableStore, raw: RawSQL, tmp_path: Path
+    ) -> None:
+        sid = await new_session(store)
+        other = await new_session(store)
+        for n in range(3):
+            await _assistant(store, sid, n)
+            await _assistant(store, other, n)
+        await _read(store, sid)
+        await _read(store, other)
+        raw.rows("UPDATE session_usage SET sum_output = sum_output + 5 WHERE session_id = ?", sid)
+        # Only a deep check compares them (it reads every message's usage).
+        assert K.USAGE_MISMATCH not in (await IntegrityChecker(store).run(sid)).by_kind()
+        report = await IntegrityChecker(store, deep=True).run()
+        drifted = [v for v in report.violations if v.kind == K.USAGE_MISMATCH]
+        assert [(v.session_id, v.repairable) for v in drifted] == [(sid, True)]
+        assert "seq 3" in drifted[0].detail
+        assert await _read(store, sid) != _fresh(raw, sid)
+
+        plan = plan_repairs(report)
+        assert [(a.action, a.session_id) for a in plan.actions] == [("reset_usage", sid)]
+        await apply_repairs(store, plan, backup_path=str(tmp_path / "before-repair.db"))
+        assert _kept(raw, sid) == [] and len(_kept(raw, other)) == 1
+        assert await _read(store, sid) == _fresh(raw, sid)
+        assert _kept(raw, sid) == [(3, *_fresh(raw, sid))]
+        assert (await IntegrityChecker(store, deep=True).run()).ok

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
-from mnesis.store.records import ChainReport, EngineCheck, IntegritySnapshot
+from mnesis.store.records import ChainReport, EngineCheck, IntegritySnapshot, UsageCheck
 from mnesis.store.shared.statements import DB, StorePart
+from mnesis.store.shared.usage import FORGET, kept_check, usage_check
 
 __all__ = [
     "CONTEXT_DELETE",
@@ -108,10 +109,27 @@ class BaseIntegrity(StorePart[DB]):
     """What the integrity checker and its repairs need from a store
     (``store/sqlite/integrity.py``, ``store/postgres/integrity.py``)."""
 
+    sum_fn: ClassVar[str] = "SUM"
+    """The aggregate a usage read sums with (SQLite: ``TOTAL``, which cannot overflow)."""
+
     async def list_session_ids(self) -> list[str]:
         """Every session ID, oldest first."""
         rows = await self.db.rows("SELECT id FROM sessions ORDER BY created_at, id", ())
         return [r[0] for r in rows]
+
+    async def check_usage(self, session_id: str) -> UsageCheck | None:
+        """The session's kept usage sums beside a fresh sum up to the same message, read
+        in one statement (None: none kept)."""
+        if not self.db.usage_kept:
+            return None
+        rows = await self.db.rows(kept_check(self.sum_fn), (session_id,))
+        return usage_check(rows[0]) if rows else None
+
+    async def forget_usage(self, session_id: str) -> None:
+        """Repair: drop the session's kept usage sums (the next read sums its messages
+        again and keeps the result)."""
+        if self.db.usage_kept:
+            await self.db.change(FORGET, (session_id,))
 
     @abstractmethod
     async def integrity_snapshot(self, session_id: str) -> IntegritySnapshot:

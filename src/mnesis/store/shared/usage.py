@@ -17,15 +17,19 @@ from typing import Any
 
 from mnesis.models.limits import INT64_MAX
 from mnesis.models.tokens import TokenUsage
+from mnesis.store.records import UsageCheck
 
 __all__ = [
     "ADJUST",
+    "FORGET",
     "KEPT_SELECT",
     "UPSERT",
     "Kept",
     "adjust_args",
+    "kept_check",
     "kept_usage",
     "newer_select",
+    "usage_check",
     "usage_of",
     "usage_read",
 ]
@@ -116,3 +120,27 @@ def usage_of(sums: Sequence[int]) -> TokenUsage:
     return TokenUsage(
         input=input_, output=output, cache_read=cache_read, cache_write=cache_write, total=total
     )
+
+
+def kept_check(sum_fn: str) -> str:
+    """One statement (one snapshot) reading a session's kept row beside a fresh sum
+    (``sum_fn``) of its messages up to the same ``seq`` (args: the session): ``upto_seq``,
+    the five kept sums, the five fresh sums; no row when nothing is kept."""
+    kept = ", ".join(f"u.sum_{c}" for c in _COLUMNS)
+    fresh = ", ".join(f"{sum_fn}(m.tokens_{c})" for c in _COLUMNS)
+    return (
+        f"SELECT u.upto_seq, {kept}, {fresh} FROM session_usage u "
+        "LEFT JOIN messages m ON m.session_id = u.session_id AND m.seq <= u.upto_seq "
+        f"WHERE u.session_id = ? GROUP BY u.upto_seq, {kept}"
+    )
+
+
+def usage_check(row: Sequence[Any]) -> UsageCheck:
+    """The :class:`UsageCheck` of a :func:`kept_check` row (fresh sums capped as a
+    read caps them)."""
+    fresh = tuple(min(int(v or 0), INT64_MAX) for v in row[6:11])
+    return UsageCheck(int(row[0]), tuple(int(v) for v in row[1:6]), fresh)
+
+
+FORGET = "DELETE FROM session_usage WHERE session_id = ?"
+"""Drop a session's kept sums (args: the session): the next read sums its whole history."""

@@ -47,6 +47,7 @@ from mnesis.store.records import (
     SummaryRecord,
     TextScan,
     TextSearch,
+    UsageCheck,
 )
 from mnesis.store.session_stats import BaseStats, SessionStats
 from mnesis.store.shared.batch import BaseBatch
@@ -208,6 +209,12 @@ class BackendWrapper(StoreBackend, Generic[Handle]):
 
     async def engine_check(self, *, full: bool = False) -> EngineCheck:
         return await self.integrity.engine_check(full=full)
+
+    async def check_usage(self, session_id: str) -> UsageCheck | None:
+        return await self.integrity.check_usage(session_id)
+
+    async def forget_usage(self, session_id: str) -> None:
+        await self.integrity.forget_usage(session_id)
 
     async def replace_context_items(
         self, session_id: str, items: Sequence[tuple[str, str, int]]

@@ -35,6 +35,8 @@ _SLOTS_SNAPSHOT = {**_SNAPSHOT, "context": SLOTS_SNAPSHOT}
 class SQLiteIntegrity(BaseIntegrity[SQLiteDatabase]):
     """Snapshots, repairs and backups (``SQLiteStore.integrity``)."""
 
+    sum_fn = "TOTAL"
+
     async def engine_check(self, *, full: bool = False) -> EngineCheck:
         pragma = "integrity_check" if full else "quick_check"
 

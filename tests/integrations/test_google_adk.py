@@ -188,6 +188,10 @@ async def test_state_list_and_delete_on_an_append_only_store(tmp_path: Path) -> 
 
         listed = await service.list_sessions(app_name=APP)
         assert [s.id for s in listed.sessions] == [second.id, "s1"]
+        listed_s1, listed_bob = listed.sessions[1], listed.sessions[0]
+        assert (listed_s1.user_id, listed_s1.state, listed_s1.events) == (USER, loaded.state, [])
+        assert listed_s1.last_update_time == loaded.last_update_time == first.last_update_time
+        assert (listed_bob.user_id, listed_bob.state) == ("bob", {"app:tier": "pro"})
         old = (await service.mnesis_session(first)).id
 
         await service.delete_session(app_name=APP, user_id=USER, session_id="s1")

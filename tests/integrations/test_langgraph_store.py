@@ -11,6 +11,7 @@ from typing import Any, TypedDict
 import pytest
 from langgraph.config import get_store
 from langgraph.graph import END, START, StateGraph
+from langgraph.store.base import Item, SearchItem
 
 from mnesis import MnesisSession
 from mnesis.errors import InvalidArgumentError
@@ -81,13 +82,20 @@ async def test_operations(tmp_path: Path) -> None:
         assert first is not None and second is not None
         assert second.value["text"] == "Ada writes Python and Go"
         assert second.created_at == first.created_at <= second.updated_at
+        assert type(second) is Item and "score" not in second.dict()
 
         hits = await store.asearch(("memories",), query="writes", filter={"level": {"$gte": 3}})
         assert [(h.namespace, h.key) for h in hits] == [(NS, "lang")]
-        assert hits[0].score is not None
+        assert isinstance(hits[0], SearchItem) and hits[0].score is not None
+        assert (hits[0].value, hits[0].created_at, hits[0].updated_at) == (
+            second.value,
+            second.created_at,
+            second.updated_at,
+        )
         newest = await store.asearch(("memories",), limit=2)
         assert [h.key for h in newest] == ["lang", "lang"]
         assert [h.namespace for h in newest] == [NS, ("memories", "bob")]
+        assert all(isinstance(h, SearchItem) and h.score is None for h in newest)
         assert store.search(("memories",), filter={"level": 1})[0].key == "editor"
 
         assert await store.alist_namespaces() == [

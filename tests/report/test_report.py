@@ -19,7 +19,7 @@ from mnesis import MnesisSession, StorePool
 from mnesis.cli import run
 from mnesis.report import data as report_data
 from mnesis.report import write_report
-from mnesis.report.charts import token_chart
+from mnesis.report.charts import MAX_CHART_POINTS, _buckets, token_chart
 from mnesis.report.data import PrunedOutput, ReportData, collect
 from mnesis.report.html import MAX_SEARCH_HITS, render_html
 from mnesis.report.index import IndexEntry, MessageIndex
@@ -398,6 +398,31 @@ class TestAxes:
         for x, label in ticks:
             # 11px text: at most ~7px a character, and the label ends at x.
             assert len(label) * 7 <= float(x), (label, x)
+
+
+class TestBuckets:
+    def test_a_long_session_draws_each_bucket_as_its_last_turn_with_the_peak_context(
+        self,
+    ) -> None:
+        # Turns 1-4 an imported backlog; turn 4's context (never seen) is the largest.
+        turns = [
+            TurnPoint(
+                i + 1,
+                f"msg_{i}",
+                1_000 * i,
+                100 * (i + 1),
+                900 if i == 3 else 50 + i % 7,
+                i == 4,
+                i < 4,
+            )
+            for i in range(3 * MAX_CHART_POINTS)
+        ]
+        buckets = _buckets(turns)
+        assert len(buckets) == MAX_CHART_POINTS
+        assert buckets[0] == TurnPoint(3, "msg_2", 2_000, 300, 52, False, True)
+        assert buckets[1] == TurnPoint(6, "msg_5", 5_000, 600, 55, True, False)
+        assert [b.turn for b in buckets] == list(range(3, 3 * MAX_CHART_POINTS + 1, 3))
+        assert _buckets(turns[:MAX_CHART_POINTS]) == turns[:MAX_CHART_POINTS]
 
 
 class TestEmpty:

@@ -104,13 +104,7 @@ class MnesisSessionService(BaseSessionService):
                 user.state["sessions"].append(sid)
             for changed in (row, app, user):
                 await registry.put(changed)
-        return Session(
-            id=sid,
-            app_name=app_name,
-            user_id=user_id,
-            state=_merged(row, app, user),
-            last_update_time=now,
-        )
+        return _adk_session(app_name, user_id, sid, row, app, user)
 
     async def get_session(
         self,
@@ -144,14 +138,7 @@ class MnesisSessionService(BaseSessionService):
             events = events[len(events) - count :] if count else []
         app = await registry.get("app", app_name)
         user = await registry.get("user", app_name, user_id)
-        return Session(
-            id=session_id,
-            app_name=app_name,
-            user_id=user_id,
-            state=_merged(row, app, user),
-            events=events,
-            last_update_time=updated,
-        )
+        return _adk_session(app_name, user_id, session_id, row, app, user, events)
 
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
@@ -169,15 +156,7 @@ class MnesisSessionService(BaseSessionService):
                 row = await registry.get("session", app_name, user_name, sid)
                 if row is None or row.state.get("deleted"):
                     continue
-                sessions.append(
-                    Session(
-                        id=sid,
-                        app_name=app_name,
-                        user_id=user_name,
-                        state=_merged(row, app_row, user_row),
-                        last_update_time=float(row.state["updated"]),
-                    )
-                )
+                sessions.append(_adk_session(app_name, user_name, sid, row, app_row, user_row))
         sessions.sort(key=lambda s: s.last_update_time)
         return ListSessionsResponse(sessions=sessions)
 
@@ -329,9 +308,26 @@ def _split_state(state: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return deltas
 
 
-def _merged(row: Row, app: Row | None, user: Row | None) -> dict[str, Any]:
+def _adk_session(
+    app_name: str,
+    user_id: str,
+    session_id: str,
+    row: Row,
+    app: Row | None,
+    user: Row | None,
+    events: list[Event] | None = None,
+) -> Session:
+    """ADK's view of the session ``row``: its state with the ``app:`` and ``user:`` state
+    merged in, last updated when the row was."""
     state = dict(row.state["state"])
     for prefix, scoped in ((State.APP_PREFIX, app), (State.USER_PREFIX, user)):
         for name, value in (scoped.state["state"] if scoped else {}).items():
             state[prefix + name] = value
-    return state
+    return Session(
+        id=session_id,
+        app_name=app_name,
+        user_id=user_id,
+        state=state,
+        events=events or [],
+        last_update_time=float(row.state["updated"]),
+    )

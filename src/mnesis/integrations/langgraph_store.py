@@ -20,7 +20,7 @@ import asyncio
 import json
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from langgraph.store.base import (
     BaseStore,
@@ -47,6 +47,7 @@ __all__ = ["MnesisStore"]
 FORMAT = "langgraph-store"
 _CHUNK = 100
 """Items read per query while a search walks its candidates."""
+_ItemT = TypeVar("_ItemT", bound=Item)
 _COMPARE: dict[str, Callable[[Any, Any], bool]] = {
     "$eq": lambda a, b: a == b,
     "$ne": lambda a, b: a != b,
@@ -130,7 +131,7 @@ class MnesisStore(BaseStore):
         entry = row.state["items"].get(op.key) if row else None
         if entry is None:
             return None
-        return (await self._items([(op.namespace, op.key, entry)]))[0]
+        return (await self._items(Item, [(op.namespace, op.key, entry)]))[0]
 
     async def _put(self, op: PutOp) -> None:
         if op.index not in (None, False):
@@ -206,18 +207,11 @@ class MnesisStore(BaseStore):
             if len(items) >= op.offset + op.limit:
                 break
             chunk = entries[start : start + _CHUNK]
-            for item, (_, _, entry) in zip(await self._items(chunk), chunk, strict=True):
+            chunk_items = await self._items(SearchItem, chunk)
+            for item, (_, _, entry) in zip(chunk_items, chunk, strict=True):
                 if len(items) < op.offset + op.limit and _matches(item.value, op.filter):
-                    items.append(
-                        SearchItem(
-                            namespace=item.namespace,
-                            key=item.key,
-                            value=item.value,
-                            created_at=item.created_at,
-                            updated_at=item.updated_at,
-                            score=scores.get(entry["message_id"]),
-                        )
-                    )
+                    item.score = scores.get(entry["message_id"])
+                    items.append(item)
         return items[op.offset :]
 
     async def _list(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
@@ -230,9 +224,10 @@ class MnesisStore(BaseStore):
 
     # -- helpers --------------------------------------------------------------
     async def _items(
-        self, entries: list[tuple[tuple[str, ...], str, dict[str, Any]]]
-    ) -> list[Item]:
-        """The items of ``(namespace, key, entry)`` triples, in their order (one read)."""
+        self, kind: type[_ItemT], entries: list[tuple[tuple[str, ...], str, dict[str, Any]]]
+    ) -> list[_ItemT]:
+        """The ``kind`` items (``Item``, or ``SearchItem`` without a score yet) of
+        ``(namespace, key, entry)`` triples, in their order (one read)."""
         registry = await self._rows()
         ids = [entry["message_id"] for _, _, entry in entries]
         messages = {m.id: m for m in await registry.store.get_messages_by_ids(ids)}
@@ -240,7 +235,7 @@ class MnesisStore(BaseStore):
         for namespace, name, entry in entries:
             document = json.loads(messages[entry["message_id"]].text)
             items.append(
-                Item(
+                kind(
                     namespace=namespace,
                     key=name,
                     value=document["value"],

@@ -7,6 +7,7 @@ the peak context of each), the DAG at most :data:`MAX_DAG_NODES` summaries (the 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from html import escape
 
 from mnesis.report.data import DagNode, ReportData
@@ -54,14 +55,10 @@ def _buckets(turns: list[TurnPoint]) -> list[TurnPoint]:
     out = []
     for start in range(0, len(turns), size):
         group = turns[start : start + size]
-        last = group[-1]
         seen = [t for t in group if not t.backlog] or group
         out.append(
-            TurnPoint(
-                turn=last.turn,
-                message_id=last.message_id,
-                created_at=last.created_at,
-                history_tokens=last.history_tokens,
+            replace(
+                group[-1],
                 context_tokens=max(t.context_tokens for t in seen),
                 compacted=any(t.compacted for t in group),
                 backlog=all(t.backlog for t in group),

@@ -199,6 +199,10 @@ class TestShowStatsExport:
         message_id = listed["messages"][1]["id"]
         one = ok_json("show", history["claude"], "--message", message_id, "--db", history["db"])
         assert one["id"] == message_id and any(p["type"] == "tool" for p in one["parts"])
+        shown = {"id", "role", "is_summary", "created_at", "token_estimate", "finish_reason"}
+        assert set(listed["messages"][1]) == shown | {"seq", "parts"}  # docs/cli.md's list
+        assert set(one) == shown | {"session_id", "model_id", "parts"}
+        assert one["session_id"] == history["claude"] and one["role"] == "assistant"
         other = invoke("show", history["codex"], "--message", message_id, "--db", history["db"])
         assert other.exit_code == 1 and "belongs to" in other.stderr
 

@@ -30,6 +30,7 @@ __all__ = [
     "SessionArg",
     "abbreviate",
     "check_mnesis_database",
+    "checked_database",
     "cli_errors",
     "count_option",
     "echo_json",
@@ -161,6 +162,19 @@ def check_mnesis_database(location: str, *, must_exist: bool) -> None:
             f"no database at {full}; create one with `mnesis demo --db {location}` "
             "or point --db / MNESIS_DB_PATH / LCM_DATABASE_URL at an existing database"
         )
+
+
+@contextlib.contextmanager
+def checked_database(db: str | None, *, must_exist: bool) -> Iterator[tuple[MnesisConfig, str]]:
+    """What a command does around its work on the database ``--db`` names: yields the
+    config and the location (:func:`resolve_config`) once :func:`check_mnesis_database`
+    has passed; the block runs under ``cli_errors(location)``, so that any mnesis error
+    (a missing session names the database) is one line, exit code 1."""
+    with cli_errors():
+        config, location = resolve_config(db)
+    with cli_errors(location):
+        check_mnesis_database(location, must_exist=must_exist)
+        yield config, location
 
 
 def echo_json(data: Any) -> None:

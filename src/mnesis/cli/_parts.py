@@ -26,6 +26,8 @@ __all__ = [
 ]
 
 _WIDTH = 100
+_MESSAGE_FIELDS = {"id", "role", "is_summary", "created_at", "token_estimate", "finish_reason"}
+"""The fields of a message that its JSON shows, next to its parts (in the model's order)."""
 
 
 def _tool_args(part: ToolPart) -> str:
@@ -91,17 +93,8 @@ def part_json(part: MessagePart) -> dict[str, Any]:
 
 def message_json(message: MessageWithParts, seq: int) -> dict[str, Any]:
     """``message`` as JSON, with abbreviated parts."""
-    m = message.message
-    return {
-        "seq": seq,
-        "id": m.id,
-        "role": m.role,
-        "is_summary": m.is_summary,
-        "created_at": m.created_at,
-        "token_estimate": m.token_estimate,
-        "finish_reason": m.finish_reason,
-        "parts": [part_json(p) for p in message.parts],
-    }
+    fields = message.message.model_dump(include=_MESSAGE_FIELDS)
+    return {"seq": seq, **fields, "parts": [part_json(p) for p in message.parts]}
 
 
 def _full_part_text(part: MessagePart) -> str:
@@ -135,15 +128,5 @@ def full_message_text_block(message: MessageWithParts, seq: int | None = None) -
 
 def full_message_json(message: MessageWithParts) -> dict[str, Any]:
     """``message`` as JSON with every part in full."""
-    m = message.message
-    return {
-        "id": m.id,
-        "session_id": m.session_id,
-        "role": m.role,
-        "is_summary": m.is_summary,
-        "created_at": m.created_at,
-        "model_id": m.model_id,
-        "token_estimate": m.token_estimate,
-        "finish_reason": m.finish_reason,
-        "parts": [p.model_dump(mode="json") for p in message.parts],
-    }
+    fields = message.message.model_dump(include=_MESSAGE_FIELDS | {"session_id", "model_id"})
+    return {**fields, "parts": [p.model_dump(mode="json") for p in message.parts]}

@@ -16,7 +16,7 @@ from typing import TypeVar
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-from mnesis.cli._common import check_mnesis_database, cli_errors, resolve_config
+from mnesis.cli._common import checked_database
 from mnesis.config import MnesisConfig
 from mnesis.store.immutable import ImmutableStore
 from mnesis.store.readonly import open_read_only
@@ -49,20 +49,14 @@ def run_read_only(db: str | None, body: Body[T]) -> tuple[T, str]:
 
     A missing file, a directory, an empty or foreign file is one error line (exit 1);
     nothing on disk is created or changed."""
-    with cli_errors():
-        config, location = resolve_config(db)
-    with cli_errors(location):
-        check_mnesis_database(location, must_exist=True)
+    with checked_database(db, must_exist=True) as (config, location):
         return asyncio.run(_with_read_only(config, body)), location
 
 
 def run_writable(db: str | None, body: Body[T], *, must_exist: bool = True) -> tuple[T, str]:
     """Run ``body`` on the database opened for writing (``must_exist=False``: a missing
     SQLite file is created)."""
-    with cli_errors():
-        config, location = resolve_config(db)
-    with cli_errors(location):
-        check_mnesis_database(location, must_exist=must_exist)
+    with checked_database(db, must_exist=must_exist) as (config, location):
         return asyncio.run(_with_writable(config, body)), location
 
 

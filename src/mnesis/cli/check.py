@@ -34,11 +34,9 @@ from mnesis.cli._common import (
     DbOption,
     JsonOption,
     abbreviate,
-    check_mnesis_database,
-    cli_errors,
+    checked_database,
     echo_json,
     fail,
-    resolve_config,
     stdout_console,
 )
 from mnesis.config import MnesisConfig
@@ -199,17 +197,14 @@ def check_command(
     Exits 0 when the store is whole and 1 when violations are found. Nothing is written
     unless --repair is given.
     """
-    with cli_errors():
-        config, path = resolve_config(db)
     if backup is not None and not repair:
         raise typer.BadParameter("only makes sense with --repair", param_hint="'--backup'")
     if backup is not None and (not backup.strip() or os.path.exists(backup)):
         fail(f"backup path {backup!r} is empty or already exists; name a new file")
     if backup is not None and "://" in backup:
         fail(f"backup path {backup!r} is a URL, not a file; name a new file")
-    with cli_errors(path):
+    with checked_database(db, must_exist=True) as (config, path):
         backup_path = backup if backup is not None else default_backup_path(path)
-        check_mnesis_database(path, must_exist=True)
         run = asyncio.run(
             _check(
                 config,

@@ -33,11 +33,10 @@ import typer
 from mnesis.cli._common import (
     DbOption,
     JsonOption,
-    check_mnesis_database,
+    checked_database,
     cli_errors,
     echo_json,
     fail,
-    resolve_config,
     stdout_console,
 )
 from mnesis.cli.hook_settings import AGENTS, MARKER, install, settings_path, uninstall
@@ -185,10 +184,7 @@ def run_command(db: DbOption = None) -> None:
     if event in _IMPORTING_EVENTS and isinstance(path, str) and path:
         if not os.path.isfile(os.path.expanduser(path)):
             fail(f"no transcript at {path}")
-        with cli_errors():
-            config, location = resolve_config(db)
-        with cli_errors(location):
-            check_mnesis_database(location, must_exist=False)
+        with checked_database(db, must_exist=False) as (config, location):
             try:
                 reports = asyncio.run(_import(config, os.path.expanduser(path)))
             except MnesisError as exc:

@@ -21,11 +21,9 @@ from rich.markup import escape
 from mnesis.cli._common import (
     DbOption,
     JsonOption,
-    check_mnesis_database,
-    cli_errors,
+    checked_database,
     echo_json,
     fail,
-    resolve_config,
     stderr_console,
     stdout_console,
 )
@@ -151,10 +149,7 @@ def import_command(
     files = list(shown)
     if not files:
         fail("no transcript files found" + ("" if paths else " in the default location"))
-    with cli_errors():
-        config, location = resolve_config(db)
-    with cli_errors(location):
-        check_mnesis_database(location, must_exist=False)
+    with checked_database(db, must_exist=False) as (config, _):
         sized = [(f, os.path.getsize(f)) for f in files]
         reports = asyncio.run(_import_all(config, sized, fmt))
     _print(reports, [shown[f] for f in files], as_json)

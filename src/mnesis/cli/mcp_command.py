@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from mnesis.cli._common import DbOption, check_mnesis_database, cli_errors, resolve_config
+from mnesis.cli._common import DbOption, checked_database
 from mnesis.errors import MissingDependencyError
 
 __all__ = ["mcp_command"]
@@ -59,13 +59,10 @@ def mcp_command(
     """
     from mnesis.logs import configure_logging
 
-    with cli_errors():
-        if log_format not in ("text", "json"):
-            raise typer.BadParameter("--log-format must be text or json")
-        fmt: Literal["text", "json"] = "json" if log_format == "json" else "text"
-        config, path = resolve_config(db)
-    with cli_errors(path):
-        check_mnesis_database(path, must_exist=True)
+    if log_format not in ("text", "json"):
+        raise typer.BadParameter("--log-format must be text or json")
+    fmt: Literal["text", "json"] = "json" if log_format == "json" else "text"
+    with checked_database(db, must_exist=True) as (config, path):
         from mnesis.mcp import MnesisMCP, build_server, check_bind, run_stdio, serve_http
 
         metrics = None

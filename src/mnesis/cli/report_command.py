@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from mnesis.cli._common import DbOption, check_mnesis_database, cli_errors, resolve_config
+from mnesis.cli._common import DbOption, checked_database, cli_errors
 from mnesis.config import MnesisConfig
 from mnesis.report import DEFAULT_INDEX_CHARS, write_report
 from mnesis.report.index import check_budget
@@ -55,7 +55,5 @@ def report_command(
     a transcript with the compaction points. Opens offline in any browser."""
     with cli_errors():
         check_budget(index_chars)
-        config, path = resolve_config(db)
-    with cli_errors(path):
-        check_mnesis_database(path, must_exist=True)
+    with checked_database(db, must_exist=True) as (config, path):
         typer.echo(asyncio.run(_write(config, path, session, output, index_chars)), err=True)

@@ -138,6 +138,21 @@ class Pairing:
         self.calls[part.tool_call_id] = part
         return part
 
+    def json_call(
+        self, name: str, call_id: str, arguments: object, extra: dict[str, Any], where: str
+    ) -> ToolPart:
+        """Register a call whose arguments come as a JSON string (OpenAI chat, Responses),
+        keeping that string when the renderer would not write it back the same, and the
+        call's other keys (``extra``) as its ``block``."""
+        parsed, raw = canonical_arguments(arguments, where)
+        wire: WireFields = {}
+        if raw is not None:
+            put_wire(wire, self.format, "arguments", raw)
+        if extra:
+            put_wire(wire, self.format, "block", extra)
+        part = ToolPart(tool_name=name, tool_call_id=call_id, input=parsed, wire=wire or None)
+        return self.call(part, where)
+
     def result(
         self,
         call_id: object,

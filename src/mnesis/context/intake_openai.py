@@ -11,14 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mnesis.context.intake import (
-    Intake,
-    IntakeMessage,
-    Pairing,
-    canonical_arguments,
-    put_wire,
-    reject,
-)
+from mnesis.context.intake import Intake, IntakeMessage, Pairing, put_wire, reject
 from mnesis.models.parts import MessagePart, TextPart, ToolPart, WireFields
 
 __all__ = ["parse_openai"]
@@ -78,15 +71,8 @@ def _calls(calls: list[Any], pairing: Pairing, where: str) -> list[MessagePart]:
         unknown = sorted(set(function) - {"name", "arguments"})
         if unknown:
             raise reject(at, f"unknown function fields {unknown}")
-        arguments, raw = canonical_arguments(function.get("arguments", ""), at)
-        wire: WireFields = {}
-        if raw is not None:
-            put_wire(wire, _FORMAT, "arguments", raw)
         extra = {k: v for k, v in call.items() if k not in ("id", "function", "type")}
-        if extra:
-            put_wire(wire, _FORMAT, "block", extra)
-        part = ToolPart(tool_name=name, tool_call_id=call_id, input=arguments, wire=wire or None)
-        parts.append(pairing.call(part, at))
+        parts.append(pairing.json_call(name, call_id, function.get("arguments", ""), extra, at))
     return parts
 
 

@@ -12,14 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mnesis.context.intake import (
-    Intake,
-    IntakeMessage,
-    Pairing,
-    canonical_arguments,
-    put_wire,
-    reject,
-)
+from mnesis.context.intake import Intake, IntakeMessage, Pairing, put_wire, reject
 from mnesis.models.parts import MessagePart, ReasoningPart, TextPart, ToolPart, WireFields
 
 __all__ = ["parse_responses"]
@@ -58,15 +51,8 @@ def _call(item: dict[str, Any], pairing: Pairing, where: str) -> ToolPart:
     call_id, name = item.get("call_id"), item.get("name")
     if not isinstance(call_id, str) or not call_id or not isinstance(name, str) or not name:
         raise reject(where, "a function_call needs a call_id and a name")
-    arguments, raw = canonical_arguments(item.get("arguments", ""), where)
-    wire: WireFields = {}
-    if raw is not None:
-        put_wire(wire, _FORMAT, "arguments", raw)
     extra = {k: v for k, v in item.items() if k not in ("type", "call_id", "name", "arguments")}
-    if extra:
-        put_wire(wire, _FORMAT, "block", extra)
-    part = ToolPart(tool_name=name, tool_call_id=call_id, input=arguments, wire=wire or None)
-    return pairing.call(part, where)
+    return pairing.json_call(name, call_id, item.get("arguments", ""), extra, where)
 
 
 def _reasoning(item: dict[str, Any], where: str) -> ReasoningPart:

@@ -31,16 +31,6 @@ import os
 from typing import Any
 
 from mnesis.importers import records
-from mnesis.importers.records import (
-    ClockedParser,
-    Meta,
-    Text,
-    ToolResult,
-    Turn,
-    as_text,
-    is_injected,
-    tool_call,
-)
 
 __all__ = ["ClaudeCodeParser", "default_paths", "parent_transcript", "sub_agent_transcripts"]
 
@@ -106,7 +96,7 @@ def skip_line(raw: bytes) -> bool:
     return raw.find(b"{", 1, at) < 0 and raw.find(b"[", 0, at) < 0
 
 
-class ClaudeCodeParser(ClockedParser):
+class ClaudeCodeParser(records.ClockedParser):
     """Parses the records of one Claude Code session file."""
 
     name = "claude-code"
@@ -124,10 +114,10 @@ class ClaudeCodeParser(ClockedParser):
         kind = record.get("type")
         if kind == "summary":
             summary = record.get("summary")
-            return [Meta(title=summary)] if isinstance(summary, str) else []
+            return [records.Meta(title=summary)] if isinstance(summary, str) else []
         if kind == "custom-title":
             title = record.get("customTitle")
-            return [Meta(chosen_title=title)] if isinstance(title, str) and title else []
+            return [records.Meta(chosen_title=title)] if isinstance(title, str) and title else []
         if kind == "system":
             return self._system(record)
         if kind not in ("user", "assistant"):
@@ -141,7 +131,7 @@ class ClaudeCodeParser(ClockedParser):
         meta = (record.get("cwd"), record.get("sessionId"))
         if meta != self._meta:  # the same on nearly every line: given once per change
             self._meta = meta
-            items.append(Meta(cwd=meta[0], source_id=meta[1]))
+            items.append(records.Meta(cwd=meta[0], source_id=meta[1]))
         content = message.get("content")
         if kind == "user":
             own = bool(record.get("isMeta") or record.get("isCompactSummary"))
@@ -157,14 +147,20 @@ class ClaudeCodeParser(ClockedParser):
             return []
         at = self._clock.at(record.get("timestamp"))
         sidechain = bool(record.get("isSidechain"))
-        return [Turn("system", at, [Text(content)], sidechain=sidechain, context=True)]
+        return [
+            records.Turn("system", at, [records.Text(content)], sidechain=sidechain, context=True)
+        ]
 
     def _user(
         self, content: object, at: int, sidechain: bool, own: bool
     ) -> list[records.ParsedItem]:
         if isinstance(content, str):
-            context = own or is_injected(content)
-            return [Turn("user", at, [Text(content)], sidechain=sidechain, context=context)]
+            context = own or records.is_injected(content)
+            return [
+                records.Turn(
+                    "user", at, [records.Text(content)], sidechain=sidechain, context=context
+                )
+            ]
         if not isinstance(content, list):
             raise ValueError("user message content must be text or a list of blocks")
         items: list[records.ParsedItem] = []
@@ -174,20 +170,20 @@ class ClaudeCodeParser(ClockedParser):
                 continue
             if block.get("type") == "tool_result":
                 items.append(
-                    ToolResult(
+                    records.ToolResult(
                         call_id=str(block.get("tool_use_id") or ""),
-                        output=as_text(block.get("content")),
+                        output=records.as_text(block.get("content")),
                         created_at=at,
                         is_error=bool(block.get("is_error")),
                         sidechain=sidechain,
                     )
                 )
             else:
-                text = as_text([block])
+                text = records.as_text([block])
                 if text:
-                    texts.append(Text(text))
+                    texts.append(records.Text(text))
         if texts:
-            items.insert(0, Turn("user", at, texts, sidechain=sidechain, context=own))
+            items.insert(0, records.Turn("user", at, texts, sidechain=sidechain, context=own))
         return items
 
     def _assistant(
@@ -203,16 +199,18 @@ class ClaudeCodeParser(ClockedParser):
                 continue
             kind = block.get("type")
             if kind == "text" and isinstance(block.get("text"), str):
-                parts.append(Text(block["text"]))
+                parts.append(records.Text(block["text"]))
             elif kind == "thinking" and isinstance(block.get("thinking"), str):
-                parts.append(Text(block["thinking"], reasoning=True))
+                parts.append(records.Text(block["thinking"], reasoning=True))
             elif kind in _CALLS:
-                parts.append(tool_call(block.get("id"), block.get("name"), block.get("input")))
+                parts.append(
+                    records.tool_call(block.get("id"), block.get("name"), block.get("input"))
+                )
             elif isinstance(kind, str) and kind.endswith("_tool_result"):
                 results.append(_server_result(block, at, sidechain))
         model = message.get("model")
         stop = message.get("stop_reason")
-        turn = Turn(
+        turn = records.Turn(
             "assistant",
             at,
             parts,
@@ -224,13 +222,13 @@ class ClaudeCodeParser(ClockedParser):
         return [turn, *results]
 
 
-def _server_result(block: dict[str, Any], at: int, sidechain: bool) -> ToolResult:
+def _server_result(block: dict[str, Any], at: int, sidechain: bool) -> records.ToolResult:
     """The result of a server tool (web search, web fetch, code execution, MCP), which
     the API gives inside the assistant message that called it."""
     content = block.get("content")
     failed = isinstance(content, dict) and str(content.get("type", "")).endswith("_error")
     output = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
-    return ToolResult(
+    return records.ToolResult(
         call_id=str(block.get("tool_use_id") or ""),
         output=output,
         created_at=at,

@@ -35,6 +35,8 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from mnesis.store.shared.sql import MESSAGE_COLUMNS
+
 __all__ = [
     "CHAIN_DELETE",
     "HEAD_SELECT",
@@ -63,21 +65,14 @@ LINK_INSERT = (
     "VALUES (?, ?, ?, ?, ?, ?)"
 )
 
-# The fields a link covers are spelled out here, not taken from the store's column lists
-# (store/shared/sql.py): a link's hash must not change when the schema grows.
-MESSAGE_FIELDS = (
-    "id",
-    "session_id",
-    "role",
-    "created_at",
-    "agent",
-    "model_id",
-    "provider_id",
-    "is_summary",
-    "parent_id",
-    "seq",
-)
-"""The ``messages`` columns a ``message`` link covers, in digest order."""
+# What a link covers must never change (a stored chain would stop verifying): the
+# column lists below and the digests of fixed rows are pinned by
+# tests/store/test_chain_format.py, so a change to the store's column lists that would
+# move them fails there.
+MESSAGE_FIELDS = (*MESSAGE_COLUMNS[:9], "seq")
+"""The ``messages`` columns a ``message`` link covers, in digest order: those the store
+never changes (id to parent_id, the first nine of ``MESSAGE_COLUMNS``, as
+:func:`message_link` takes them from a row) and ``seq``."""
 
 PART_FIELDS = (
     "id",

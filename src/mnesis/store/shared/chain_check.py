@@ -25,46 +25,13 @@ from mnesis.store.shared.chain import (
     genesis,
     link_hash,
 )
+from mnesis.store.shared.sql import SUMMARY_COLUMNS
 
 __all__ = ["ChainRows", "chain_reads", "check_chain", "session_links"]
 
-_MESSAGE_TEXT = ("id", "session_id", "role", "agent", "model_id", "provider_id", "parent_id")
-_PART_TEXT = (
-    "id",
-    "message_id",
-    "session_id",
-    "part_type",
-    "tool_name",
-    "tool_call_id",
-    "content",
-    "text_content",
-    "tool_state",
-)
-# Spelled out, not sql.SUMMARY_COLUMNS: a summary link's hash must not follow the schema.
-_SUMMARY_FIELDS = (
-    "id",
-    "session_id",
-    "kind",
-    "depth",
-    "level",
-    "content",
-    "token_count",
-    "file_ids",
-    "message_id",
-    "span_start_message_id",
-    "span_end_message_id",
-    "source_message_count",
-    "created_at",
-)
-_SUMMARY_TEXT = (
-    "id",
-    "session_id",
-    "kind",
-    "content",
-    "file_ids",
-    "message_id",
-    "span_start_message_id",
-    "span_end_message_id",
+# The columns a link covers that hold numbers; every other one is text, read as stored.
+_NUMBERS = frozenset(
+    "created_at seq is_summary ordinal depth level token_count source_message_count".split()
 )
 
 ChainRows = tuple[
@@ -84,16 +51,18 @@ def chain_reads(raw: Callable[[str], str]) -> list[str]:
     is how the backend reads a text column as stored (SQLite: its bytes, so text that
     is no longer UTF-8 is hashed, not a decode error)."""
 
-    def cols(fields: Sequence[str], text: Sequence[str]) -> str:
-        return ", ".join(raw(f) if f in text else f for f in fields)
+    def cols(fields: Sequence[str]) -> str:
+        return ", ".join(f if f in _NUMBERS else raw(f) for f in fields)
 
+    # A summary link covers every column ``SUMMARY_INSERT`` writes but search_text, in
+    # its order: SUMMARY_COLUMNS (pinned with the others by tests/store/test_chain_format.py).
     by_summary = "summary_id IN (SELECT id FROM summaries WHERE session_id = ?)"
     return [
         f"SELECT link, {raw('kind')}, {raw('row_id')}, hash, migrated FROM history_chain "
         "WHERE session_id = ? ORDER BY link",
-        f"SELECT {cols(MESSAGE_FIELDS, _MESSAGE_TEXT)} FROM messages WHERE session_id = ?",
-        f"SELECT {cols(PART_FIELDS, _PART_TEXT)} FROM message_parts WHERE session_id = ?",
-        f"SELECT {cols(_SUMMARY_FIELDS, _SUMMARY_TEXT)} FROM summaries WHERE session_id = ?",
+        f"SELECT {cols(MESSAGE_FIELDS)} FROM messages WHERE session_id = ?",
+        f"SELECT {cols(PART_FIELDS)} FROM message_parts WHERE session_id = ?",
+        f"SELECT {cols(SUMMARY_COLUMNS)} FROM summaries WHERE session_id = ?",
         f"SELECT {raw('summary_id')}, {raw('message_id')}, ordinal FROM summary_messages "
         f"WHERE {by_summary}",
         f"SELECT {raw('summary_id')}, {raw('parent_summary_id')}, ordinal FROM summary_parents "

@@ -24,31 +24,9 @@ from typing import Any, Generic, Literal, Unpack
 from mnesis.models.message import MessageWithParts
 from mnesis.models.parts import MessagePart
 from mnesis.models.tokens import TokenUsage
+from mnesis.store import records
 from mnesis.store.base import StoreBackend
 from mnesis.store.lease import LeaseRow
-from mnesis.store.records import (
-    AppendedMessage,
-    ChainReport,
-    CompactionCommit,
-    ContextItem,
-    ContextItemsQuery,
-    EngineCheck,
-    FileReference,
-    ImportSource,
-    IntegritySnapshot,
-    MessageChange,
-    MessagesQuery,
-    NewMessage,
-    PartsAppend,
-    PartStatusChange,
-    PurgeReport,
-    SearchHit,
-    SessionRecord,
-    SummaryRecord,
-    TextScan,
-    TextSearch,
-    UsageCheck,
-)
 from mnesis.store.session_stats import BaseStats, SessionStats
 from mnesis.store.shared.batch import BaseBatch
 from mnesis.store.shared.grep_reads import BaseGrepReads, ContextPlaces, RecentTurn
@@ -104,13 +82,15 @@ class BackendWrapper(StoreBackend, Generic[Handle]):
             await self.db.close()
 
     # sessions and files ------------------------------------------------------
-    async def create_session(self, record: SessionRecord) -> None:
+    async def create_session(self, record: records.SessionRecord) -> None:
         await self.sessions.create_session(record)
 
-    async def get_session(self, session_id: str) -> SessionRecord:
+    async def get_session(self, session_id: str) -> records.SessionRecord:
         return await self.sessions.get_session(session_id)
 
-    async def list_sessions(self, *, limit: int = 100, offset: int = 0) -> list[SessionRecord]:
+    async def list_sessions(
+        self, *, limit: int = 100, offset: int = 0
+    ) -> list[records.SessionRecord]:
         return await self.sessions.list_sessions(limit=limit, offset=offset)
 
     async def set_session_status(
@@ -121,28 +101,34 @@ class BackendWrapper(StoreBackend, Generic[Handle]):
     async def set_session_config(self, session_id: str, config: dict[str, Any]) -> None:
         await self.sessions.set_session_config(session_id, config)
 
-    async def store_file_reference(self, ref: FileReference) -> FileReference:
+    async def store_file_reference(self, ref: records.FileReference) -> records.FileReference:
         return await self.sessions.store_file_reference(ref)
 
-    async def get_file_reference(self, content_or_file_id: str) -> FileReference | None:
+    async def get_file_reference(self, content_or_file_id: str) -> records.FileReference | None:
         return await self.sessions.get_file_reference(content_or_file_id)
 
-    async def get_file_reference_by_path(self, path: str) -> FileReference | None:
+    async def get_file_reference_by_path(self, path: str) -> records.FileReference | None:
         return await self.sessions.get_file_reference_by_path(path)
 
     # messages --------------------------------------------------------------
-    async def append_messages(self, batch: Sequence[NewMessage]) -> list[AppendedMessage]:
+    async def append_messages(
+        self, batch: Sequence[records.NewMessage]
+    ) -> list[records.AppendedMessage]:
         return await self.messages.append_messages(batch)
 
     async def append_parts(
-        self, message_id: str, parts: Sequence[MessagePart], **options: Unpack[PartsAppend]
+        self, message_id: str, parts: Sequence[MessagePart], **options: Unpack[records.PartsAppend]
     ) -> list[str]:
         return await self.messages.append_parts(message_id, parts, **options)
 
-    async def update_message_tokens(self, message_id: str, **change: Unpack[MessageChange]) -> None:
+    async def update_message_tokens(
+        self, message_id: str, **change: Unpack[records.MessageChange]
+    ) -> None:
         await self.messages.update_message_tokens(message_id, **change)
 
-    async def update_part_status(self, part_id: str, **change: Unpack[PartStatusChange]) -> None:
+    async def update_part_status(
+        self, part_id: str, **change: Unpack[records.PartStatusChange]
+    ) -> None:
         await self.messages.update_part_status(part_id, **change)
 
     async def tombstone_parts(
@@ -156,7 +142,7 @@ class BackendWrapper(StoreBackend, Generic[Handle]):
         return await self.messages.get_message(message_id)
 
     async def get_messages(
-        self, session_id: str, **query: Unpack[MessagesQuery]
+        self, session_id: str, **query: Unpack[records.MessagesQuery]
     ) -> list[MessageWithParts]:
         return await self.messages.get_messages(session_id, **query)
 
@@ -180,13 +166,13 @@ class BackendWrapper(StoreBackend, Generic[Handle]):
         return await self.stats.used_bytes()
 
     # search and grep's reads -------------------------------------------------
-    async def search_text(self, **search: Unpack[TextSearch]) -> list[SearchHit]:
+    async def search_text(self, **search: Unpack[records.TextSearch]) -> list[records.SearchHit]:
         return await self.search.search_text(**search)
 
-    async def scan_text(self, **scan: Unpack[TextScan]) -> list[SearchHit]:
+    async def scan_text(self, **scan: Unpack[records.TextScan]) -> list[records.SearchHit]:
         return await self.search.scan_text(**scan)
 
-    async def replies_to(self, message_ids: Sequence[str]) -> dict[str, SearchHit]:
+    async def replies_to(self, message_ids: Sequence[str]) -> dict[str, records.SearchHit]:
         return await self.search.replies_to(message_ids)
 
     async def context_places(
@@ -201,16 +187,18 @@ class BackendWrapper(StoreBackend, Generic[Handle]):
     async def list_session_ids(self) -> list[str]:
         return await self.integrity.list_session_ids()
 
-    async def integrity_snapshot(self, session_id: str) -> IntegritySnapshot:
+    async def integrity_snapshot(self, session_id: str) -> records.IntegritySnapshot:
         return await self.integrity.integrity_snapshot(session_id)
 
-    async def verify_chain(self, session_id: str, expect: bytes | None = None) -> ChainReport:
+    async def verify_chain(
+        self, session_id: str, expect: bytes | None = None
+    ) -> records.ChainReport:
         return await self.integrity.verify_chain(session_id, expect)
 
-    async def engine_check(self, *, full: bool = False) -> EngineCheck:
+    async def engine_check(self, *, full: bool = False) -> records.EngineCheck:
         return await self.integrity.engine_check(full=full)
 
-    async def check_usage(self, session_id: str) -> UsageCheck | None:
+    async def check_usage(self, session_id: str) -> records.UsageCheck | None:
         return await self.integrity.check_usage(session_id)
 
     async def forget_usage(self, session_id: str) -> None:
@@ -228,32 +216,34 @@ class BackendWrapper(StoreBackend, Generic[Handle]):
         await self.integrity.backup_to(path)
 
     # purge and import progress ---------------------------------------------
-    async def purge_session(self, session_id: str) -> PurgeReport:
+    async def purge_session(self, session_id: str) -> records.PurgeReport:
         return await self.purge.purge_session(session_id)
 
-    async def get_import_source(self, source_key: str) -> ImportSource | None:
+    async def get_import_source(self, source_key: str) -> records.ImportSource | None:
         return await self.purge.get_import_source(source_key)
 
-    async def put_import_source(self, source: ImportSource) -> None:
+    async def put_import_source(self, source: records.ImportSource) -> None:
         await self.purge.put_import_source(source)
 
     # batches ---------------------------------------------------------------
-    async def append_batch(self, batch: Sequence[NewMessage]) -> list[AppendedMessage]:
+    async def append_batch(
+        self, batch: Sequence[records.NewMessage]
+    ) -> list[records.AppendedMessage]:
         return await self.batch.append_batch(batch)
 
     # context, summaries, lineage, the compaction lease ----------------------
     async def get_context_items(
-        self, session_id: str, **query: Unpack[ContextItemsQuery]
-    ) -> list[ContextItem]:
+        self, session_id: str, **query: Unpack[records.ContextItemsQuery]
+    ) -> list[records.ContextItem]:
         return await self.summaries.get_context_items(session_id, **query)
 
     async def context_token_total(self, session_id: str) -> int:
         return await self.summaries.context_token_total(session_id)
 
-    async def commit_compaction(self, commit: CompactionCommit) -> AppendedMessage:
+    async def commit_compaction(self, commit: records.CompactionCommit) -> records.AppendedMessage:
         return await self.summaries.commit_compaction(commit)
 
-    async def get_summaries(self, summary_ids: Sequence[str]) -> list[SummaryRecord]:
+    async def get_summaries(self, summary_ids: Sequence[str]) -> list[records.SummaryRecord]:
         return await self.summaries.get_summaries(summary_ids)
 
     async def get_summary_source_ids(self, summary_id: str) -> list[str]:

@@ -8,14 +8,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from mnesis.store.records import (
-    ChainReport,
-    EngineCheck,
-    ImportSource,
-    IntegritySnapshot,
-    PurgeReport,
-    UsageCheck,
-)
+from mnesis.store import records
 
 __all__ = ["MaintenanceBackend"]
 
@@ -30,15 +23,17 @@ class MaintenanceBackend(ABC):
         """Every session ID, oldest first."""
 
     @abstractmethod
-    async def integrity_snapshot(self, session_id: str) -> IntegritySnapshot:
+    async def integrity_snapshot(self, session_id: str) -> records.IntegritySnapshot:
         """The rows the integrity checker needs for one session."""
 
-    async def verify_chain(self, session_id: str, expect: bytes | None = None) -> ChainReport:
+    async def verify_chain(
+        self, session_id: str, expect: bytes | None = None
+    ) -> records.ChainReport:
         """The session's hash chain, checked link by link (see ``docs/integrity.md``);
         ``expect``: a head recorded earlier, looked for among the links."""
         raise NotImplementedError(f"{type(self).__name__} keeps no hash chain")
 
-    async def check_usage(self, session_id: str) -> UsageCheck | None:
+    async def check_usage(self, session_id: str) -> records.UsageCheck | None:
         """The session's kept usage sums beside a fresh sum of its messages up to the
         same message (None: this backend keeps none for it)."""
         return None
@@ -47,13 +42,13 @@ class MaintenanceBackend(ABC):
         """Repair: drop the session's kept usage sums (a backend keeping none: nothing)."""
         return None
 
-    async def engine_check(self, *, full: bool = False) -> EngineCheck:
+    async def engine_check(self, *, full: bool = False) -> records.EngineCheck:
         """What the database engine's own consistency check ran and found.
 
         ``full`` asks for the thorough variant. The default runs nothing and says so: a
         backend without such a check inherits it.
         """
-        return EngineCheck(unavailable=["this backend offers no engine check"])
+        return records.EngineCheck(unavailable=["this backend offers no engine check"])
 
     @abstractmethod
     async def replace_context_items(
@@ -72,18 +67,18 @@ class MaintenanceBackend(ABC):
 
     # maintenance ------------------------------------------------------------
     @abstractmethod
-    async def purge_session(self, session_id: str) -> PurgeReport:
+    async def purge_session(self, session_id: str) -> records.PurgeReport:
         """Remove a session, its sub-agent sessions and every row of theirs, in one
         transaction: the one explicit exception to append-only history (a privacy
         request). The append-only guard is lifted only inside that transaction and
         only for those sessions; raises :class:`~mnesis.errors.SessionNotFoundError`."""
 
     @abstractmethod
-    async def get_import_source(self, source_key: str) -> ImportSource | None:
+    async def get_import_source(self, source_key: str) -> records.ImportSource | None:
         """The import progress of a transcript file, if it was imported before."""
 
     @abstractmethod
-    async def put_import_source(self, source: ImportSource) -> None:
+    async def put_import_source(self, source: records.ImportSource) -> None:
         """Insert or replace the import progress of a transcript file."""
 
     @abstractmethod

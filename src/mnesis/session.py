@@ -23,7 +23,13 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal, Unpack
 
-from mnesis._session.lifecycle import WriteTracker, close_session, open_new, open_stored
+from mnesis._session.lifecycle import (
+    Opening,
+    WriteTracker,
+    close_session,
+    open_new,
+    open_stored,
+)
 from mnesis._session.open_options import SessionOpenOptions
 from mnesis._session.opening import StoredSession
 from mnesis._session.tools import ToolLoop, lcm_tool_definitions
@@ -126,17 +132,9 @@ class MnesisSession(SessionView):
         Raises ``ValueError`` if both ``db_path`` and a non-default ``config.store.db_path``
         are given.
         """
+        opening = Opening(config, db_path, pool, llm, context_limit, max_output_tokens)
         stored, client = await open_new(
-            model=model,
-            agent=agent,
-            parent_id=parent_id,
-            config=config,
-            system_prompt=system_prompt,
-            db_path=db_path,
-            pool=pool,
-            llm=llm,
-            context_limit=context_limit,
-            max_output_tokens=max_output_tokens,
+            opening, model=model, agent=agent, parent_id=parent_id, system_prompt=system_prompt
         )
         session = cls(stored, client, event_bus)
         session._writes.wrote = True
@@ -177,10 +175,8 @@ class MnesisSession(SessionView):
     ) -> MnesisSession:
         """Reopen a stored session (``llm`` and the window as for :meth:`create`; a window
         given here applies to this run); raises :class:`~mnesis.errors.SessionNotFoundError`."""
-        stored = await open_stored(
-            session_id, config, db_path, pool, llm, context_limit, max_output_tokens
-        )
-        return cls(*stored, event_bus)
+        opening = Opening(config, db_path, pool, llm, context_limit, max_output_tokens)
+        return cls(*await open_stored(session_id, opening), event_bus)
 
     async def spawn_child(self, *, agent: str, system_prompt: str) -> MnesisSession:
         """A new session whose ``parent_id`` is this one, on the same store and model."""

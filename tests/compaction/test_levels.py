@@ -8,7 +8,9 @@ returns a candidate within its target. Every candidate carries the bounded
 
 from __future__ import annotations
 
+import inspect
 import re
+import typing
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any
@@ -18,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mnesis import MessageWithParts, TextPart, TokenEstimator, ToolPart, ToolStatus
+from mnesis.compaction import levels
 from mnesis.compaction.file_ids import FILE_ID_RE
 from mnesis.compaction.levels import (
     CONDENSE_LEVEL3_MAX_TOKENS,
@@ -470,3 +473,56 @@ class TestFileIdsFooter:
         assert 1 <= len(shown) <= 40
         match = re.search(r"\(\+(\d+) earlier IDs", footer)
         assert match is not None and int(match.group(1)) == len(ids) - len(shown)
+
+
+# The seed / 0.4.0 names of the model levels: one implementation each pair, bound to a level.
+PUBLIC_PAIRS = pytest.mark.parametrize(
+    ("one", "two", "keywords"),
+    [
+        (levels.level1_summarise, levels.level2_summarise, ["target_tokens", "footer_cap"]),
+        (levels.condense_level1, levels.condense_level2, ["target_tokens", "footer_cap", "prompt"]),
+    ],
+    ids=["summarise", "condense"],
+)
+
+
+@PUBLIC_PAIRS
+def test_each_public_level_is_a_coroutine_function_of_its_own_name_and_docstring(
+    one: ModelLevel, two: ModelLevel, keywords: list[str]
+) -> None:
+    for func in (one, two):
+        assert inspect.iscoroutinefunction(func) and inspect.isfunction(func)
+        assert func.__module__ == "mnesis.compaction.levels"
+        assert func.__name__ == func.__qualname__ and func.__name__ in levels.__all__
+        assert getattr(levels, func.__name__) is func
+        assert func.__doc__ and func.__doc__.split()[0] in {"Level", "Merge"}
+    assert one.__doc__ != two.__doc__
+
+
+@PUBLIC_PAIRS
+def test_a_public_level_pair_shares_one_signature_without_the_level(
+    one: ModelLevel, two: ModelLevel, keywords: list[str]
+) -> None:
+    signature = inspect.signature(one)
+    assert signature == inspect.signature(two)
+    assert "level" not in signature.parameters
+    assert signature.return_annotation in {"SummaryCandidate | None", "CondensedCandidate | None"}
+    assert [p.name for p in signature.parameters.values() if p.kind is p.KEYWORD_ONLY] == keywords
+    hints = typing.get_type_hints(one)
+    assert set(hints) == {*signature.parameters, "return"}
+    assert hints["model_context_limit"] is int and hints["llm_call"] == levels.LLMCall
+
+
+async def test_the_public_condense_levels_run_at_their_own_level() -> None:
+    children = leaf_summaries(3)
+    assert all(len(c.content) > 800 for c in children)
+    bodies: dict[int, list[str]] = {}
+    for level, condense in ((1, levels.condense_level1), (2, levels.condense_level2)):
+        llm = Scripted("GOAL: ship")
+        candidate = await condense(children, "fake/model", BUDGET, ESTIMATOR, llm)
+        assert candidate is not None and candidate.parent_node_ids == [c.id for c in children]
+        assert candidate.compaction_level == level
+        transcript = llm.requests[0][1][1]["content"]
+        bodies[level] = [b.split("\n", 1)[1] for b in transcript.split("\n\n[summary ")[1:]]
+    assert any(len(body) > 800 + len(" …") for body in bodies[1])
+    assert all(len(body) <= 800 + len(" …") for body in bodies[2])

@@ -128,6 +128,16 @@ async def test_a_bad_window_is_refused_before_anything_is_written(
     assert not (tmp_path / "w.db").exists()
 
 
+@pytest.mark.parametrize("bad", [-5, "4k"])
+async def test_a_bad_window_is_refused_before_a_stored_session_is_opened(
+    tmp_path: Path, bad: object
+) -> None:
+    db = str(tmp_path / "w.db")
+    with pytest.raises(MnesisConfigError, match="max_output_tokens"):
+        await MnesisSession.load("sess_" + "0" * 26, db_path=db, max_output_tokens=bad)  # type: ignore[arg-type]
+    assert not (tmp_path / "w.db").exists()
+
+
 def test_an_unknown_model_warns_once_and_says_how_to_set_its_window(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+import typing
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -34,6 +35,7 @@ from mnesis import (
     TurnComplete,
     TurnResult,
 )
+from mnesis._session.open_options import SessionOpenOptions
 from mnesis.errors import (
     InvalidArgumentError,
     LLMError,
@@ -127,6 +129,27 @@ class TestLifecycle:
             assert again.id == first.id
             assert [m.text for m in await again.messages()] == ["question", "answer"]
         assert again.closed
+
+    def test_open_takes_the_keywords_of_create_and_load_typed_as_there(self) -> None:
+        create = typing.get_type_hints(MnesisSession.create)
+        load = typing.get_type_hints(MnesisSession.load)
+        assert all(create[name] == load[name] for name in create.keys() & load.keys())
+        parameters = {**create, **load}
+        del parameters["return"]
+        assert typing.get_type_hints(SessionOpenOptions) == parameters
+
+    async def test_open_passes_the_window_on(
+        self, db_path: str, pool: StorePool, fake_llm: FakeLLM
+    ) -> None:
+        async with MnesisSession.open(
+            model="local/x", db_path=db_path, pool=pool, llm=fake_llm, context_limit=32_000
+        ) as session:
+            assert session.model_info.context_limit == 32_000
+        async with MnesisSession.open(
+            session_id=session.id, db_path=db_path, pool=pool, max_output_tokens=1_000
+        ) as again:
+            assert again.model_info.context_limit == 32_000
+            assert again.model_info.max_output_tokens == 1_000
 
     async def test_session_used_as_async_context_manager_closes_on_exit(
         self, db_path: str, pool: StorePool, fake_llm: FakeLLM

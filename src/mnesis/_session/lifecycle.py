@@ -4,6 +4,7 @@ client, noting whether the session object wrote, and closing."""
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 from typing import Any
 
 from mnesis._session.opening import StoredSession, create_stored, load_stored
@@ -16,53 +17,53 @@ from mnesis.llm import ClientLike, LLMClient, resolve_client
 from mnesis.store.immutable import ImmutableStore
 from mnesis.store.pool import StorePool
 
-__all__ = ["WriteTracker", "close_session", "open_new", "open_stored"]
+__all__ = ["Opening", "WriteTracker", "close_session", "open_new", "open_stored"]
+
+
+@dataclass(frozen=True, slots=True)
+class Opening:
+    """What :meth:`MnesisSession.create <mnesis.session.MnesisSession.create>` and ``load``
+    share: where the session is stored, its model client, and the model's window for this
+    run (``None``: the default, or the stored one)."""
+
+    config: MnesisConfig | None
+    db_path: str | None
+    pool: StorePool | None
+    llm: ClientLike | None
+    context_limit: int | None = None
+    max_output_tokens: int | None = None
+
+    def windowed(self, config: MnesisConfig) -> MnesisConfig:
+        """``config`` with the given window (``MnesisConfigError`` for a bad value)."""
+        return config.with_window(self.context_limit, self.max_output_tokens)
 
 
 async def open_new(
-    *,
-    model: str,
-    agent: str,
-    parent_id: str | None,
-    config: MnesisConfig | None,
-    system_prompt: str,
-    db_path: str | None,
-    pool: StorePool | None,
-    llm: ClientLike | None,
-    context_limit: int | None = None,
-    max_output_tokens: int | None = None,
+    opening: Opening, *, model: str, agent: str, parent_id: str | None, system_prompt: str
 ) -> tuple[StoredSession, LLMClient]:
     """Check the arguments, resolve the model client and insert the new session row."""
     check_new_session(model, agent, system_prompt, parent_id)
-    cfg = resolve_config(config, db_path).with_window(context_limit, max_output_tokens)
-    client = resolve_client(model, llm)
+    cfg = opening.windowed(resolve_config(opening.config, opening.db_path))
+    client = resolve_client(model, opening.llm)
     stored = await create_stored(
         model=model,
         agent=agent,
         parent_id=parent_id,
         config=cfg,
         system_prompt=system_prompt,
-        db_path=db_path,
-        pool=pool,
+        db_path=opening.db_path,
+        pool=opening.pool,
     )
     return stored, client
 
 
-async def open_stored(
-    session_id: str,
-    config: MnesisConfig | None,
-    db_path: str | None,
-    pool: StorePool | None,
-    llm: ClientLike | None,
-    context_limit: int | None = None,
-    max_output_tokens: int | None = None,
-) -> tuple[StoredSession, LLMClient]:
+async def open_stored(session_id: str, opening: Opening) -> tuple[StoredSession, LLMClient]:
     """Read a stored session back and resolve the client of its model; a given window
-    (``context_limit`` / ``max_output_tokens``) replaces the stored one for this run."""
-    MnesisConfig().with_window(context_limit, max_output_tokens)  # bad values: raise first
-    stored = await load_stored(session_id, config, db_path, pool)
-    stored.config = stored.config.with_window(context_limit, max_output_tokens)
-    return stored, resolve_client(stored.record.model, llm)
+    replaces the stored one for this run."""
+    opening.windowed(MnesisConfig())  # bad values: raise before the store is opened
+    stored = await load_stored(session_id, opening.config, opening.db_path, opening.pool)
+    stored.config = opening.windowed(stored.config)
+    return stored, resolve_client(stored.record.model, opening.llm)
 
 
 class WriteTracker:

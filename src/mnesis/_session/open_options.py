@@ -1,6 +1,7 @@
 """The keywords of :meth:`MnesisSession.open <mnesis.session.MnesisSession.open>`: those of
 ``create``, or ``session_id`` (with ``config``, ``db_path``, ``pool``, ``llm``,
-``event_bus``) to ``load`` a stored session instead."""
+``event_bus``, ``context_limit``, ``max_output_tokens``) to ``load`` a stored session
+instead."""
 
 from __future__ import annotations
 
@@ -28,3 +29,5 @@ class SessionOpenOptions(TypedDict, total=False):
     pool: StorePool | None
     llm: ClientLike | None
     event_bus: EventBus | None
+    context_limit: int | None
+    max_output_tokens: int | None

@@ -10,7 +10,9 @@ function, :func:`condense_with_model`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import inspect
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from mnesis.compaction.candidates import (
     MIN_MESSAGES_TO_SUMMARISE,
@@ -30,6 +32,9 @@ from mnesis.context.builder import ContextBudget
 from mnesis.models.message import MessageWithParts
 from mnesis.store.base import SummaryRecord
 from mnesis.tokens.estimator import TokenEstimator
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 CONDENSED_TARGET_TOKENS = 900
 """The default target of a condensed summary (``CompactionConfig.condensed_target_tokens``)."""
@@ -55,7 +60,28 @@ __all__ = [
 ]
 
 
-async def level1_summarise(
+def _one_level(
+    levels: Callable[Concatenate[int, _P], Awaitable[_R]], level: int, name: str, doc: str
+) -> Callable[_P, Coroutine[Any, Any, _R]]:
+    """``levels`` at one level: a coroutine function named ``name`` with the docstring
+    ``doc`` and the parameters of ``levels`` after the level (as ``inspect`` shows them)."""
+
+    async def at_level(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        return await levels(level, *args, **kwargs)
+
+    signature = inspect.signature(levels)
+    at_level.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=list(signature.parameters.values())[1:]
+    )
+    at_level.__annotations__ = {k: v for k, v in levels.__annotations__.items() if k != "level"}
+    at_level.__name__ = at_level.__qualname__ = name
+    at_level.__doc__ = doc
+    return at_level
+
+
+async def _summarise(
+    level: int,
+    /,
     messages: list[MessageWithParts],
     model: str,
     budget: ContextBudget,
@@ -69,6 +95,21 @@ async def level1_summarise(
     target_tokens: int = 600,
     footer_cap: int = 40,
 ) -> SummaryCandidate | None:
+    """Summarise ``messages`` with the model at ``level`` (1 or 2), or None to escalate:
+    the implementation of :func:`level1_summarise` and :func:`level2_summarise`."""
+    rung = model_level(
+        level, model, llm_call, input_window=model_context_limit, leaf_prompt=compaction_prompt
+    )
+    counter = compaction_estimator or estimator
+    return await rung.summarise(
+        messages, SummaryTarget(target_tokens, footer_cap, counter, budget.usable)
+    )
+
+
+level1_summarise = _one_level(
+    _summarise,
+    1,
+    "level1_summarise",
     """Level 1: structured summary (eight sections) by the model, or None to escalate.
 
     Input is capped at 75 % of ``model_context_limit``; file IDs of the
@@ -76,39 +117,16 @@ async def level1_summarise(
     ``compaction_estimator`` (0.4.0's) counts in the compaction model's encoding when
     given; ``model_max_output_tokens`` is accepted for 0.4.0's code (the target bounds
     the reply).
-    """
-    rung = model_level(
-        1, model, llm_call, input_window=model_context_limit, leaf_prompt=compaction_prompt
-    )
-    counter = compaction_estimator or estimator
-    return await rung.summarise(
-        messages, SummaryTarget(target_tokens, footer_cap, counter, budget.usable)
-    )
+    """,
+)
 
-
-async def level2_summarise(
-    messages: list[MessageWithParts],
-    model: str,
-    budget: ContextBudget,
-    estimator: TokenEstimator,
-    llm_call: LLMCall,
-    compaction_prompt: str | None = None,
-    model_context_limit: int = DEFAULT_INPUT_WINDOW,
-    model_max_output_tokens: int = 0,
-    compaction_estimator: TokenEstimator | None = None,
-    *,
-    target_tokens: int = 600,
-    footer_cap: int = 40,
-) -> SummaryCandidate | None:
+level2_summarise = _one_level(
+    _summarise,
+    2,
+    "level2_summarise",
     """Level 2: five-field terse summary, messages cut to 500 chars, or None to escalate
-    (the parameters as :func:`level1_summarise`)."""
-    rung = model_level(
-        2, model, llm_call, input_window=model_context_limit, leaf_prompt=compaction_prompt
-    )
-    counter = compaction_estimator or estimator
-    return await rung.summarise(
-        messages, SummaryTarget(target_tokens, footer_cap, counter, budget.usable)
-    )
+    (the parameters as :func:`level1_summarise`).""",
+)
 
 
 def extractive_candidate(
@@ -176,7 +194,9 @@ async def condense_with_model(
     return candidate
 
 
-async def condense_level1(
+async def _condense(
+    level: int,
+    /,
     nodes: Sequence[SummaryRecord],
     model: str,
     budget: ContextBudget,
@@ -190,49 +210,37 @@ async def condense_level1(
     footer_cap: int = 40,
     prompt: str | None = None,
 ) -> CondensedCandidate | None:
+    """:func:`condense_with_model` with 0.4.0's parameters: the implementation of
+    :func:`condense_level1` and :func:`condense_level2`."""
+    return await condense_with_model(
+        level,
+        nodes,
+        model,
+        compaction_estimator or estimator,
+        llm_call,
+        target_tokens=target_tokens,
+        footer_cap=footer_cap,
+        prompt=prompt,
+        input_window=model_context_limit,
+    )
+
+
+condense_level1 = _one_level(
+    _condense,
+    1,
+    "condense_level1",
     """Merge summaries with the structured prompt, or None to escalate (0.4.0's
     parameters; ``budget`` and ``model_max_output_tokens`` are accepted for its code, the
-    target bounds the reply)."""
-    return await condense_with_model(
-        1,
-        nodes,
-        model,
-        compaction_estimator or estimator,
-        llm_call,
-        target_tokens=target_tokens,
-        footer_cap=footer_cap,
-        prompt=prompt,
-        input_window=model_context_limit,
-    )
+    target bounds the reply).""",
+)
 
-
-async def condense_level2(
-    nodes: Sequence[SummaryRecord],
-    model: str,
-    budget: ContextBudget,
-    estimator: TokenEstimator,
-    llm_call: LLMCall,
-    model_max_output_tokens: int = 0,
-    model_context_limit: int = DEFAULT_INPUT_WINDOW,
-    compaction_estimator: TokenEstimator | None = None,
-    *,
-    target_tokens: int = CONDENSED_TARGET_TOKENS,
-    footer_cap: int = 40,
-    prompt: str | None = None,
-) -> CondensedCandidate | None:
+condense_level2 = _one_level(
+    _condense,
+    2,
+    "condense_level2",
     """Merge summaries tersely (each cut to 800 chars), or None to escalate (the
-    parameters as :func:`condense_level1`)."""
-    return await condense_with_model(
-        2,
-        nodes,
-        model,
-        compaction_estimator or estimator,
-        llm_call,
-        target_tokens=target_tokens,
-        footer_cap=footer_cap,
-        prompt=prompt,
-        input_window=model_context_limit,
-    )
+    parameters as :func:`condense_level1`).""",
+)
 
 
 def condense_level3_deterministic(

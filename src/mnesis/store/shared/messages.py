@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
 from mnesis.errors import MessageNotFoundError, PartNotFoundError
 from mnesis.models.clock import now_ms
 from mnesis.models.message import MessageWithParts
 from mnesis.models.parts import MessagePart, ToolState
 from mnesis.models.tokens import TokenUsage
-from mnesis.store.records import AppendedMessage, NewMessage
+from mnesis.store.records import AppendedMessage, MessageChange, NewMessage
 from mnesis.store.shared.chain import (
     HEAD_SELECT,
     LINK_INSERT,
@@ -158,18 +158,14 @@ class BaseMessages(StorePart[DB]):
     ) -> list[MessageWithParts]:
         return await self._messages(session_id, include_summaries, after_seq, limit)
 
-    async def update_message_tokens(
-        self,
-        message_id: str,
-        *,
-        tokens: TokenUsage | None = None,
-        cost: float | None = None,
-        finish_reason: str | None = None,
-        token_estimate: int | None = None,
-    ) -> None:
-        planned = message_changes(
-            message_id, (tokens, cost, finish_reason, token_estimate), kept=self.db.usage_kept
+    async def update_message_tokens(self, message_id: str, **change: Unpack[MessageChange]) -> None:
+        row_change = (
+            change.get("tokens"),
+            change.get("cost"),
+            change.get("finish_reason"),
+            change.get("token_estimate"),
         )
+        planned = message_changes(message_id, row_change, kept=self.db.usage_kept)
         if not planned:
             return
 

@@ -4,6 +4,7 @@ it predates m015 (a plain sum) or keeps sums older than its newest messages."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -99,9 +100,14 @@ async def test_a_load_while_another_process_writes_reads_its_sums_without_keepin
     other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
     pool = StorePool()
     try:
-        store = await pool.acquire(StoreConfig(db_path=path, connection_timeout=0.2))
-        u = await store.session_token_usage(sid)
+        # A load does not wait for the lock to keep the sums: it answers while the
+        # other connection still holds it (waiting would take the 20 s busy timeout,
+        # which the guard turns into a failure).
+        store = await pool.acquire(StoreConfig(db_path=path, connection_timeout=20))
+        u = await asyncio.wait_for(store.session_token_usage(sid), timeout=10)
         assert (u.input, u.output, u.cache_read, u.cache_write, u.total) == _fresh(path, sid)
+        # The connection's busy timeout is back for the writes that follow.
+        assert await store.backend.db.rows("PRAGMA busy_timeout") == [(20_000,)]
     finally:
         await pool.close_all()
         other.execute("ROLLBACK")

@@ -253,6 +253,17 @@ class SQLiteDatabase:
             self._checkpointer.after_commit(conn)
         return result
 
+    def _run_write_if_free(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        try:
+            conn = self._connection()
+            conn.execute("PRAGMA busy_timeout = 0")
+        except sqlite3.Error as exc:
+            raise translate_sqlite_error(exc, self.path) from exc
+        try:
+            return self._run_write(fn)
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.config.connection_timeout * 1000)}")
+
     def _rollback(self, conn: sqlite3.Connection) -> None:
         try:
             conn.execute("ROLLBACK")
@@ -284,6 +295,11 @@ class SQLiteDatabase:
         cancelled, so a cancelled write is either fully committed or rolled back.
         """
         return await self._submit(lambda: self._run_write(fn))
+
+    async def write_if_free(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """:meth:`write`, without waiting for the write lock: ``StoreBusyError`` at once
+        while another connection holds it (for work that may be left to a later call)."""
+        return await self._submit(lambda: self._run_write_if_free(fn))
 
     async def rows(self, sql: str, args: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """Every row of one read statement."""

@@ -245,7 +245,8 @@ class SQLiteMessages(BaseMessages[SQLiteDatabase]):
         upto, sums = await self.db.read(_read)
         if upto is not None:
             # Keeping the sums is for the next load: on a read-only file, or while
-            # another process holds the write lock, the sums just read are the answer.
+            # another connection holds the write lock (not waited for), the sums just
+            # read are the answer.
             with contextlib.suppress(StoreReadOnlyError, StoreBusyError):
-                upto, sums = await self.db.write(_refresh)
+                upto, sums = await self.db.write_if_free(_refresh)
         return usage_of(sums)

@@ -38,7 +38,8 @@ distractors and updated facts; recall@1/5/10 by the fact's age (third of the
 history), by where it was planted, and for updates (the new value above the old).
 ``--backend postgres`` runs it on PostgreSQL (``--dsn``, ``MNESIS_BENCH_PG_DSN`` or a
 throwaway cluster; see ``benchmarks/recall_pg.py``), with the server's CPU time per
-call beside the client's; with ``--keep DIR`` that cluster lives in ``DIR/pg-cluster``
+call beside the client's (its median in the table, its mean and total below it); with
+``--keep DIR`` that cluster lives in ``DIR/pg-cluster``
 and the next run starts it again, its databases reused (1M: 47 minutes to build at load
 7-11, 3.1 GB). A build prints its wall time,
 the client's and the server's CPU time, the client's peak RSS and the load average.
@@ -749,6 +750,13 @@ async def aged(
         "CPU: the client process (both threads)"
         + ("; server CPU: the PostgreSQL processes (10 ms ticks)" if server is not None else "")
     )
+    for name, spent in server_millis.items():
+        # The mean and the total see a change smaller than a tick, the median does not.
+        print(
+            f"{name}: server CPU mean {statistics.mean(spent):.1f} ms per call, "
+            f"{sum(spent) / 1000:.2f} s in all; client CPU mean "
+            f"{statistics.mean(results[name].cpu_millis):.1f} ms"
+        )
 
 
 async def _stream_aged(

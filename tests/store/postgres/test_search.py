@@ -3,6 +3,8 @@ filters and paging, through the store interface."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import psycopg
 import pytest
 from hypothesis import given
@@ -179,3 +181,42 @@ class TestScan:
             scope="summaries", where=SearchFilter(), before_key=None, limit=5
         )
         assert hit.text == commit_text
+
+
+async def test_grouped_searches_run_without_jit_compilation(
+    pg_store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``relevance`` or ``newest_first`` search runs with JIT off (on the server's
+    default, a common word over a million rows is compiled at length first)."""
+    from mnesis.store.postgres import search
+
+    sid = await new_session(pg_store)
+    await append_text(pg_store, sid, "the port of the api")
+    seen: list[str] = []
+
+    def showing(function: Any) -> Any:
+        async def shown(conn: Any, *args: Any) -> Any:
+            row = await (await conn.execute("SHOW jit")).fetchone()
+            seen.append(row[0])
+            return await function(conn, *args)
+
+        return shown
+
+    for name in ("relevance_keys", "newest_group_keys"):
+        monkeypatch.setattr(search, name, showing(getattr(search, name)))
+    queries = (
+        SearchQuery(any_of=(Term.word("port"), Term.word("api")), relevance=True, group_limit=2),
+        SearchQuery(all_of=(Term.word("port"),), newest_first=True, group_limit=2),
+    )
+    for query in queries:
+        hits = await pg_store.search_text(
+            query=query, scope="messages", where=SearchFilter(), limit=5
+        )
+        assert [h.session_id for h in hits] == [sid]
+    assert seen == ["off", "off"]
+
+    async def setting(conn: Any) -> Any:
+        return await (await conn.execute("SHOW jit")).fetchone()
+
+    # Only the search's transaction: its connection keeps the server's setting.
+    assert await pg_store.db.read(setting) == ("on",)

@@ -254,15 +254,12 @@ class SQLiteDatabase:
         return result
 
     def _run_write_if_free(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        try:
-            conn = self._connection()
-            conn.execute("PRAGMA busy_timeout = 0")
-        except sqlite3.Error as exc:
-            raise translate_sqlite_error(exc, self.path) from exc
+        waits = int(self.config.connection_timeout * 1000)
+        self._run_read(lambda conn: conn.execute("PRAGMA busy_timeout = 0"))
         try:
             return self._run_write(fn)
         finally:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.config.connection_timeout * 1000)}")
+            self._run_read(lambda conn: conn.execute(f"PRAGMA busy_timeout = {waits}"))
 
     def _rollback(self, conn: sqlite3.Connection) -> None:
         try:

@@ -4,7 +4,6 @@ than the kept row without writing."""
 
 from __future__ import annotations
 
-import psycopg
 import pytest
 
 from mnesis.config import StoreConfig
@@ -16,6 +15,7 @@ from mnesis.store.postgres import PostgresStore
 from mnesis.store.postgres import db as postgres_db
 from mnesis.store.postgres.migrations import MIGRATIONS
 from mnesis.store.readonly import open_read_only
+from tests.backends import fetch
 from tests.store.contract.helpers import make_message
 from tests.store.postgres.filled import open_store
 
@@ -24,19 +24,14 @@ pytestmark = pytest.mark.postgres
 _BEFORE = MIGRATIONS[: [name for name, _ in MIGRATIONS].index("m015_session_usage")]
 
 
-def _query(url: str, sql: str, *args: object) -> list[tuple[object, ...]]:
-    with psycopg.connect(url) as conn:
-        return conn.execute(sql, args).fetchall()
-
-
 def _fresh(url: str, sid: str) -> tuple[int, ...]:
-    row = _query(
+    row = fetch(
         url,
         "SELECT SUM(tokens_input), SUM(tokens_output), SUM(tokens_cache_read), "
-        "SUM(tokens_cache_write), SUM(tokens_total) FROM messages WHERE session_id = %s",
+        "SUM(tokens_cache_write), SUM(tokens_total) FROM messages WHERE session_id = ?",
         sid,
     )[0]
-    return tuple(int(v) for v in row)  # type: ignore[call-overload]
+    return tuple(int(v) for v in row)
 
 
 async def _append(store: PostgresStore, sid: str, first: int, count: int) -> None:
@@ -63,12 +58,12 @@ async def test_an_older_database_migrates_and_keeps_its_sums_from_then_on(
         await _append(store, sid, 0, 6)
         assert await _usage(store, sid) == _fresh(pg_url, sid)
         await store.db.close()
-    assert _query(pg_url, "SELECT to_regclass('session_usage')") == [(None,)]
+    assert fetch(pg_url, "SELECT to_regclass('session_usage')") == [(None,)]
 
     store = await open_store(pg_url)
     try:
         assert await _usage(store, sid) == _fresh(pg_url, sid)
-        assert _query(pg_url, "SELECT session_id, upto_seq FROM session_usage") == [(sid, 6)]
+        assert fetch(pg_url, "SELECT session_id, upto_seq FROM session_usage") == [(sid, 6)]
         await _append(store, sid, 6, 3)
         reader = await open_read_only(StoreConfig(database_url=pg_url))
         try:
@@ -76,8 +71,8 @@ async def test_an_older_database_migrates_and_keeps_its_sums_from_then_on(
             assert (u.input, u.output, u.cache_read, u.cache_write, u.total) == _fresh(pg_url, sid)
         finally:
             await reader.close()
-        assert _query(pg_url, "SELECT upto_seq FROM session_usage") == [(6,)]
+        assert fetch(pg_url, "SELECT upto_seq FROM session_usage") == [(6,)]
         assert await _usage(store, sid) == _fresh(pg_url, sid)
-        assert _query(pg_url, "SELECT upto_seq FROM session_usage") == [(9,)]
+        assert fetch(pg_url, "SELECT upto_seq FROM session_usage") == [(9,)]
     finally:
         await store.db.close()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,23 +17,16 @@ from mnesis.store import StorePool
 from mnesis.store.readonly import open_read_only
 from mnesis.store.sqlite import database as sqlite_database
 from mnesis.store.sqlite.migrations import MIGRATIONS
+from tests.backends import fetch
 from tests.store.contract.helpers import make_message, new_session
 
 _BEFORE = MIGRATIONS[: [name for name, _ in MIGRATIONS].index("m015_session_usage")]
 
 
-def _query(path: str, sql: str, *args: object) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(path)
-    try:
-        return conn.execute(sql, args).fetchall()
-    finally:
-        conn.close()
-
-
 def _fresh(path: str, sid: str) -> tuple[int, ...]:
     sums = "tokens_input, tokens_output, tokens_cache_read, tokens_cache_write, tokens_total"
     total = ", ".join(f"SUM({c})" for c in sums.split(", "))
-    row = _query(path, f"SELECT {total} FROM messages WHERE session_id = ?", sid)[0]
+    row = fetch(path, f"SELECT {total} FROM messages WHERE session_id = ?", sid)[0]
     return tuple(int(v) for v in row)
 
 
@@ -78,17 +70,17 @@ async def test_an_older_file_migrates_and_keeps_its_sums_from_then_on(
         assert await _usage(path, sid) == _fresh(path, sid)
     # Read-only, the unmigrated file sums its messages and stays as it was.
     assert await _usage(path, sid, read_only=True) == _fresh(path, sid)
-    tables = {r[0] for r in _query(path, "SELECT name FROM sqlite_master WHERE type='table'")}
+    tables = {r[0] for r in fetch(path, "SELECT name FROM sqlite_master WHERE type='table'")}
     assert "session_usage" not in tables
 
     assert await _usage(path, sid) == _fresh(path, sid)
-    assert _query(path, "SELECT session_id, upto_seq FROM session_usage") == [(sid, 6)]
+    assert fetch(path, "SELECT session_id, upto_seq FROM session_usage") == [(sid, 6)]
     await _write(path, sid, 3)
     # Read-only with newer messages than the kept row: the right sums, nothing written.
     assert await _usage(path, sid, read_only=True) == _fresh(path, sid)
-    assert _query(path, "SELECT upto_seq FROM session_usage") == [(6,)]
+    assert fetch(path, "SELECT upto_seq FROM session_usage") == [(6,)]
     assert await _usage(path, sid) == _fresh(path, sid)
-    assert _query(path, "SELECT upto_seq FROM session_usage") == [(9,)]
+    assert fetch(path, "SELECT upto_seq FROM session_usage") == [(9,)]
 
 
 async def test_a_load_while_another_process_writes_reads_its_sums_without_keeping_them(
@@ -112,4 +104,4 @@ async def test_a_load_while_another_process_writes_reads_its_sums_without_keepin
         await pool.close_all()
         other.execute("ROLLBACK")
         other.close()
-    assert _query(path, "SELECT upto_seq FROM session_usage") == []
+    assert fetch(path, "SELECT upto_seq FROM session_usage") == []

@@ -12,7 +12,6 @@ import inspect
 import re
 import typing
 from collections.abc import Awaitable, Callable
-from functools import partial
 from typing import Any
 
 import pytest
@@ -26,8 +25,9 @@ from mnesis.compaction.levels import (
     CONDENSE_LEVEL3_MAX_TOKENS,
     MIN_MESSAGES_TO_SUMMARISE,
     SummaryCandidate,
+    condense_level1,
+    condense_level2,
     condense_level3,
-    condense_with_model,
     extractive_candidate,
     level1_summarise,
     level2_summarise,
@@ -42,10 +42,6 @@ from mnesis.store.base import SummaryRecord
 from mnesis.testing import SESSIONS, generate
 from tests.compaction import small_window_config
 
-# The model levels of condensing with this project's parameters (the public
-# condense_level1 / condense_level2 take 0.4.0's: tests/compat checks those).
-condense_level1 = partial(condense_with_model, 1)
-condense_level2 = partial(condense_with_model, 2)
 ESTIMATOR = TokenEstimator()
 BUDGET = ContextBudget.compute(
     ModelInfo.from_model_string(
@@ -354,6 +350,7 @@ class TestCondensation:
         result = await condense(
             leaf_summaries(3),
             "fake/model",
+            BUDGET,
             ESTIMATOR,
             Scripted(answer),
             target_tokens=900,
@@ -370,6 +367,7 @@ class TestCondensation:
         result = await condense(
             children,
             "fake/model",
+            BUDGET,
             ESTIMATOR,
             Scripted(bloated),
             target_tokens=50_000,
@@ -379,6 +377,7 @@ class TestCondensation:
         ok = await condense(
             children,
             "fake/model",
+            BUDGET,
             ESTIMATOR,
             Scripted("GOAL: ship"),
             target_tokens=900,
@@ -391,7 +390,7 @@ class TestCondensation:
         children = leaf_summaries(3)
         assert all(len(c.content) > 800 for c in children)
         await condense_level2(
-            children, "fake/model", ESTIMATOR, llm, target_tokens=900, footer_cap=40
+            children, "fake/model", BUDGET, ESTIMATOR, llm, target_tokens=900, footer_cap=40
         )
         transcript = llm.requests[0][1][1]["content"]
         for block in transcript.split("\n\n[summary ")[1:]:
@@ -418,12 +417,12 @@ def _all_levels() -> list[tuple[str, Callable[[], Awaitable[Any]]]]:
 
     async def c1() -> Any:
         return await condense_level1(
-            children, "m", ESTIMATOR, Scripted(answer), target_tokens=900, footer_cap=40
+            children, "m", BUDGET, ESTIMATOR, Scripted(answer), target_tokens=900, footer_cap=40
         )
 
     async def c2() -> Any:
         return await condense_level2(
-            children, "m", ESTIMATOR, Scripted(answer), target_tokens=900, footer_cap=40
+            children, "m", BUDGET, ESTIMATOR, Scripted(answer), target_tokens=900, footer_cap=40
         )
 
     async def c3() -> Any:

@@ -6,6 +6,8 @@ Context items are ``(position, type, id, tokens, role)`` rows, as
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from mnesis.compaction.planner import (
     LEAF_CHUNK_TOKENS,
     condense_run,
@@ -17,6 +19,8 @@ from mnesis.compaction.planner import (
     same_depth_groups,
     tail_start,
 )
+from mnesis.config import CompactionConfig
+from mnesis.models.window import WindowSettings
 from mnesis.store.base import ContextItem
 
 
@@ -97,14 +101,9 @@ class TestLeafSpanTokens:
 
 class TestPlanLeafSpan:
     def _plan(self, view: list[ContextItem], leaf_target_tokens: int) -> list[ContextItem]:
-        return plan_leaf_span(
-            view,
-            excess=50_000,
-            rounds_left=1,
-            input_window=200_000,
-            fresh_tail_count=0,
-            leaf_target_tokens=leaf_target_tokens,
-        )
+        window = WindowSettings.derive(200_000, CompactionConfig())
+        settings = replace(window, fresh_tail_count=0, leaf_target_tokens=leaf_target_tokens)
+        return plan_leaf_span(view, settings, excess=50_000, rounds_left=1, input_window=200_000)
 
     def test_a_span_larger_than_the_leaf_target_is_planned(self) -> None:
         assert _ids(self._plan(_view("uauauaua"), 600)) == ["msg_0", "msg_1", "msg_2", "msg_3"]

@@ -4,8 +4,7 @@ Level 1 (structured model summary) and Level 2 (aggressive model summary) return
 ``None`` to escalate when the model fails, times out, returns nothing, or returns
 something not smaller than its input (convergence check). Level 3 never calls a
 model and always returns a candidate within its target. The ``condense_*``
-functions are the same three levels for merging summaries (the two model levels one
-function, :func:`condense_with_model`).
+functions are the same three levels for merging summaries.
 """
 
 from __future__ import annotations
@@ -51,7 +50,6 @@ __all__ = [
     "condense_level2",
     "condense_level3",
     "condense_level3_deterministic",
-    "condense_with_model",
     "extractive_candidate",
     "level1_summarise",
     "level2_summarise",
@@ -173,27 +171,6 @@ def level3_deterministic(
     )
 
 
-async def condense_with_model(
-    level: int,
-    summaries: Sequence[SummaryRecord],
-    model: str,
-    estimator: TokenEstimator,
-    llm_call: LLMCall,
-    *,
-    target_tokens: int,
-    footer_cap: int,
-    prompt: str | None = None,
-    input_window: int = DEFAULT_INPUT_WINDOW,
-) -> CondensedCandidate | None:
-    """Merge summaries with the model at ``level``, or None to escalate: Level 1 with the
-    structured prompt, Level 2 tersely (each summary cut to 800 chars)."""
-    rung = model_level(level, model, llm_call, input_window=input_window, condense_prompt=prompt)
-    candidate = await rung.condense(summaries, SummaryTarget(target_tokens, footer_cap, estimator))
-    if candidate is not None:
-        candidate.parent_node_ids = [s.id for s in summaries]
-    return candidate
-
-
 async def _condense(
     level: int,
     /,
@@ -210,19 +187,17 @@ async def _condense(
     footer_cap: int = 40,
     prompt: str | None = None,
 ) -> CondensedCandidate | None:
-    """:func:`condense_with_model` with 0.4.0's parameters: the implementation of
-    :func:`condense_level1` and :func:`condense_level2`."""
-    return await condense_with_model(
-        level,
-        nodes,
-        model,
-        compaction_estimator or estimator,
-        llm_call,
-        target_tokens=target_tokens,
-        footer_cap=footer_cap,
-        prompt=prompt,
-        input_window=model_context_limit,
+    """Merge ``nodes`` with the model at ``level`` (1 or 2), or None to escalate: Level 1
+    with the structured prompt, Level 2 tersely (each summary cut to 800 chars). The
+    implementation of :func:`condense_level1` and :func:`condense_level2`."""
+    rung = model_level(
+        level, model, llm_call, input_window=model_context_limit, condense_prompt=prompt
     )
+    counter = compaction_estimator or estimator
+    candidate = await rung.condense(nodes, SummaryTarget(target_tokens, footer_cap, counter))
+    if candidate is not None:
+        candidate.parent_node_ids = [n.id for n in nodes]
+    return candidate
 
 
 condense_level1 = _one_level(

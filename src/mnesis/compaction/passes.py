@@ -58,20 +58,13 @@ class CompactionPasses:
         manual: bool = False,
     ) -> bool:
         window = ladder[0].input_window if ladder else _LAST_RESORT.input_window
-        tail = (settings.fresh_tail_count, settings.fresh_tail_tokens)
         if manual:
             # An explicit request under the threshold: everything before the fresh tail.
+            tail = (settings.fresh_tail_count, settings.fresh_tail_tokens)
             span = leaf_span(items, int(window * INPUT_WINDOW_SHARE), *tail)
         else:
             span = plan_leaf_span(
-                items,
-                excess=excess,
-                rounds_left=rounds_left,
-                input_window=window,
-                fresh_tail_count=tail[0],
-                leaf_target_tokens=settings.leaf_target_tokens,
-                fresh_tail_tokens=tail[1],
-                chunk_tokens=settings.leaf_chunk_tokens,
+                items, settings, excess=excess, rounds_left=rounds_left, input_window=window
             )
         if not span:
             return False

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from mnesis.compaction.candidates import INPUT_WINDOW_SHARE
+from mnesis.models.window import WindowSettings
 from mnesis.store.base import ContextItem
 
 __all__ = [
@@ -130,22 +131,20 @@ def leaf_span(
 
 def plan_leaf_span(
     items: Sequence[ContextItem],
+    settings: WindowSettings,
     *,
     excess: int,
     rounds_left: int,
     input_window: int,
-    fresh_tail_count: int,
-    leaf_target_tokens: int,
-    fresh_tail_tokens: int | None = None,
-    chunk_tokens: int = LEAF_CHUNK_TOKENS,
 ) -> list[ContextItem]:
     """The leaf span of this round, or ``[]`` if none is worth summarising.
 
     A span no larger than 1.2 x the leaf target is not worth a summary.
     """
-    want = leaf_span_tokens(excess, rounds_left, input_window, chunk_tokens)
-    span = leaf_span(items, want, fresh_tail_count, fresh_tail_tokens)
-    if not span or sum(i.tokens for i in span) <= leaf_target_tokens * 1.2:
+    chunk = settings.leaf_chunk_tokens
+    want = leaf_span_tokens(excess, rounds_left, input_window, chunk)
+    span = leaf_span(items, want, settings.fresh_tail_count, settings.fresh_tail_tokens)
+    if not span or sum(i.tokens for i in span) <= settings.leaf_target_tokens * 1.2:
         return []
     return span
 

@@ -1,5 +1,6 @@
 """Import cost: CPU time and modules loaded by ``import mnesis``, ``from mnesis import
-MnesisSession``, ``mnesis --help`` and ``mnesis --version``, each in a fresh interpreter.
+MnesisSession``, ``mnesis --help``, ``mnesis --version`` and one inspection command's
+module (``mnesis sessions --help``), each in a fresh interpreter.
 
 Every measurement is a new process (nothing cached in ``sys.modules``; the ``.pyc``
 files are warm after the first round, which is what a user sees from the second run
@@ -66,6 +67,7 @@ CASES: dict[str, str] = {
     "from mnesis import MnesisSession": "from mnesis import MnesisSession",
     "mnesis --help": _CLI.format(argv=["--help"], expect="Usage"),
     "mnesis --version": _CLI.format(argv=["--version"], expect="mnesis "),
+    "mnesis sessions --help": _CLI.format(argv=["sessions", "--help"], expect="Usage"),
     "typer app --help (floor)": _TYPER_FLOOR,
 }
 FLOOR = "python -c pass"

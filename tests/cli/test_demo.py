@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mnesis.cli.demo import demo_config, run_demo
+from mnesis.cli.demo import demo_config
+from mnesis.cli.demo._run import run_demo
 from mnesis.compaction.planner import CONDENSE_FAN_IN
 from mnesis.compaction.prompts import LEVEL1_SECTIONS
 from mnesis.retrieval.results import SummaryDescription

@@ -76,6 +76,23 @@ def test_a_command_imports_only_its_own_module() -> None:
     assert commands == {"mnesis.cli.purge_command"}
 
 
+SESSION_AND_TEST_KIT = (
+    "mnesis.session",
+    "mnesis._session",
+    "mnesis.testing",
+    "mnesis.cli.demo._run",
+)
+"""What only ``mnesis demo`` runs: the session loop and the generated coding-agent turns."""
+
+
+@pytest.mark.parametrize("command", ["sessions", "show", "context", "grep", "stats", "check"])
+def test_an_inspection_command_loads_neither_the_session_nor_the_test_kit(command: str) -> None:
+    got = _run_fresh(command, "--help")
+    assert got["code"] == 0
+    loaded = [m for m in got["modules"] if m.startswith(SESSION_AND_TEST_KIT)]
+    assert loaded == [], loaded
+
+
 def _root_help(group: Any, capsys: pytest.CaptureFixture[str]) -> str:
     capsys.readouterr()
     with pytest.raises(SystemExit) as stopped:

@@ -87,9 +87,9 @@ def _rows_searched(conn: sqlite3.Connection, where: SearchFilter) -> int:
     total = 0
     for sid in ids:
         low, high = conn.execute(
-            "SELECT (SELECT MIN(rowid) FROM message_parts WHERE session_id = ?1), "
-            "(SELECT MAX(rowid) FROM message_parts WHERE session_id = ?1)",
-            (sid,),
+            "SELECT (SELECT MIN(rowid) FROM message_parts WHERE session_id = ?), "
+            "(SELECT MAX(rowid) FROM message_parts WHERE session_id = ?)",
+            (sid, sid),
         ).fetchone()
         total += 0 if low is None else high - low + 1
     return total
